@@ -1,0 +1,35 @@
+# The README's two commands: `make test` and `make demo`. Both create .venv and install on first use;
+# the stamp file makes later runs skip the install until pyproject.toml changes.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+# CPU build of PyTorch, installed before the project so that no CUDA build is pulled in.
+TORCH_SPEC ?= torch==2.13.0
+
+.PHONY: test demo lint bench clean install
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+demo: $(STAMP)
+	$(PY) -m baselines.demo
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+bench: $(STAMP)
+	$(PY) -m routine_envs.bench
+
+clean:
+	rm -rf $(VENV) results .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,178 @@
+"""The main job on its embedded defaults: ``make demo`` (``python -m baselines.demo``).
+
+1. A rendered Diluted Doors episode (text on stdout, a PNG of the last frame).
+2. The measured decision density for several routine lengths beside ``1 / (1 + L)``.
+3. The oracle's advantages under the uniform policy: exactly zero on every routine state.
+
+Writes ``rho_by_routine_length.csv``, ``oracle_advantages.csv`` and ``episode.png`` into
+``--out`` (default ``results/demo``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+
+import routine_envs
+from routine_envs.envs import DilutedDoorsEnv
+
+gym.register_envs(routine_envs)
+
+
+@dataclass
+class DemoArgs:
+    """Settings of the demo."""
+
+    out: Path = field(default=Path("results/demo"), metadata={"help": "output folder"})
+    episodes: int = field(default=300, metadata={"help": "episodes per routine length"})
+    routine_lengths: tuple[int, ...] = field(
+        default=(0, 1, 3, 10, 30, 50), metadata={"help": "routine lengths L to measure"}
+    )
+    seed: int = field(default=0, metadata={"help": "seed of the episodes and the policy"})
+
+
+def show_episode(out: Path, seed: int) -> None:
+    """Play a short episode with a random policy, printing the text rendering at each door."""
+    env = gym.make("DilutedDoors-v0", routine_length=3, render_mode="ansi")
+    rgb = gym.make("DilutedDoors-v0", routine_length=3, render_mode="rgb_array")
+    rng = np.random.default_rng(seed)
+    _, info = env.reset(seed=seed)
+    rgb.reset(seed=seed)
+    frames = [rgb.render()]  # one frame at each door, and the last one
+    print("== 1. A Diluted Doors episode (3 floors, 3 doors, L = 3; uniform random policy)")
+    print(env.render())
+    done, step = False, 0
+    while not done:
+        action = int(rng.integers(env.action_space.n))
+        kind = "critical" if info["critical"] else "routine "
+        _, reward, terminated, truncated, info = env.step(action)
+        rgb.step(action)
+        if rgb.unwrapped.state.position == 0:
+            frames.append(rgb.render())
+        step += 1
+        print(f"step {step:>2}  {kind} state  action {action}  reward {reward}")
+        done = terminated or truncated
+    print(env.render())
+    end = {k: info[k] for k in routine_envs.annotations.EPISODE_END_KEYS}
+    print(f"episode-end info: {end}\n")
+    gap = np.full((6, frames[0].shape[1], 3), 255, dtype=np.uint8)
+    frame = np.concatenate([x for f in frames for x in (f, gap)][:-1])
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        plt.imsave(out / "episode.png", np.kron(frame, np.ones((4, 4, 1), dtype=np.uint8)))
+    except ImportError:  # pragma: no cover - matplotlib is part of the baselines extra
+        print("(matplotlib not installed: episode.png not written)")
+
+
+def measure_rho(args: DemoArgs) -> list[dict[str, float]]:
+    """Share of critical steps per routine length, fraction and success rewards, uniform policy."""
+    rows = []
+    for length in args.routine_lengths:
+        row: dict[str, float] = {
+            "routine_length": length,
+            "theory_1_over_1_plus_L": 1 / (1 + length),
+        }
+        for reward in ("fraction", "success"):
+            env = DilutedDoorsEnv(routine_length=length, reward=reward)
+            rng = np.random.default_rng(args.seed)
+            critical = steps = 0
+            for ep in range(args.episodes):
+                env.reset(seed=args.seed + ep)
+                done = False
+                while not done:
+                    _, _, done, _, info = env.step(int(rng.integers(env.num_doors)))
+                critical += info["num_critical"]
+                steps += info["episode_length"]
+            row[f"measured_rho_{reward}"] = critical / steps
+        q, floors = 1 / env.num_doors, env.num_floors
+        # success reward: doors after the first wrong one are routine: E[critical] = sum_f q^f
+        row["theory_success_uniform"] = sum(q**f for f in range(floors)) / (floors * (1 + length))
+        rows.append(row)
+    return rows
+
+
+def oracle_advantages() -> list[dict[str, float]]:
+    """Largest |A^pi(s, a)| of the uniform policy over critical and over routine states."""
+    rows = []
+    for reward in ("success", "fraction"):
+        env = DilutedDoorsEnv(routine_length=10, reward=reward)
+        values = env.oracle(np.full((env.num_states, env.num_doors), 1 / env.num_doors))
+        model = env.model()
+        decide = np.flatnonzero(model.decision_states)
+        critical = np.array([env._is_critical(env.describe_state(int(s))) for s in decide])
+        adv = np.abs(values.advantage[decide]).max(axis=1)
+        rows.append(
+            {
+                "reward": reward,
+                "critical_states": int(critical.sum()),
+                "routine_states": int((~critical).sum()),
+                "max_abs_advantage_critical": float(adv[critical].max()),
+                "max_abs_advantage_routine": float(adv[~critical].max()),
+            }
+        )
+    return rows
+
+
+def write_csv(path: Path, rows: list[dict]) -> None:
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    tmp.replace(path)
+
+
+def print_table(rows: list[dict]) -> None:
+    widths = [max(len(c), 10) for c in rows[0]]
+    print("  ".join(f"{c:>{w}}" for c, w in zip(rows[0], widths, strict=True)))
+    for row in rows:
+        cells = [
+            f"{v:>{w}.5f}" if isinstance(v, float) else f"{v!s:>{w}}"
+            for v, w in zip(row.values(), widths, strict=True)
+        ]
+        print("  ".join(cells))
+
+
+def main(args: DemoArgs) -> None:
+    args.out.mkdir(parents=True, exist_ok=True)
+    show_episode(args.out, args.seed)
+
+    print(f"== 2. Decision density rho, {args.episodes} episodes per L (uniform random policy)")
+    rho_rows = measure_rho(args)
+    print_table(rho_rows)
+    write_csv(args.out / "rho_by_routine_length.csv", rho_rows)
+    print()
+
+    print("== 3. Oracle advantages A^pi(s, a) of the uniform policy (L = 10): zero on routine")
+    adv_rows = oracle_advantages()
+    print_table(adv_rows)
+    write_csv(args.out / "oracle_advantages.csv", adv_rows)
+    print(f"\nwrote {args.out}/rho_by_routine_length.csv, oracle_advantages.csv, episode.png")
+
+
+def parse_args(argv: list[str] | None = None) -> DemoArgs:
+    defaults = DemoArgs()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=defaults.out)
+    parser.add_argument("--episodes", type=int, default=defaults.episodes)
+    parser.add_argument(
+        "--routine-lengths", type=int, nargs="+", default=list(defaults.routine_lengths)
+    )
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+    ns = parser.parse_args(argv)
+    return DemoArgs(
+        out=ns.out, episodes=ns.episodes, routine_lengths=tuple(ns.routine_lengths), seed=ns.seed
+    )
+
+
+if __name__ == "__main__":
+    main(parse_args())

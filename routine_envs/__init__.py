@@ -1,0 +1,31 @@
+"""routine-envs: benchmark environments for credit assignment under signal dilution.
+
+Importing this package registers every environment with Gymnasium (from the table in
+:mod:`routine_envs.registration`); it imports neither torch nor PettingZoo and prints nothing.
+
+    import gymnasium as gym
+    import routine_envs
+
+    gym.register_envs(routine_envs)
+    env = gym.make("DilutedDoors-v0", routine_length=50)
+"""
+
+from routine_envs import annotations
+from routine_envs.envs import DilutedDoorsEnv, InvalidActionError, RoutineEnv
+from routine_envs.oracle import OracleValues, TabularModel
+from routine_envs.registration import ENVIRONMENTS, register_all
+
+__version__ = "0.1.0"
+
+register_all()
+
+__all__ = [
+    "ENVIRONMENTS",
+    "DilutedDoorsEnv",
+    "InvalidActionError",
+    "OracleValues",
+    "RoutineEnv",
+    "TabularModel",
+    "__version__",
+    "annotations",
+]

@@ -1,0 +1,97 @@
+"""The info contract: the keys every routine-envs environment puts in ``info``.
+
+This module is the single definition of those keys; environments, estimators, tests and docs
+import them from here.
+
+Per step (on ``reset`` and on every ``step``), describing the state just observed, i.e. the
+state in which the *next* action is taken:
+
+``critical`` (bool)
+    Ground truth: can the action taken in this state change the expected return? Formally, the
+    optimal action gap ``max_a Q*(s, a) - min_a Q*(s, a)`` is positive (for every environment in
+    the suite this is the same as: under any policy that gives every action positive probability,
+    ``Q^pi(s, .)`` is not constant). Routine states have ``critical=False``; so does a terminal
+    state, where no action is taken.
+``state_id`` (int)
+    Canonical id of the underlying (Markov) state, in ``[0, env.unwrapped.num_states)``. Equal
+    states give equal ids, so ids can index tabular policies and values, or group identical
+    states across episodes.
+
+At the end of an episode (``terminated or truncated``) additionally:
+
+``success`` (bool)
+    The episode reached the environment's goal.
+``num_critical`` (int)
+    Number of steps of the episode whose action was taken in a critical state.
+``episode_length`` (int)
+    Number of steps of the episode (actions taken).
+``decision_density`` (float)
+    ``num_critical / episode_length``: the realized decision density rho of the episode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import numpy as np
+
+CRITICAL: Final = "critical"
+STATE_ID: Final = "state_id"
+SUCCESS: Final = "success"
+NUM_CRITICAL: Final = "num_critical"
+EPISODE_LENGTH: Final = "episode_length"
+DECISION_DENSITY: Final = "decision_density"
+
+STEP_KEYS: Final = (CRITICAL, STATE_ID)
+"""Keys present in ``info`` on ``reset`` and every ``step``."""
+EPISODE_END_KEYS: Final = (SUCCESS, NUM_CRITICAL, EPISODE_LENGTH, DECISION_DENSITY)
+"""Keys added to ``info`` on the step that ends an episode."""
+ALL_KEYS: Final = STEP_KEYS + EPISODE_END_KEYS
+
+
+def decision_density(critical: Sequence[bool] | np.ndarray) -> float:
+    """Realized decision density of one episode.
+
+    Args:
+        critical: the ``critical`` flag of each state in which an action was taken, shape ``(T,)``.
+
+    Returns:
+        ``sum(critical) / T``, a float in ``[0, 1]``.
+
+    Raises:
+        ValueError: for an empty episode, whose density is undefined.
+    """
+    flags = np.asarray(critical, dtype=bool)
+    if flags.ndim != 1 or flags.size == 0:
+        raise ValueError(f"critical must be a non-empty 1-d sequence, got shape {flags.shape}")
+    return float(flags.sum() / flags.size)
+
+
+def check_step_info(info: Mapping[str, Any], num_states: int | None = None) -> None:
+    """Raise ``ValueError`` when ``info`` breaks the per-step contract (a key missing or wrong)."""
+    for key in STEP_KEYS:
+        if key not in info:
+            raise ValueError(f"info lacks the required key {key!r}: {sorted(info)}")
+    if not isinstance(info[CRITICAL], (bool, np.bool_)):
+        raise ValueError(f"info[{CRITICAL!r}] must be a bool, got {type(info[CRITICAL]).__name__}")
+    state_id = info[STATE_ID]
+    if not isinstance(state_id, (int, np.integer)) or isinstance(state_id, bool):
+        raise ValueError(f"info[{STATE_ID!r}] must be an int, got {type(state_id).__name__}")
+    if num_states is not None and not 0 <= state_id < num_states:
+        raise ValueError(f"info[{STATE_ID!r}]={state_id} is outside [0, {num_states})")
+
+
+def check_episode_end_info(info: Mapping[str, Any]) -> None:
+    """Raise ``ValueError`` when an episode-end ``info`` lacks a key or is inconsistent."""
+    for key in EPISODE_END_KEYS:
+        if key not in info:
+            raise ValueError(f"episode-end info lacks the key {key!r}: {sorted(info)}")
+    length = info[EPISODE_LENGTH]
+    if length <= 0:
+        raise ValueError(f"{EPISODE_LENGTH} must be positive, got {length}")
+    if not 0 <= info[NUM_CRITICAL] <= length:
+        raise ValueError(f"{NUM_CRITICAL}={info[NUM_CRITICAL]} is outside [0, {length}]")
+    expected = info[NUM_CRITICAL] / length
+    if abs(info[DECISION_DENSITY] - expected) > 1e-12:
+        raise ValueError(f"{DECISION_DENSITY}={info[DECISION_DENSITY]} != {expected}")

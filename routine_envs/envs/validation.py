@@ -1,0 +1,50 @@
+"""Argument checks shared by the environments: each failure is a ``ValueError`` naming it."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+
+def integer(name: str, value: Any, minimum: int | None = None, maximum: int | None = None) -> int:
+    """Return ``value`` as an ``int``; ``ValueError`` unless it is an integer in the bounds.
+
+    Booleans and floats (even ``3.0``) are rejected: they are almost always a mistake.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value}")
+    return value
+
+
+def int_or_range(name: str, value: Any, minimum: int = 0) -> tuple[int, int]:
+    """An int ``n``, or a pair ``(low, high)`` with ``minimum <= low <= high``; as a pair."""
+    if isinstance(value, (tuple, list)):
+        if len(value) != 2:
+            raise ValueError(f"{name} must be an integer or a (low, high) pair, got {value!r}")
+        low = integer(f"{name}[0] (low)", value[0], minimum=minimum)
+        high = integer(f"{name}[1] (high)", value[1], minimum=minimum)
+        if low > high:
+            raise ValueError(f"{name} must have low <= high, got {value!r}")
+        return low, high
+    try:
+        n = integer(name, value, minimum=minimum)
+    except ValueError:
+        if isinstance(value, (bool, numbers.Integral)):
+            raise
+        raise ValueError(
+            f"{name} must be an integer or a (low, high) pair of integers, "
+            f"got {value!r} ({type(value).__name__})"
+        ) from None
+    return n, n
+
+
+def choice(name: str, value: Any, options: tuple[str, ...]) -> str:
+    """``value`` if it is one of ``options``, else ``ValueError``."""
+    if not isinstance(value, str) or value not in options:
+        raise ValueError(f"{name} must be one of {options}, got {value!r}")
+    return value

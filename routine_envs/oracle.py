@@ -1,0 +1,272 @@
+"""Exact tabular model and dynamic programming: the suite's "perfect critic".
+
+Every environment of the suite exposes its exact dynamics through ``env.unwrapped.model()``, a
+:class:`TabularModel` built by enumerating the states reachable from the initial distribution.
+On it, :func:`evaluate_policy` gives ``Q^pi``, ``V^pi`` and ``A^pi`` for any tabular policy
+without sampling, and :func:`optimal_values` gives ``Q*`` and the action gap that defines which
+states are critical.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+Outcome = tuple[float, Hashable, float, bool]
+"""``(probability, next_state, reward, terminated)`` of one transition."""
+
+PolicyLike = np.ndarray | Callable[[int], Sequence[float] | np.ndarray]
+"""A tabular policy: an array of shape ``(num_states, num_actions)`` of action probabilities, or a
+function from ``state_id`` to a probability vector of shape ``(num_actions,)``."""
+
+
+@dataclass(frozen=True)
+class TabularModel:
+    """The exact finite model of an environment, indexed by ``state_id``.
+
+    Transitions are stored flat: transition ``i`` goes from ``state[i]`` under ``action[i]`` with
+    probability ``prob[i]`` to ``next_state[i]``, paying ``reward[i]``; ``terminated[i]`` says the
+    episode ends there (no value is bootstrapped from a terminal next state).
+
+    Attributes:
+        num_states: size of the id space, ``env.unwrapped.num_states``.
+        num_actions: size of the action space.
+        initial: initial-state distribution, shape ``(num_states,)``.
+        reachable: which ids are reachable from the initial distribution, shape ``(num_states,)``.
+        terminal: which reachable ids are terminal (no action is taken there).
+        state, action, next_state: int64 arrays of shape ``(num_transitions,)``.
+        prob, reward: float64 arrays of shape ``(num_transitions,)``.
+        terminated: bool array of shape ``(num_transitions,)``.
+    """
+
+    num_states: int
+    num_actions: int
+    initial: np.ndarray
+    reachable: np.ndarray
+    terminal: np.ndarray
+    state: np.ndarray
+    action: np.ndarray
+    prob: np.ndarray
+    next_state: np.ndarray
+    reward: np.ndarray
+    terminated: np.ndarray
+
+    @property
+    def decision_states(self) -> np.ndarray:
+        """Reachable, non-terminal ids (where an action is taken), shape ``(num_states,)`` bool."""
+        return self.reachable & ~self.terminal
+
+
+def build_model(
+    initial: Sequence[tuple[float, Hashable]],
+    outcomes: Callable[[Hashable, int], Sequence[Outcome]],
+    state_id: Callable[[Hashable], int],
+    num_states: int,
+    num_actions: int,
+) -> TabularModel:
+    """Enumerate the states reachable from ``initial`` and record every transition.
+
+    Args:
+        initial: ``(probability, state)`` pairs of the initial distribution.
+        outcomes: the environment's transition function, ``(state, action) -> outcomes``.
+        state_id: the canonical id of a state.
+        num_states: size of the id space.
+        num_actions: number of discrete actions.
+    """
+    init = np.zeros(num_states)
+    reachable = np.zeros(num_states, dtype=bool)
+    terminal = np.zeros(num_states, dtype=bool)
+    frontier: list[Hashable] = []
+    for prob, s in initial:
+        sid = state_id(s)
+        init[sid] += prob
+        if not reachable[sid]:
+            reachable[sid] = True
+            frontier.append(s)
+    rows: list[tuple[int, int, float, int, float, bool]] = []
+    while frontier:
+        s = frontier.pop()
+        sid = state_id(s)
+        for a in range(num_actions):
+            for prob, nxt, reward, done in outcomes(s, a):
+                nid = state_id(nxt)
+                rows.append((sid, a, prob, nid, reward, done))
+                if not reachable[nid]:
+                    reachable[nid] = True
+                    if done:
+                        terminal[nid] = True
+                    else:
+                        frontier.append(nxt)
+    cols = list(zip(*rows, strict=False)) if rows else [()] * 6
+    return TabularModel(
+        num_states=num_states,
+        num_actions=num_actions,
+        initial=init,
+        reachable=reachable,
+        terminal=terminal,
+        state=np.asarray(cols[0], dtype=np.int64),
+        action=np.asarray(cols[1], dtype=np.int64),
+        prob=np.asarray(cols[2], dtype=np.float64),
+        next_state=np.asarray(cols[3], dtype=np.int64),
+        reward=np.asarray(cols[4], dtype=np.float64),
+        terminated=np.asarray(cols[5], dtype=bool),
+    )
+
+
+@dataclass(frozen=True)
+class OracleValues:
+    """Exact values of a policy (or of the optimal policy), indexed by ``state_id``.
+
+    Attributes:
+        q: ``Q(s, a)``, shape ``(num_states, num_actions)``; 0 on terminal and unreachable ids.
+        v: ``V(s)``, shape ``(num_states,)``; 0 on terminal and unreachable ids.
+        reachable: which ids the values are defined for, shape ``(num_states,)``.
+    """
+
+    q: np.ndarray
+    v: np.ndarray
+    reachable: np.ndarray
+
+    @property
+    def advantage(self) -> np.ndarray:
+        """``A(s, a) = Q(s, a) - V(s)``, shape ``(num_states, num_actions)``."""
+        return self.q - self.v[:, None]
+
+    @property
+    def action_gap(self) -> np.ndarray:
+        """``max_a Q(s, a) - min_a Q(s, a)``, shape ``(num_states,)``."""
+        return self.q.max(axis=1) - self.q.min(axis=1)
+
+
+def policy_table(policy: PolicyLike, model: TabularModel) -> np.ndarray:
+    """Turn ``policy`` into a validated array of shape ``(num_states, num_actions)``.
+
+    Rows of ids where no action is taken (terminal or unreachable) are not consulted.
+
+    Raises:
+        ValueError: wrong shape, negative entries, or rows that do not sum to 1.
+    """
+    shape = (model.num_states, model.num_actions)
+    decide = model.decision_states
+    if callable(policy):
+        table = np.zeros(shape)
+        for sid in np.flatnonzero(decide):
+            table[sid] = np.asarray(policy(int(sid)), dtype=np.float64)
+    else:
+        table = np.asarray(policy, dtype=np.float64)
+        if table.shape != shape:
+            raise ValueError(
+                f"policy must have shape {shape} (num_states, num_actions), got {table.shape}"
+            )
+    rows = table[decide]
+    if rows.size and (np.any(rows < 0) or not np.allclose(rows.sum(axis=1), 1.0, atol=1e-9)):
+        bad = int(np.flatnonzero(decide)[np.argmax(np.abs(rows.sum(axis=1) - 1))])
+        raise ValueError(
+            f"policy rows must be probability vectors; state_id {bad} has {table[bad].tolist()}"
+        )
+    return table
+
+
+def _backup(model: TabularModel, v: np.ndarray, gamma: float) -> np.ndarray:
+    """``Q(s, a) = sum_s' p (r + gamma (1 - done) V(s'))``, shape ``(num_states, num_actions)``."""
+    target = model.reward + gamma * np.where(model.terminated, 0.0, v[model.next_state])
+    flat = np.bincount(
+        model.state * model.num_actions + model.action,
+        weights=model.prob * target,
+        minlength=model.num_states * model.num_actions,
+    )
+    return flat.reshape(model.num_states, model.num_actions)
+
+
+def _iterate(
+    model: TabularModel,
+    improve: Callable[[np.ndarray], np.ndarray],
+    gamma: float,
+    max_iterations: int | None,
+    tol: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    v = np.zeros(model.num_states)
+    if max_iterations is None:  # depth of an acyclic model, or enough sweeps to contract to ~1e-17
+        contraction = math.ceil(40 / -math.log(gamma)) if gamma < 1 else 0
+        max_iterations = 10 * model.num_states + 100 + contraction
+    limit = max_iterations
+    for _ in range(limit):
+        q = _backup(model, v, gamma)
+        v_new = improve(q)
+        # An acyclic model converges exactly (to the bit) after as many sweeps as its depth.
+        delta = np.max(np.abs(v_new - v)) if v.size else 0.0
+        v = v_new
+        if delta <= tol:
+            return q, v
+    raise RuntimeError(
+        f"dynamic programming did not converge in {limit} sweeps "
+        f"(gamma={gamma}); pass gamma < 1 for a model with cycles"
+    )
+
+
+def evaluate_policy(
+    model: TabularModel,
+    policy: PolicyLike,
+    gamma: float = 1.0,
+    max_iterations: int | None = None,
+    tol: float = 0.0,
+) -> OracleValues:
+    """Exact ``Q^pi``, ``V^pi`` (and so ``A^pi``) of a tabular policy, without sampling.
+
+    Args:
+        model: the environment's model, ``env.unwrapped.model()``.
+        policy: action probabilities per ``state_id`` (array or function, see :data:`PolicyLike`).
+        gamma: discount factor in ``(0, 1]``.
+        max_iterations: cap on sweeps (default ``10 * num_states + 100``).
+        tol: stop when no value changes by more than this; 0 demands a fixed point.
+    """
+    if not 0 < gamma <= 1:
+        raise ValueError(f"gamma must be in (0, 1], got {gamma}")
+    pi = policy_table(policy, model)
+    decide = model.decision_states
+    q, v = _iterate(
+        model, lambda q: np.where(decide, (pi * q).sum(axis=1), 0.0), gamma, max_iterations, tol
+    )
+    q = np.where(decide[:, None], q, 0.0)
+    return OracleValues(q=q, v=v, reachable=model.reachable.copy())
+
+
+def optimal_values(
+    model: TabularModel, gamma: float = 1.0, max_iterations: int | None = None, tol: float = 0.0
+) -> OracleValues:
+    """Exact ``Q*`` and ``V*`` by value iteration; ``.action_gap`` defines critical states."""
+    if not 0 < gamma <= 1:
+        raise ValueError(f"gamma must be in (0, 1], got {gamma}")
+    decide = model.decision_states
+    q, v = _iterate(
+        model, lambda q: np.where(decide, q.max(axis=1), 0.0), gamma, max_iterations, tol
+    )
+    q = np.where(decide[:, None], q, 0.0)
+    return OracleValues(q=q, v=v, reachable=model.reachable.copy())
+
+
+def expected_return(model: TabularModel, values: OracleValues) -> float:
+    """Expected return from the initial distribution: ``sum_s mu(s) V(s)``."""
+    return float(model.initial @ values.v)
+
+
+def uniform_policy(model: TabularModel) -> np.ndarray:
+    """The uniform random policy, shape ``(num_states, num_actions)``."""
+    return np.full((model.num_states, model.num_actions), 1.0 / model.num_actions)
+
+
+__all__: Iterable[str] = [
+    "OracleValues",
+    "Outcome",
+    "PolicyLike",
+    "TabularModel",
+    "build_model",
+    "evaluate_policy",
+    "expected_return",
+    "optimal_values",
+    "policy_table",
+    "uniform_policy",
+]

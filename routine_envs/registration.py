@@ -1,0 +1,55 @@
+"""Every environment id of the suite, registered with Gymnasium from one table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+
+
+@dataclass(frozen=True)
+class EnvEntry:
+    """One row of the registration table.
+
+    ``max_episode_steps`` is ``None`` for environments whose episodes end by construction within a
+    bound that depends on their keyword arguments: a fixed Gymnasium ``TimeLimit`` would cut
+    episodes of larger configurations short. ``rho`` says what sets the decision density.
+    """
+
+    id: str
+    entry_point: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    max_episode_steps: int | None = None
+    vector_entry_point: str | None = None
+    rho: str = ""
+
+
+ENVIRONMENTS: tuple[EnvEntry, ...] = (
+    EnvEntry(
+        id="DilutedDoors-v0",
+        entry_point="routine_envs.envs.diluted_doors:DilutedDoorsEnv",
+        kwargs={
+            "num_floors": 3,
+            "num_doors": 3,
+            "routine_length": 10,
+            "reward": "success",
+            "layout_seed": 0,
+        },
+        rho="routine_length L: rho = 1/(1+L)",
+    ),
+)
+
+
+def register_all() -> None:
+    """Register every row of :data:`ENVIRONMENTS` (ids already registered are left alone)."""
+    for entry in ENVIRONMENTS:
+        if entry.id in gym.registry:
+            continue
+        gym.register(
+            id=entry.id,
+            entry_point=entry.entry_point,
+            vector_entry_point=entry.vector_entry_point,
+            max_episode_steps=entry.max_episode_steps,
+            kwargs=dict(entry.kwargs),
+        )

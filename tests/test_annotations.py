@@ -1,0 +1,49 @@
+"""The info-key module: helpers and the documentation of the keys."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from routine_envs import annotations as keys
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_decision_density_helper():
+    assert keys.decision_density([True, False, False, False]) == 0.25
+    with pytest.raises(ValueError, match="non-empty"):
+        keys.decision_density([])
+
+
+def test_check_step_info_rejects_broken_infos():
+    keys.check_step_info({"critical": True, "state_id": 3}, num_states=4)
+    for info, match in [
+        ({"state_id": 1}, "critical"),
+        ({"critical": 1, "state_id": 1}, "bool"),
+        ({"critical": True, "state_id": 1.0}, "int"),
+        ({"critical": True, "state_id": 9}, "outside"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            keys.check_step_info(info, num_states=4)
+
+
+def test_check_episode_end_info_rejects_inconsistent_density():
+    good = {"success": True, "num_critical": 1, "episode_length": 4, "decision_density": 0.25}
+    keys.check_episode_end_info(good)
+    with pytest.raises(ValueError, match="decision_density"):
+        keys.check_episode_end_info({**good, "decision_density": 0.5})
+    with pytest.raises(ValueError, match="success"):
+        keys.check_episode_end_info({k: v for k, v in good.items() if k != "success"})
+
+
+def test_documented_info_keys_are_the_real_ones():
+    """README's info-key table and the module docstring list exactly the keys the code uses."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Info keys", 1)[1].split("\n## ", 1)[0]
+    documented = re.findall(r"^\| `(\w+)` \|", section, flags=re.M)
+    assert documented == list(keys.ALL_KEYS)
+    for key in keys.ALL_KEYS:
+        assert f"``{key}``" in keys.__doc__

@@ -1,0 +1,86 @@
+"""The tabular dynamic programming behind the oracle, on a model built by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from routine_envs.oracle import (
+    build_model,
+    evaluate_policy,
+    expected_return,
+    optimal_values,
+    policy_table,
+)
+
+
+def chain_model():
+    """s0 --a0--> s1 (r=1); s0 --a1--> 50% s1 (r=0) / 50% end (r=3); s1 --any--> end (r=2)."""
+
+    def outcomes(state, action):
+        if state == "s0":
+            if action == 0:
+                return [(1.0, "s1", 1.0, False)]
+            return [(0.5, "s1", 0.0, False), (0.5, "end", 3.0, True)]
+        return [(1.0, "end", 2.0, True)]
+
+    ids = {"s0": 0, "s1": 1, "end": 2}
+    return build_model([(1.0, "s0")], outcomes, ids.__getitem__, num_states=3, num_actions=2)
+
+
+def test_build_model_enumerates_reachable_and_terminal():
+    model = chain_model()
+    assert model.reachable.tolist() == [True, True, True]
+    assert model.terminal.tolist() == [False, False, True]
+    assert model.decision_states.tolist() == [True, True, False]
+    assert len(model.state) == 5 and model.initial.tolist() == [1.0, 0.0, 0.0]
+
+
+def test_policy_evaluation_hand_computed():
+    model = chain_model()
+    pi = np.array([[0.25, 0.75], [1.0, 0.0], [0.5, 0.5]])
+    values = evaluate_policy(model, pi)
+    # Q(s1,.) = 2; Q(s0,a0) = 1 + 2 = 3; Q(s0,a1) = 0.5*(0+2) + 0.5*3 = 2.5
+    np.testing.assert_allclose(values.q, [[3.0, 2.5], [2.0, 2.0], [0.0, 0.0]])
+    np.testing.assert_allclose(values.v, [0.25 * 3 + 0.75 * 2.5, 2.0, 0.0])
+    np.testing.assert_allclose(values.advantage[0], [3 - 2.625, 2.5 - 2.625])
+    assert expected_return(model, values) == pytest.approx(2.625)
+    discounted = evaluate_policy(model, pi, gamma=0.5)
+    # Q(s0,a0) = 1 + 0.5*2; Q(s0,a1) = 0.5*(0 + 0.5*2) + 0.5*3
+    np.testing.assert_allclose(discounted.q[0], [2.0, 2.0])
+
+
+def test_optimal_values_and_action_gap():
+    values = optimal_values(chain_model())
+    np.testing.assert_allclose(values.q[0], [3.0, 2.5])
+    np.testing.assert_allclose(values.action_gap, [0.5, 0.0, 0.0])
+
+
+def test_policy_given_as_function():
+    model = chain_model()
+    values = evaluate_policy(model, lambda sid: [1.0, 0.0])
+    assert values.v[0] == pytest.approx(3.0)
+
+
+@pytest.mark.parametrize(
+    "bad", [np.ones((3, 2)), np.full((2, 2), 0.5), np.array([[1.5, -0.5]] * 3)]
+)
+def test_bad_policies_rejected(bad):
+    with pytest.raises(ValueError, match="policy"):
+        policy_table(bad, chain_model())
+
+
+def test_bad_gamma_rejected():
+    with pytest.raises(ValueError, match="gamma"):
+        evaluate_policy(chain_model(), np.full((3, 2), 0.5), gamma=0.0)
+
+
+def test_cyclic_model_needs_discount():
+    def outcomes(state, action):
+        return [(1.0, 0, 1.0, False)]  # a self-loop that never ends
+
+    model = build_model([(1.0, 0)], outcomes, int, num_states=1, num_actions=1)
+    with pytest.raises(RuntimeError, match="gamma < 1"):
+        evaluate_policy(model, np.ones((1, 1)))
+    values = evaluate_policy(model, np.ones((1, 1)), gamma=0.9, tol=1e-12)
+    assert values.v[0] == pytest.approx(10.0, rel=1e-9)

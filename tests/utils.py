@@ -1,0 +1,130 @@
+"""Test harness shared by every environment's tests: rollouts, counterfactual branching and
+Monte-Carlo estimates that do not use the environments' own models (an independent oracle)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import routine_envs
+
+gym.register_envs(routine_envs)
+
+Policy = Callable[[int, np.random.Generator], int]
+"""A test policy: ``(state_id, rng) -> action``."""
+
+
+def all_env_ids() -> list[str]:
+    """Every id in the registration table."""
+    return [entry.id for entry in routine_envs.ENVIRONMENTS]
+
+
+def uniform_policy(num_actions: int) -> Policy:
+    return lambda _sid, rng: int(rng.integers(num_actions))
+
+
+def tabular_sampler(table: np.ndarray) -> Policy:
+    """Sample from a ``(num_states, num_actions)`` probability table."""
+    cumulative = np.cumsum(table, axis=1)
+
+    def act(sid: int, rng: np.random.Generator) -> int:
+        return int(
+            min(np.searchsorted(cumulative[sid], rng.random(), side="right"), table.shape[1] - 1)
+        )
+
+    return act
+
+
+def run_episode(
+    env: gym.Env, policy: Policy, rng: np.random.Generator, seed: int | None = None
+) -> dict[str, Any]:
+    """Play one episode from ``reset(seed=seed)``; return the per-step record."""
+    obs, info = env.reset(seed=seed)
+    record: dict[str, Any] = {
+        "obs": [obs],
+        "rewards": [],
+        "actions": [],
+        "critical": [],
+        "state_ids": [info["state_id"]],
+        "infos": [info],
+    }
+    done = False
+    while not done:
+        record["critical"].append(info["critical"])
+        action = policy(info["state_id"], rng)
+        obs, reward, terminated, truncated, info = env.step(action)
+        done = terminated or truncated
+        record["actions"].append(action)
+        record["rewards"].append(reward)
+        record["obs"].append(obs)
+        record["state_ids"].append(info["state_id"])
+        record["infos"].append(info)
+    record["final_info"] = info
+    record["return"] = float(np.sum(record["rewards"]))
+    return record
+
+
+def continue_episode(
+    env: gym.Env,
+    policy: Policy,
+    rng: np.random.Generator,
+    info: dict[str, Any],
+    max_steps: int = 100_000,
+) -> float:
+    """Roll ``env`` (mid-episode) to its end under ``policy``; the return from here."""
+    total = 0.0
+    for _ in range(max_steps):
+        action = policy(info["state_id"], rng)
+        _, reward, terminated, truncated, info = env.step(action)
+        total += reward
+        if terminated or truncated:
+            return total
+    raise AssertionError("episode did not end")
+
+
+def counterfactual_returns(
+    env: gym.Env, info: dict[str, Any], policy: Policy, num_rollouts: int, seed: int
+) -> np.ndarray:
+    """Branch ``env`` into every first action with ``copy.deepcopy`` and continue each with the
+    same random continuation (common random numbers: the env's generator is copied, the policy's
+    is reseeded identically). Returns shape ``(num_actions, num_rollouts)``."""
+    num_actions = int(env.action_space.n)
+    returns = np.zeros((num_actions, num_rollouts))
+    for i in range(num_rollouts):
+        for action in range(num_actions):
+            branch = copy.deepcopy(env)
+            rng = np.random.default_rng([seed, i])
+            _, reward, terminated, truncated, next_info = branch.step(action)
+            if not (terminated or truncated):
+                reward += continue_episode(branch, policy, rng, next_info)
+            returns[action, i] = reward
+    return returns
+
+
+def sample_states(
+    env: gym.Env,
+    policy: Policy,
+    num_states: int,
+    seed: int,
+) -> list[tuple[gym.Env, dict[str, Any]]]:
+    """Deep copies of ``env`` stopped at ``num_states`` states visited by ``policy`` (distinct
+    state ids where possible, non-terminal), with the info observed there."""
+    rng = np.random.default_rng(seed)
+    found: dict[int, tuple[gym.Env, dict[str, Any]]] = {}
+    episode = 0
+    while len(found) < num_states and episode < 50 * num_states:
+        _, info = env.reset(seed=seed + episode)
+        episode += 1
+        done = False
+        while not done:
+            if info["state_id"] not in found:
+                found[info["state_id"]] = (copy.deepcopy(env), info)
+                if len(found) >= num_states:
+                    break
+            _, _, terminated, truncated, info = env.step(policy(info["state_id"], rng))
+            done = terminated or truncated
+    return list(found.values())
