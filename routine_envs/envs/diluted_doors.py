@@ -278,12 +278,12 @@ class DilutedDoorsEnv(RoutineEnv[np.ndarray, DoorsState]):
             self._corridor_lengths.append(next_state.corridor_length if same_floor else 0)
 
     def _render_ansi(self) -> str:
-        from routine_envs.rendering import render_doors_ansi
+        from routine_envs.rendering.doors import render_doors_ansi
 
         return render_doors_ansi(self)
 
     def _render_rgb(self) -> np.ndarray:
-        from routine_envs.rendering import render_doors_rgb
+        from routine_envs.rendering.doors import render_doors_rgb
 
         return render_doors_rgb(self)
 

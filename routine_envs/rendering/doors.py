@@ -1,7 +1,4 @@
-"""Rendering, kept apart from the environments' dynamics: text and RGB pictures of an episode.
-
-Only numpy is used, so ``render_mode="rgb_array"`` needs no extra dependency.
-"""
+"""Text and RGB pictures of a Diluted Doors episode."""
 
 from __future__ import annotations
 
