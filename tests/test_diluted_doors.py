@@ -403,3 +403,16 @@ def test_property_determinism_and_branching(kwargs, seed):
     assert play(a, actions[:30]) == play(b, actions[:30])
     twin = copy.deepcopy(a)
     assert play(a, actions[30:]) == play(twin, actions[30:])
+
+
+def test_base_step_budget_truncates_with_episode_end_info():
+    env = DilutedDoorsEnv(num_floors=2, routine_length=5)
+    env.max_steps = 4
+    env.reset(seed=0)
+    for _ in range(3):
+        assert env.step(0)[3] is False
+    _, _, terminated, truncated, info = env.step(0)
+    assert (terminated, truncated) == (False, True)
+    assert info["episode_length"] == 4 and info["success"] is False and info["num_critical"] == 1
+    with pytest.raises(gym.error.ResetNeeded, match="truncated"):
+        env.step(0)

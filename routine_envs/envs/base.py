@@ -68,6 +68,10 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
         self._episode_length = 0
         self._num_critical = 0
         self._model_cache: TabularModel | None = None
+        #: optional step budget: the episode is truncated (not terminated) after this many steps.
+        #: The model and the oracle describe the environment without it (Gymnasium's convention:
+        #: truncation is outside the MDP).
+        self.max_steps: int | None = None
 
     # ----------------------------------------------------------------- hooks for subclasses
     @abstractmethod
@@ -92,7 +96,7 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
 
     @abstractmethod
     def _is_success(self, state: StateType) -> bool:
-        """Whether ``state`` (a terminal state) is a success."""
+        """Whether the episode ending in ``state`` (terminal, or truncated there) is a success."""
 
     def _after_reset(self) -> None:
         """Called at the end of ``reset`` (e.g. to clear a history kept for rendering)."""
@@ -127,7 +131,7 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
             raise gym.error.ResetNeeded("step() called before reset(): call env.reset() first")
         if self._finished:
             raise gym.error.ResetNeeded(
-                "step() called on a finished episode (it returned terminated=True): "
+                "step() called on a finished episode (it returned terminated or truncated): "
                 "call env.reset() to start a new one"
             )
         a = self._check_action(action)
@@ -138,10 +142,13 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
         self._state = nxt
         self._critical_now = False if terminated else self._is_critical(nxt)
         info = self._step_info(nxt)
-        if terminated:
+        truncated = (
+            not terminated and self.max_steps is not None and self._episode_length >= self.max_steps
+        )
+        if terminated or truncated:
             self._finished = True
             info.update(self._episode_end_info(nxt))
-        return self._observe(nxt), float(reward), bool(terminated), False, info
+        return self._observe(nxt), float(reward), bool(terminated), truncated, info
 
     def render(self) -> str | np.ndarray | None:
         """``"ansi"``: a text picture; ``"rgb_array"``: an ``(H, W, 3)`` uint8 image."""
