@@ -207,6 +207,14 @@ def _iterate(
     )
 
 
+def _expectation(pi: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``sum_a pi(a|s) Q(s, a)`` written as ``min_a Q + sum_a pi (Q - min_a Q)``: equal to ``Q``
+    to the bit where ``Q(s, .)`` is constant, so routine advantages are exactly zero even when a
+    policy row sums to 1 only up to rounding."""
+    q_min = q.min(axis=1)
+    return q_min + (pi * (q - q_min[:, None])).sum(axis=1)
+
+
 def evaluate_policy(
     model: TabularModel,
     policy: PolicyLike,
@@ -228,7 +236,7 @@ def evaluate_policy(
     pi = policy_table(policy, model)
     decide = model.decision_states
     q, v = _iterate(
-        model, lambda q: np.where(decide, (pi * q).sum(axis=1), 0.0), gamma, max_iterations, tol
+        model, lambda q: np.where(decide, _expectation(pi, q), 0.0), gamma, max_iterations, tol
     )
     q = np.where(decide[:, None], q, 0.0)
     return OracleValues(q=q, v=v, reachable=model.reachable.copy())
@@ -246,6 +254,31 @@ def optimal_values(
     )
     q = np.where(decide[:, None], q, 0.0)
     return OracleValues(q=q, v=v, reachable=model.reachable.copy())
+
+
+def occupancy(
+    model: TabularModel, policy: PolicyLike, max_iterations: int | None = None, tol: float = 0.0
+) -> np.ndarray:
+    """Expected number of visits of each state per episode under ``policy`` (terminal states
+    excluded), shape ``(num_states,)``: ``d = mu + P_pi^T d`` summed over time. With ``gamma = 1``
+    the exact policy gradient of a tabular softmax is ``d(s) pi(a|s) A(s, a)`` per logit."""
+    pi = policy_table(policy, model)
+    weight = model.prob * pi[model.state, model.action] * ~model.terminated
+    decide = model.decision_states
+    visits = np.where(decide, model.initial, 0.0)
+    current = visits.copy()
+    limit = max_iterations if max_iterations is not None else 10 * model.num_states + 100
+    for _ in range(limit):
+        current = np.bincount(
+            model.next_state, weights=weight * current[model.state], minlength=model.num_states
+        )
+        visits += current
+        if current.sum() <= tol:
+            return visits
+    raise RuntimeError(
+        f"occupancy did not converge in {limit} sweeps: the model has cycles "
+        "that the policy never leaves"
+    )
 
 
 def expected_return(model: TabularModel, values: OracleValues) -> float:
@@ -266,6 +299,7 @@ __all__: Iterable[str] = [
     "build_model",
     "evaluate_policy",
     "expected_return",
+    "occupancy",
     "optimal_values",
     "policy_table",
     "uniform_policy",

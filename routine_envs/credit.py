@@ -1,0 +1,376 @@
+"""Advantage estimators: small pure functions over a batch of finished episodes.
+
+One interface, usable from any RL library (an LLM trainer included; numpy only): an estimator is
+called on an :class:`~routine_envs.episodes.EpisodeBatch` and returns an :class:`Advantages`
+(one advantage per step, and a return target where it trains a critic). ``requires`` names the
+batch fields it reads, so a trainer can fail before training when the environment does not
+provide them.
+
+Estimators (``R_i`` episode return, ``G_t`` return-to-go, ``V`` a value):
+
+- ``gae`` (learned critic): ``A_t = sum_k (gamma lam)^k delta_{t+k}``,
+  ``delta_t = r_t + gamma V(s_{t+1}) - V(s_t)``.
+- ``trajectory_mc`` (critic-free): ``A_t = R_i - mean_group(R)``, over ``std_group(R)`` with
+  ``normalize_std``.
+- ``rloo`` (critic-free): ``A_t = R_i - mean_{j != i in group}(R_j)``.
+- ``gigpo`` (critic-free, turn-level): ``A_t = A^E_i + omega (G_t - mean_{group, state_id}(G))``.
+- ``mc_rollout`` (Monte-Carlo critic): ``A_t = r_t + gamma V^(s_{t+1}) - V^(s_t)``, ``V^`` the
+  mean return of k rollouts branched from the state.
+- ``oracle`` (perfect critic, optionally noisy): ``A_t = A^pi(s_t, a_t) + sigma N(0, 1)``.
+- ``routine_masked`` (critic-free, ground truth): ``A_t = critical_t (R_i - mean_group(R))``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import numpy as np
+
+from routine_envs.episodes import EpisodeBatch
+from routine_envs.oracle import PolicyLike
+
+BATCH_FIELDS = ("actions", "critical", "state_ids", "values", "snapshots")
+"""Optional :class:`EpisodeBatch` fields an estimator may require."""
+INFO_KEY_OF_FIELD = {"critical": "critical", "state_ids": "state_id"}
+"""The ``info`` key each annotation field is read from."""
+
+
+@dataclass(frozen=True)
+class Advantages:
+    """What an estimator returns.
+
+    Attributes:
+        advantages: one advantage per step, shape ``(N,)``.
+        returns: value targets for a learned critic, shape ``(N,)``, or ``None`` (critic-free).
+    """
+
+    advantages: np.ndarray
+    returns: np.ndarray | None = None
+
+
+@runtime_checkable
+class AdvantageEstimator(Protocol):
+    """The estimator interface.
+
+    Attributes:
+        name: registry name.
+        requires: :data:`BATCH_FIELDS` the estimator reads.
+        trains_critic: whether it uses (and returns targets for) the learner's value head.
+    """
+
+    name: str
+    requires: frozenset[str]
+    trains_critic: bool
+
+    def __call__(self, batch: EpisodeBatch) -> Advantages: ...
+
+
+def check_batch(estimator: AdvantageEstimator, batch: EpisodeBatch) -> None:
+    """Raise ``ValueError`` naming every field ``estimator`` needs that ``batch`` lacks."""
+    missing = sorted(f for f in estimator.requires if getattr(batch, f) is None)
+    if missing:
+        raise ValueError(
+            f"estimator {estimator.name!r} needs batch fields {missing} that the "
+            "batch does not have"
+        )
+
+
+def _group_stats(
+    values: np.ndarray, groups: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-element group mean, population std and group size of ``values`` (all shape like it)."""
+    index = np.unique(groups, return_inverse=True)[1].reshape(-1)
+    counts = np.bincount(index)
+    sums = np.bincount(index, weights=values)
+    means = sums / counts
+    var = np.bincount(index, weights=(values - means[index]) ** 2) / counts
+    return means[index], np.sqrt(var[index]), counts[index]
+
+
+def _episode_advantage(batch: EpisodeBatch, normalize_std: bool, eps: float) -> np.ndarray:
+    """``R_i - mean_group(R)`` (optionally over the group std), shape ``(M,)``."""
+    returns = batch.episode_returns()
+    mean, std, _ = _group_stats(returns, batch.groups)
+    adv = returns - mean
+    return adv / (std + eps) if normalize_std else adv
+
+
+def _bootstrap(batch: EpisodeBatch) -> np.ndarray:
+    """``V(s_T)`` after each episode: the bootstrap value when truncated, else 0; ``(M,)``."""
+    if batch.truncated is None or batch.bootstrap_values is None:
+        return np.zeros(batch.num_episodes)
+    return np.where(batch.truncated, batch.bootstrap_values, 0.0)
+
+
+def _td_advantages(batch: EpisodeBatch, values: np.ndarray, gamma: float, lam: float) -> np.ndarray:
+    """GAE(lambda) of ``values`` (shape ``(N,)``), vectorized over episodes."""
+    v = batch.padded(values.astype(np.float64))
+    r = batch.padded(np.asarray(batch.rewards, dtype=np.float64))
+    lengths = batch.lengths
+    rows = np.arange(batch.num_episodes)
+    v_next = np.zeros_like(v)
+    v_next[:, :-1] = v[:, 1:]
+    v_next[rows, lengths - 1] = _bootstrap(batch)
+    delta = r + gamma * v_next - v
+    adv = np.zeros_like(v)
+    running = np.zeros(batch.num_episodes)
+    for t in range(v.shape[1] - 1, -1, -1):
+        live = t < lengths
+        running = np.where(live, delta[:, t] + gamma * lam * running, 0.0)
+        adv[:, t] = running
+    return batch.unpad(adv)
+
+
+# --------------------------------------------------------------------------- estimators
+@dataclass
+class GAE:
+    """Generalized advantage estimation from the learner's values (what SB3 PPO does):
+    ``A_t = sum_k (gamma lam)^k delta_{t+k}``, returns ``A_t + V(s_t)``."""
+
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    name: ClassVar[str] = "gae"
+    requires: ClassVar[frozenset[str]] = frozenset({"values"})
+    trains_critic: ClassVar[bool] = True
+
+    def __call__(self, batch: EpisodeBatch) -> Advantages:
+        check_batch(self, batch)
+        adv = _td_advantages(batch, batch.values, self.gamma, self.gae_lambda)
+        return Advantages(adv, adv + batch.values)
+
+
+@dataclass
+class TrajectoryMC:
+    """Monte-Carlo trajectory advantage (GRPO's outcome advantage): every step of episode ``i``
+    gets ``R_i - mean_group(R)``, divided by ``std_group(R) + eps`` when ``normalize_std``."""
+
+    normalize_std: bool = False
+    eps: float = 1e-6
+    name: ClassVar[str] = "trajectory_mc"
+    requires: ClassVar[frozenset[str]] = frozenset()
+    trains_critic: ClassVar[bool] = False
+
+    def __call__(self, batch: EpisodeBatch) -> Advantages:
+        adv = _episode_advantage(batch, self.normalize_std, self.eps)
+        return Advantages(np.repeat(adv, batch.lengths))
+
+
+@dataclass
+class RLOO:
+    """REINFORCE leave-one-out: ``A_t = R_i - mean_{j != i}(R_j)`` over the episode's group
+    (``= G/(G-1) (R_i - mean_group(R))``); groups need at least two episodes."""
+
+    name: ClassVar[str] = "rloo"
+    requires: ClassVar[frozenset[str]] = frozenset()
+    trains_critic: ClassVar[bool] = False
+
+    def __call__(self, batch: EpisodeBatch) -> Advantages:
+        returns = batch.episode_returns()
+        mean, _, size = _group_stats(returns, batch.groups)
+        if np.any(size < 2):
+            raise ValueError("rloo needs groups of at least 2 episodes (group_size >= 2)")
+        adv = size / (size - 1) * (returns - mean)
+        return Advantages(np.repeat(adv, batch.lengths))
+
+
+@dataclass
+class GiGPO:
+    """Group-in-group policy optimization (critic-free, turn-level): the episode advantage plus
+    ``omega`` times a step advantage ``G_t - mean(G)`` over the steps of the same episode group
+    that share ``state_id`` (anchor states); each part over its std when ``normalize_std``."""
+
+    omega: float = 1.0
+    gamma: float = 1.0
+    normalize_std: bool = False
+    eps: float = 1e-6
+    name: ClassVar[str] = "gigpo"
+    requires: ClassVar[frozenset[str]] = frozenset({"state_ids"})
+    trains_critic: ClassVar[bool] = False
+
+    def __call__(self, batch: EpisodeBatch) -> Advantages:
+        check_batch(self, batch)
+        episode_adv = np.repeat(
+            _episode_advantage(batch, self.normalize_std, self.eps), batch.lengths
+        )
+        to_go = batch.returns_to_go(self.gamma)
+        group_of_step = np.repeat(batch.group_index(), batch.lengths)
+        anchors = np.unique(
+            np.stack([group_of_step, batch.state_ids]), axis=1, return_inverse=True
+        )[1].reshape(-1)
+        mean, std, _ = _group_stats(to_go, anchors)
+        step_adv = to_go - mean
+        if self.normalize_std:
+            step_adv = step_adv / (std + self.eps)
+        return Advantages(episode_adv + self.omega * step_adv)
+
+
+@dataclass
+class RoutineMasked:
+    """The trajectory advantage with steps annotated routine set to zero (the "prune routine
+    steps" remedy, using ground truth): ``A_t = critical_t (R_i - mean_group(R))``."""
+
+    normalize_std: bool = False
+    eps: float = 1e-6
+    name: ClassVar[str] = "routine_masked"
+    requires: ClassVar[frozenset[str]] = frozenset({"critical"})
+    trains_critic: ClassVar[bool] = False
+
+    def __call__(self, batch: EpisodeBatch) -> Advantages:
+        check_batch(self, batch)
+        adv = np.repeat(_episode_advantage(batch, self.normalize_std, self.eps), batch.lengths)
+        return Advantages(np.where(batch.critical, adv, 0.0))
+
+
+class OracleSource(Protocol):
+    """What :class:`Oracle` needs of an environment: ``env.unwrapped`` of any suite env."""
+
+    def oracle(self, policy: PolicyLike, gamma: float = 1.0) -> Any: ...
+
+
+@dataclass
+class Oracle:
+    """The perfect critic: ``A_t = A^pi(s_t, a_t)`` exact from the environment's model, plus
+    ``sigma * N(0, 1)`` noise per step (an imperfect critic of known error variance sigma^2).
+
+    ``policy`` is the tabular policy the episodes were collected with: an array
+    ``(num_states, num_actions)``, or a zero-argument callable returning one (for a policy that
+    changes during training). ``sigma`` is in units of return."""
+
+    env: OracleSource
+    policy: np.ndarray | Callable[[], np.ndarray]
+    sigma: float = 0.0
+    gamma: float = 1.0
+    seed: int | None = None
+    name: ClassVar[str] = "oracle"
+    requires: ClassVar[frozenset[str]] = frozenset({"state_ids", "actions"})
+    trains_critic: ClassVar[bool] = False
+    _rng: np.random.Generator = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.sigma < 0:
+            raise ValueError(f"sigma must be >= 0, got {self.sigma}")
+        if not hasattr(self.env, "oracle"):
+            raise ValueError(
+                "estimator 'oracle' needs an environment with an exact model "
+                "(env.unwrapped.oracle), got "
+                f"{type(self.env).__name__}"
+            )
+        self._rng = np.random.default_rng(self.seed)
+
+    def table(self) -> np.ndarray:
+        """The current policy table, shape ``(num_states, num_actions)``."""
+        policy = self.policy
+        return np.asarray(policy() if callable(policy) else policy)
+
+    def __call__(self, batch: EpisodeBatch) -> Advantages:
+        check_batch(self, batch)
+        values = self.env.oracle(self.table(), gamma=self.gamma)
+        adv = values.advantage[batch.state_ids, batch.actions]
+        if self.sigma > 0:
+            adv = adv + self.sigma * self._rng.standard_normal(adv.shape)
+        return Advantages(adv)
+
+
+RolloutPolicy = Callable[[Sequence[Any], Sequence[Mapping[str, Any]]], np.ndarray]
+"""A batched policy for Monte-Carlo rollouts: ``(observations, infos) -> actions`` (shape
+``(B,)``); it samples with its own random generator."""
+
+
+def rollout_values(
+    snapshots: Sequence[tuple[Any, Any, Mapping[str, Any]]],
+    policy: RolloutPolicy,
+    num_rollouts: int,
+    gamma: float = 1.0,
+    max_steps: int = 100_000,
+) -> np.ndarray:
+    """``V^(s)`` for each ``(env, obs, info)`` snapshot: the mean return of ``num_rollouts``
+    rollouts of ``policy`` from a deep copy of ``env``; all rollouts step in lockstep so the
+    policy is called once per step on a batch. Shape ``(len(snapshots),)``."""
+    envs, obs, infos, owner = [], [], [], []
+    for i, (env, o, info) in enumerate(snapshots):
+        for _ in range(num_rollouts):
+            envs.append(copy.deepcopy(env))
+            obs.append(o)
+            infos.append(info)
+            owner.append(i)
+    totals = np.zeros(len(envs))
+    discount = np.ones(len(envs))
+    active = list(range(len(envs)))
+    for _ in range(max_steps):
+        if not active:
+            break
+        actions = policy([obs[j] for j in active], [infos[j] for j in active])
+        still = []
+        for j, action in zip(active, actions, strict=True):
+            o, reward, terminated, truncated, info = envs[j].step(int(action))
+            totals[j] += discount[j] * reward
+            discount[j] *= gamma
+            obs[j], infos[j] = o, info
+            if not (terminated or truncated):
+                still.append(j)
+        active = still
+    else:
+        raise RuntimeError(f"rollouts did not end within {max_steps} steps")
+    return np.bincount(owner, weights=totals, minlength=len(snapshots)) / num_rollouts
+
+
+@dataclass
+class MCRollout:
+    """VinePPO-style Monte-Carlo critic: ``V^(s_t)`` is the mean return of ``num_rollouts``
+    rollouts of the current policy branched from ``s_t`` with ``copy.deepcopy(env)``;
+    ``A_t = r_t + gamma V^(s_{t+1}) - V^(s_t)``. ``num_rollouts`` (k) sets the critic's error
+    (its variance falls like 1/k). Needs per-step snapshots (``keep_snapshots=True``)."""
+
+    policy: RolloutPolicy
+    num_rollouts: int = 4
+    gamma: float = 1.0
+    name: ClassVar[str] = "mc_rollout"
+    requires: ClassVar[frozenset[str]] = frozenset({"snapshots"})
+    trains_critic: ClassVar[bool] = False
+
+    def __post_init__(self) -> None:
+        if self.num_rollouts < 1:
+            raise ValueError(f"num_rollouts must be >= 1, got {self.num_rollouts}")
+
+    def __call__(self, batch: EpisodeBatch) -> Advantages:
+        check_batch(self, batch)
+        values = rollout_values(batch.snapshots, self.policy, self.num_rollouts, self.gamma)
+        adv = _td_advantages(batch, values, self.gamma, lam=0.0)
+        return Advantages(adv, adv + values)
+
+
+ESTIMATORS: dict[str, type] = {
+    cls.name: cls for cls in (GAE, TrajectoryMC, RLOO, GiGPO, MCRollout, Oracle, RoutineMasked)
+}
+"""Every estimator by registry name."""
+
+
+def make_estimator(name: str | AdvantageEstimator, **kwargs: Any) -> AdvantageEstimator:
+    """An estimator by registry name (with constructor ``kwargs``), or ``name`` itself if it is
+    already an estimator. ``ValueError`` for an unknown name or a wrong keyword."""
+    if not isinstance(name, str):
+        if not isinstance(name, AdvantageEstimator):
+            raise ValueError(
+                f"{name!r} is neither an estimator name nor an AdvantageEstimator "
+                "(needs name, requires, trains_critic and __call__(batch))"
+            )
+        return name
+    if name not in ESTIMATORS:
+        raise ValueError(f"unknown estimator {name!r}; known: {sorted(ESTIMATORS)}")
+    try:
+        return ESTIMATORS[name](**kwargs)
+    except TypeError as err:
+        raise ValueError(f"bad arguments for estimator {name!r}: {err}") from None
+
+
+def missing_annotations(estimator: AdvantageEstimator, info: Mapping[str, Any]) -> list[str]:
+    """The ``info`` keys ``estimator`` needs that an environment's ``info`` (from ``reset``)
+    lacks, so a trainer can refuse before any training."""
+    return sorted(
+        INFO_KEY_OF_FIELD[f]
+        for f in estimator.requires
+        if f in INFO_KEY_OF_FIELD and INFO_KEY_OF_FIELD[f] not in info
+    )

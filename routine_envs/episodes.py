@@ -1,0 +1,243 @@
+"""Episode records: a batch of finished episodes as flat per-step arrays.
+
+Every advantage estimator in :mod:`routine_envs.credit` consumes an :class:`EpisodeBatch`. Steps
+of one episode are contiguous; ``episode_starts`` holds the offsets. ``N`` is the number of steps
+in the batch, ``M`` the number of episodes.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from routine_envs import annotations as keys
+
+
+@dataclass
+class Episode:
+    """One finished episode, as collected step by step.
+
+    ``infos[t]`` is the info of the state in which action ``t`` was taken (the info returned by
+    ``reset`` for ``t = 0``, by step ``t - 1`` after that). ``snapshots[t]``, when kept, is
+    ``(env_copy, obs, info)`` of that state, for Monte-Carlo critics that branch from it.
+    """
+
+    rewards: list[float] = field(default_factory=list)
+    actions: list[int] = field(default_factory=list)
+    infos: list[Mapping[str, Any]] = field(default_factory=list)
+    values: list[float] | None = None
+    group: int = 0
+    truncated: bool = False
+    bootstrap_value: float = 0.0
+    snapshots: list[tuple[Any, Any, Mapping[str, Any]]] | None = None
+
+
+@dataclass(frozen=True)
+class EpisodeBatch:
+    """A batch of ``M`` finished episodes with ``N`` steps in all.
+
+    Attributes:
+        rewards: reward of each step, shape ``(N,)``.
+        episode_starts: offsets, shape ``(M + 1,)``: episode ``i`` is steps
+            ``episode_starts[i]:episode_starts[i + 1]``.
+        groups: group id of each episode, shape ``(M,)``: episodes with equal ids started from
+            the same initial state (GRPO-style groups).
+        actions: action of each step, shape ``(N,)``, or ``None``.
+        critical: ``info["critical"]`` of each step's state, shape ``(N,)``, or ``None``.
+        state_ids: ``info["state_id"]`` of each step's state, shape ``(N,)``, or ``None``.
+        values: the learner's value prediction ``V(s_t)``, shape ``(N,)``, or ``None``.
+        truncated: whether each episode was cut by a time limit, shape ``(M,)``.
+        bootstrap_values: ``V(s_T)`` after the last step of each episode, shape ``(M,)``; only
+            used where ``truncated`` (a terminated episode has no future).
+        snapshots: per step, ``(env_copy, obs, info)`` of the state, or ``None``.
+    """
+
+    rewards: np.ndarray
+    episode_starts: np.ndarray
+    groups: np.ndarray
+    actions: np.ndarray | None = None
+    critical: np.ndarray | None = None
+    state_ids: np.ndarray | None = None
+    values: np.ndarray | None = None
+    truncated: np.ndarray | None = None
+    bootstrap_values: np.ndarray | None = None
+    snapshots: Sequence[tuple[Any, Any, Mapping[str, Any]]] | None = None
+
+    def __post_init__(self) -> None:
+        starts = np.asarray(self.episode_starts)
+        n, m = len(self.rewards), len(starts) - 1
+        if m < 1 or starts[0] != 0 or starts[-1] != n or np.any(np.diff(starts) < 1):
+            raise ValueError(
+                "episode_starts must go from 0 to num_steps in increasing steps, "
+                f"got {starts.tolist()[:10]} for {n} steps"
+            )
+        if len(self.groups) != m:
+            raise ValueError(
+                f"groups must have one entry per episode ({m}), got {len(self.groups)}"
+            )
+        for name in ("actions", "critical", "state_ids", "values"):
+            value = getattr(self, name)
+            if value is not None and len(value) != n:
+                raise ValueError(f"{name} must have one entry per step ({n}), got {len(value)}")
+        for name in ("truncated", "bootstrap_values"):
+            value = getattr(self, name)
+            if value is not None and len(value) != m:
+                raise ValueError(f"{name} must have one entry per episode ({m}), got {len(value)}")
+        if self.snapshots is not None and len(self.snapshots) != n:
+            raise ValueError(
+                f"snapshots must have one entry per step ({n}), got {len(self.snapshots)}"
+            )
+
+    # ------------------------------------------------------------------------- shape
+    @property
+    def num_steps(self) -> int:
+        return len(self.rewards)
+
+    @property
+    def num_episodes(self) -> int:
+        return len(self.episode_starts) - 1
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Steps per episode, shape ``(M,)``."""
+        return np.diff(self.episode_starts)
+
+    @property
+    def episode_index(self) -> np.ndarray:
+        """Episode of each step, shape ``(N,)``."""
+        return np.repeat(np.arange(self.num_episodes), self.lengths)
+
+    @property
+    def step_index(self) -> np.ndarray:
+        """Position of each step within its episode (0 first), shape ``(N,)``."""
+        return np.arange(self.num_steps) - np.repeat(self.episode_starts[:-1], self.lengths)
+
+    def episode_returns(self) -> np.ndarray:
+        """Undiscounted return of each episode, shape ``(M,)``."""
+        return np.add.reduceat(self.rewards, self.episode_starts[:-1])
+
+    def padded(self, per_step: np.ndarray, fill: float = 0.0) -> np.ndarray:
+        """``per_step`` (shape ``(N,)``) laid out as ``(M, max_length)``, padded with ``fill``."""
+        out = np.full((self.num_episodes, int(self.lengths.max())), fill, dtype=per_step.dtype)
+        out[self.episode_index, self.step_index] = per_step
+        return out
+
+    def unpad(self, table: np.ndarray) -> np.ndarray:
+        """Inverse of :meth:`padded`: shape ``(M, max_length)`` back to ``(N,)``."""
+        return table[self.episode_index, self.step_index]
+
+    def returns_to_go(self, gamma: float = 1.0) -> np.ndarray:
+        """``G_t = sum_{k >= t} gamma^(k - t) r_k`` within each episode, shape ``(N,)``.
+
+        A truncated episode adds ``gamma^(T - t) * bootstrap_values`` (when given)."""
+        rewards = self.padded(np.asarray(self.rewards, dtype=np.float64))
+        tail = np.zeros(self.num_episodes)
+        if self.truncated is not None and self.bootstrap_values is not None:
+            tail = np.where(self.truncated, self.bootstrap_values, 0.0)
+        out = np.zeros_like(rewards)
+        running = tail.copy()
+        lengths = self.lengths
+        for t in range(rewards.shape[1] - 1, -1, -1):
+            live = t < lengths
+            running = np.where(live, rewards[:, t] + gamma * running, running)
+            out[:, t] = running
+        return self.unpad(out)
+
+    def group_index(self) -> np.ndarray:
+        """Dense group index ``0..G-1`` of each episode, shape ``(M,)``."""
+        return np.unique(self.groups, return_inverse=True)[1].reshape(-1)
+
+    # ---------------------------------------------------------------------- building
+    @classmethod
+    def from_episodes(cls, episodes: Iterable[Episode]) -> EpisodeBatch:
+        """Stack :class:`Episode` records. Annotations are taken from the infos when every step
+        has them (``critical``/``state_id``), values and snapshots when every episode has them."""
+        episodes = list(episodes)
+        if not episodes:
+            raise ValueError("an EpisodeBatch needs at least one episode")
+        for i, ep in enumerate(episodes):
+            if not ep.rewards or len({len(ep.rewards), len(ep.actions), len(ep.infos)}) != 1:
+                raise ValueError(
+                    f"episode {i} has {len(ep.rewards)} rewards, "
+                    f"{len(ep.actions)} actions and {len(ep.infos)} infos"
+                )
+        lengths = [len(ep.rewards) for ep in episodes]
+        starts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        infos = [info for ep in episodes for info in ep.infos]
+
+        def from_infos(key: str, dtype: type) -> np.ndarray | None:
+            if all(key in info for info in infos):
+                return np.fromiter((info[key] for info in infos), dtype=dtype, count=len(infos))
+            return None
+
+        values = None
+        if all(ep.values is not None for ep in episodes):
+            values = np.concatenate([np.asarray(ep.values, dtype=np.float64) for ep in episodes])
+        snapshots = None
+        if all(ep.snapshots is not None for ep in episodes):
+            snapshots = [s for ep in episodes for s in ep.snapshots]
+        return cls(
+            rewards=np.concatenate([np.asarray(ep.rewards, dtype=np.float64) for ep in episodes]),
+            episode_starts=starts,
+            groups=np.array([ep.group for ep in episodes], dtype=np.int64),
+            actions=np.concatenate([np.asarray(ep.actions, dtype=np.int64) for ep in episodes]),
+            critical=from_infos(keys.CRITICAL, bool),
+            state_ids=from_infos(keys.STATE_ID, np.int64),
+            values=values,
+            truncated=np.array([ep.truncated for ep in episodes], dtype=bool),
+            bootstrap_values=np.array([ep.bootstrap_value for ep in episodes], dtype=np.float64),
+            snapshots=snapshots,
+        )
+
+
+ActionFn = Callable[[Any, Mapping[str, Any], np.random.Generator], int]
+"""A single-env policy for collection: ``(obs, info, rng) -> action``."""
+
+
+def collect_episodes(
+    env: gym.Env,
+    policy: ActionFn,
+    num_groups: int,
+    group_size: int = 1,
+    seed: int = 0,
+    keep_snapshots: bool = False,
+) -> EpisodeBatch:
+    """Play ``num_groups * group_size`` episodes of ``env`` under ``policy``.
+
+    The episodes of a group start from the same initial state: each is reset with the group's
+    seed, so a group shares its initial state and the environment's random stream (common random
+    numbers); only the policy's choices, drawn from a generator seeded by ``seed``, differ.
+
+    Args:
+        env: a Gymnasium environment (annotated, for estimators that need annotations).
+        policy: ``(obs, info, rng) -> action``.
+        num_groups: number of groups ``G``.
+        group_size: episodes per group.
+        seed: seeds the group seeds and the policy's generator.
+        keep_snapshots: keep ``(deepcopy(env), obs, info)`` of every state (for ``mc_rollout``).
+    """
+    rng = np.random.default_rng(seed)
+    group_seeds = rng.integers(2**31 - 1, size=num_groups)
+    episodes = []
+    for g, group_seed in enumerate(group_seeds):
+        for _ in range(group_size):
+            obs, info = env.reset(seed=int(group_seed))
+            ep = Episode(group=g, snapshots=[] if keep_snapshots else None)
+            done = False
+            while not done:
+                if keep_snapshots:
+                    ep.snapshots.append((copy.deepcopy(env), obs, info))
+                action = policy(obs, info, rng)
+                ep.infos.append(info)
+                ep.actions.append(action)
+                obs, reward, terminated, truncated, info = env.step(action)
+                ep.rewards.append(float(reward))
+                done = terminated or truncated
+                ep.truncated = bool(truncated and not terminated)
+            episodes.append(ep)
+    return EpisodeBatch.from_episodes(episodes)
