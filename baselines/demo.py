@@ -3,6 +3,9 @@
 1. A rendered Diluted Doors episode (text on stdout, a PNG of the last frame).
 2. The measured decision density for several routine lengths beside ``1 / (1 + L)``.
 3. The oracle's advantages under the uniform policy: exactly zero on every routine state.
+4. A short training comparison: SB3 PPO vs TrajectoryAdvantagePPO (trajectory_mc) at two
+   routine lengths, 3 seeds (``baselines.compare`` sweep "demo"; tables and PNGs in
+   ``results/demo/compare``).
 
 Writes ``rho_by_routine_length.csv``, ``oracle_advantages.csv`` and ``episode.png`` into
 ``--out`` (default ``results/demo``).
@@ -34,6 +37,7 @@ class DemoArgs:
         default=(0, 1, 3, 10, 30, 50), metadata={"help": "routine lengths L to measure"}
     )
     seed: int = field(default=0, metadata={"help": "seed of the episodes and the policy"})
+    compare: bool = field(default=True, metadata={"help": "run the short training comparison"})
 
 
 def show_episode(out: Path, seed: int) -> None:
@@ -157,6 +161,18 @@ def main(args: DemoArgs) -> None:
     print_table(adv_rows)
     write_csv(args.out / "oracle_advantages.csv", adv_rows)
     print(f"\nwrote {args.out}/rho_by_routine_length.csv, oracle_advantages.csv, episode.png")
+
+    if args.compare:
+        print(
+            "\n== 4. PPO (turn-level, learned critic) vs TrajectoryAdvantagePPO (trajectory_mc) "
+            "on Diluted Doors"
+        )
+        from dataclasses import replace
+
+        from baselines import compare
+
+        sweep = replace(compare.SweepArgs(), **compare.SWEEPS["demo"], out=args.out / "compare")
+        compare.main(sweep)
 
 
 def parse_args(argv: list[str] | None = None) -> DemoArgs:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -40,6 +40,7 @@ class TabularModel:
         state, action, next_state: int64 arrays of shape ``(num_transitions,)``.
         prob, reward: float64 arrays of shape ``(num_transitions,)``.
         terminated: bool array of shape ``(num_transitions,)``.
+        states: the underlying state of every reachable id, ``{state_id: state}``.
     """
 
     num_states: int
@@ -53,6 +54,7 @@ class TabularModel:
     next_state: np.ndarray
     reward: np.ndarray
     terminated: np.ndarray
+    states: dict[int, Hashable] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def decision_states(self) -> np.ndarray:
@@ -80,11 +82,13 @@ def build_model(
     reachable = np.zeros(num_states, dtype=bool)
     terminal = np.zeros(num_states, dtype=bool)
     frontier: list[Hashable] = []
+    states: dict[int, Hashable] = {}
     for prob, s in initial:
         sid = state_id(s)
         init[sid] += prob
         if not reachable[sid]:
             reachable[sid] = True
+            states[sid] = s
             frontier.append(s)
     rows: list[tuple[int, int, float, int, float, bool]] = []
     while frontier:
@@ -96,6 +100,7 @@ def build_model(
                 rows.append((sid, a, prob, nid, reward, done))
                 if not reachable[nid]:
                     reachable[nid] = True
+                    states[nid] = nxt
                     if done:
                         terminal[nid] = True
                     else:
@@ -113,6 +118,7 @@ def build_model(
         next_state=np.asarray(cols[3], dtype=np.int64),
         reward=np.asarray(cols[4], dtype=np.float64),
         terminated=np.asarray(cols[5], dtype=bool),
+        states=states,
     )
 
 

@@ -14,6 +14,7 @@ Monte-Carlo rollouts branched with ``copy.deepcopy``.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from abc import abstractmethod
 from collections.abc import Hashable, Sequence
 from typing import Any, ClassVar, Generic, TypeVar
@@ -211,6 +212,25 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
     def optimal(self, gamma: float = 1.0) -> OracleValues:
         """Exact ``Q*``/``V*``; ``optimal().action_gap > 0`` on exactly the critical states."""
         return optimal_values(self.model(), gamma=gamma)
+
+    def decision_observations(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every reachable non-terminal ``state_id`` and its observation: shapes ``(K,)`` and
+        ``(K, *observation_shape)``. With these a policy network gives a tabular policy for
+        :meth:`oracle` (``pi(. | obs(s))`` for every ``s``)."""
+        model = self.model()
+        ids = np.flatnonzero(model.decision_states)
+        return ids, np.stack([self._observe(model.states[int(i)]) for i in ids])
+
+    def success_probability(self, policy: PolicyLike) -> float:
+        """Exact probability that an episode under ``policy`` ends in success (no sampling)."""
+        model = self.model()
+        success_ids = np.zeros(model.num_states, dtype=bool)
+        for sid in np.flatnonzero(model.terminal):
+            success_ids[sid] = self._is_success(model.states[int(sid)])
+        hits = model.terminated & success_ids[model.next_state]
+        values = evaluate_policy(dataclasses.replace(model, reward=hits.astype(np.float64)),
+                                 policy)
+        return float(model.initial @ values.v)
 
     # --------------------------------------------------------------------------- internals
     def _check_action(self, action: Any) -> int:

@@ -1,0 +1,333 @@
+"""``TrajectoryAdvantagePPO``: SB3 PPO whose advantages come from any estimator of
+:mod:`routine_envs.credit`.
+
+How it differs from SB3's ``PPO``:
+
+- **Whole episodes, in groups.** Each rollout collects whole episodes in groups of ``n_envs``
+  episodes that start from the same initial state: every member env of the (``DummyVecEnv``)
+  vector env is reset with the same group seed, so the group shares its initial state and the
+  environment's random stream; only the policy's sampled actions differ (GRPO's groups). Groups
+  are collected until at least ``n_steps * n_envs`` transitions are in hand, so the buffer size
+  varies slightly from one rollout to the next.
+- **Advantages from the estimator**, computed on the batch of episodes with their ``info``
+  annotations (``critical``, ``state_id``) before the buffer is flattened for the PPO update.
+- **No critic leak.** For a critic-free estimator (``trains_critic=False``) the value loss weight
+  is set to 0, the stored values and return targets are exactly 0, and no value is bootstrapped
+  for time-limit-truncated episodes (SB3's ``PPO`` adds ``gamma * V(terminal_obs)`` to the
+  reward of truncated steps, which would leak a random value head into the advantages).
+
+``TrajectoryAdvantageMaskablePPO`` is the same on sb3-contrib's ``MaskablePPO`` for environments
+with ``action_masks()``. The policy runs on one torch thread: parallelism comes from running
+seeds in separate processes.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch as th
+from stable_baselines3 import PPO
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.utils import obs_as_tensor
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
+
+from routine_envs import credit
+from routine_envs.episodes import Episode, EpisodeBatch
+
+th.set_num_threads(1)
+
+
+def policy_table(policy: Any, env: gym.Env) -> np.ndarray:
+    """The action probabilities of an SB3 ``policy`` on every decision state of ``env`` (an env
+    of the suite, whose exact model lists its states), shape ``(num_states, num_actions)``.
+    Rows of terminal or unreachable ids are uniform (they are never consulted)."""
+    base = env.unwrapped
+    ids, observations = base.decision_observations()
+    table = np.full((base.num_states, int(base.action_space.n)), 1.0 / base.action_space.n)
+    with th.no_grad():
+        obs_tensor = obs_as_tensor(observations, policy.device)
+        kwargs = {}
+        if hasattr(base, "action_masks_of"):
+            kwargs["action_masks"] = np.stack([base.action_masks_of(int(i)) for i in ids])
+        dist = policy.get_distribution(obs_tensor, **kwargs)
+        probs = dist.distribution.probs.cpu().numpy().astype(np.float64)
+    table[ids] = probs / probs.sum(axis=1, keepdims=True)
+    return table
+
+
+class _TorchRolloutPolicy:
+    """The SB3 policy as a batched sampler for Monte-Carlo rollouts: ``(obs, infos) -> actions``."""
+
+    def __init__(self, algo: Any, masked: bool) -> None:
+        self.algo, self.masked = algo, masked
+
+    def __call__(
+        self,
+        observations: Sequence[Any],
+        infos: Sequence[Mapping[str, Any]],
+    ) -> np.ndarray:
+        obs = obs_as_tensor(np.stack(observations), self.algo.device)
+        kwargs = {}
+        if self.masked:
+            kwargs["action_masks"] = np.stack([info["action_mask"] for info in infos])
+        with th.no_grad():
+            return self.algo.policy.get_distribution(obs, **kwargs).get_actions().cpu().numpy()
+
+
+class _TrajectoryAdvantageMixin:
+    """Episode-group collection and estimator advantages, shared by the PPO and MaskablePPO
+    variants."""
+
+    _masked = False
+
+    def _init_estimator(
+        self, estimator: str | credit.AdvantageEstimator, estimator_kwargs: dict[str, Any] | None
+    ) -> None:
+        self._estimator_spec = estimator
+        self._estimator_kwargs = dict(estimator_kwargs or {})
+        if isinstance(estimator, str) and estimator not in credit.ESTIMATORS:
+            raise ValueError(f"unknown estimator {estimator!r}; known: {sorted(credit.ESTIMATORS)}")
+        if not isinstance(self.env, DummyVecEnv):
+            raise ValueError(
+                "TrajectoryAdvantagePPO needs a DummyVecEnv (SB3's default for "
+                f"make_vec_env), got {type(self.env).__name__}: group members are "
+                "reset and stepped individually"
+            )
+        self.estimator = self._build_estimator()
+        probe = self.env.envs[0]
+        _, info = probe.reset(seed=0)
+        missing = credit.missing_annotations(self.estimator, info)
+        if missing:
+            raise ValueError(
+                f"estimator {self.estimator.name!r} needs info keys {missing}, which "
+                f"{probe.unwrapped.__class__.__name__} does not provide"
+            )
+        if not self.estimator.trains_critic:
+            self.vf_coef = 0.0
+        self._group_seeds = np.random.default_rng(self.seed)
+        self._wants_snapshots = "snapshots" in self.estimator.requires
+
+    def _build_estimator(self) -> credit.AdvantageEstimator:
+        spec, kwargs = self._estimator_spec, dict(self._estimator_kwargs)
+        if not isinstance(spec, str):
+            return credit.make_estimator(spec)
+        if spec == "gae":
+            kwargs.setdefault("gamma", self.gamma)
+            kwargs.setdefault("gae_lambda", self.gae_lambda)
+        elif spec == "oracle":
+            env = self.env.envs[0]
+            if not hasattr(env.unwrapped, "oracle"):
+                raise ValueError(
+                    "estimator 'oracle' needs an environment with an exact model "
+                    "(env.unwrapped.oracle)"
+                )
+            kwargs.update(env=env.unwrapped, policy=lambda: policy_table(self.policy, env))
+        elif spec == "mc_rollout":
+            kwargs.setdefault("gamma", self.gamma)
+            kwargs["policy"] = _TorchRolloutPolicy(self, self._masked)
+        return credit.make_estimator(spec, **kwargs)
+
+    # ---------------------------------------------------------------------- collection
+    def _forward(
+        self,
+        obs: np.ndarray,
+        masks: np.ndarray | None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Actions, values (zeros for a critic-free estimator) and log-probabilities."""
+        obs_tensor = obs_as_tensor(obs, self.device)
+        kwargs = {"action_masks": masks} if masks is not None else {}
+        with th.no_grad():
+            if self.estimator.trains_critic:
+                actions, values, log_probs = self.policy(obs_tensor, **kwargs)
+                values = values.flatten()
+            else:  # skip the value head: V is never used
+                dist = self.policy.get_distribution(obs_tensor, **kwargs)
+                actions = dist.get_actions()
+                log_probs = dist.log_prob(actions)
+                values = th.zeros(len(obs))
+        return actions.cpu().numpy(), values.cpu().numpy(), log_probs.cpu().numpy()
+
+    def _collect_group(self, callback: BaseCallback) -> tuple[list[Episode], list[dict], bool]:
+        """One group: every member env reset with the same seed, stepped until all finish."""
+        members = self.env.envs
+        seed = int(self._group_seeds.integers(2**31 - 1))
+        obs, infos, episodes, records = [], [], [], []
+        for member in members:
+            o, info = member.reset(seed=seed)
+            obs.append(o)
+            infos.append(info)
+            episodes.append(Episode(values=[], snapshots=[] if self._wants_snapshots else None))
+            records.append({"obs": [], "log_probs": [], "masks": []})
+        active = list(range(len(members)))
+        while active:
+            batch_obs = np.stack([obs[i] for i in active])
+            masks = None
+            if self._masked:
+                masks = np.stack([members[i].unwrapped.action_masks() for i in active])
+            actions, values, log_probs = self._forward(batch_obs, masks)
+            still = []
+            for k, i in enumerate(active):
+                ep, rec = episodes[i], records[i]
+                if self._wants_snapshots:
+                    info = dict(infos[i])
+                    if self._masked:
+                        info["action_mask"] = masks[k]
+                    ep.snapshots.append((copy.deepcopy(members[i]), obs[i], info))
+                rec["obs"].append(obs[i])
+                rec["log_probs"].append(log_probs[k])
+                if masks is not None:
+                    rec["masks"].append(masks[k])
+                ep.infos.append(infos[i])
+                ep.actions.append(int(actions[k]))
+                ep.values.append(float(values[k]))
+                o, reward, terminated, truncated, info = members[i].step(int(actions[k]))
+                ep.rewards.append(float(reward))
+                obs[i], infos[i] = o, info
+                if terminated or truncated:
+                    ep.truncated = bool(truncated and not terminated)
+                    if ep.truncated and self.estimator.trains_critic:
+                        with th.no_grad():
+                            final = obs_as_tensor(o[None], self.device)
+                            ep.bootstrap_value = float(self.policy.predict_values(final)[0, 0])
+                    self._update_info_buffer([info], np.array([True]))
+                else:
+                    still.append(i)
+            self.num_timesteps += len(active)
+            callback.update_locals(locals())
+            if not callback.on_step():
+                return episodes, records, False
+            active = still
+        return episodes, records, True
+
+    def _collect_episode_rollouts(
+        self, callback: BaseCallback, rollout_buffer: Any, n_rollout_steps: int
+    ) -> bool:
+        self.policy.set_training_mode(False)
+        callback.on_rollout_start()
+        target = n_rollout_steps * self.env.num_envs
+        episodes: list[Episode] = []
+        records: list[dict] = []
+        collected = group = 0
+        while collected < target:
+            group_episodes, group_records, keep_going = self._collect_group(callback)
+            if not keep_going:
+                return False
+            for ep in group_episodes:
+                ep.group = group
+            group += 1
+            episodes += group_episodes
+            records += group_records
+            collected += sum(len(ep.rewards) for ep in group_episodes)
+        batch = EpisodeBatch.from_episodes(episodes)
+        result = self.estimator(batch)
+        self._fill_buffer(rollout_buffer, batch, records, result)
+        self._last_batch, self._last_advantages = batch, result
+        callback.update_locals(locals())
+        callback.on_rollout_end()
+        return True
+
+    def _fill_buffer(
+        self, buffer: Any, batch: EpisodeBatch, records: list[dict], result: credit.Advantages
+    ) -> None:
+        """Write the collected steps into SB3's buffer (resized to ``N`` steps, one env)."""
+        n = batch.num_steps
+        buffer.buffer_size, buffer.n_envs = n, 1
+        buffer.reset()
+        obs = np.stack([o for rec in records for o in rec["obs"]])
+        buffer.observations[:] = obs.reshape(buffer.observations.shape)
+        buffer.actions[:] = batch.actions.reshape(n, 1, -1).astype(np.float32)
+        buffer.rewards[:, 0] = batch.rewards
+        starts = np.zeros(n, dtype=np.float32)
+        starts[batch.episode_starts[:-1]] = 1.0
+        buffer.episode_starts[:, 0] = starts
+        buffer.log_probs[:, 0] = np.concatenate([rec["log_probs"] for rec in records])
+        buffer.advantages[:, 0] = result.advantages
+        if self.estimator.trains_critic:
+            buffer.values[:, 0] = batch.values
+            buffer.returns[:, 0] = (
+                result.returns if result.returns is not None else result.advantages + batch.values
+            )
+        else:  # values and return targets stay exactly 0 (and vf_coef is 0)
+            buffer.values[:] = 0.0
+            buffer.returns[:] = 0.0
+        if self._masked:
+            buffer.action_masks[:, 0] = np.concatenate([rec["masks"] for rec in records])
+        buffer.pos, buffer.full = n, True
+
+
+def _check_env(env: Any) -> None:
+    if isinstance(env, VecEnv) and not isinstance(env, DummyVecEnv):
+        raise ValueError(
+            "TrajectoryAdvantagePPO needs a DummyVecEnv (or a gymnasium env), got "
+            f"{type(env).__name__}"
+        )
+
+
+class TrajectoryAdvantagePPO(_TrajectoryAdvantageMixin, PPO):
+    """PPO with advantages from a :mod:`routine_envs.credit` estimator (see module docstring).
+
+    Args:
+        policy, env: as for SB3's ``PPO``; ``env`` is a gymnasium env or a ``DummyVecEnv``
+            whose ``num_envs`` is the group size.
+        estimator: a registry name (``"trajectory_mc"``, ``"gigpo"``, ``"rloo"``, ``"oracle"``,
+            ``"mc_rollout"``, ``"routine_masked"``, ``"gae"``) or an estimator object.
+        estimator_kwargs: constructor arguments for a named estimator.
+        **kwargs: the rest of SB3 ``PPO``'s arguments; ``n_steps`` is the number of steps per
+            member env per rollout (the rollout holds about ``n_steps * n_envs`` steps).
+    """
+
+    def __init__(
+        self,
+        policy: Any,
+        env: Any,
+        estimator: str | credit.AdvantageEstimator = "trajectory_mc",
+        estimator_kwargs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        _check_env(env)
+        super().__init__(policy, env, **kwargs)
+        self._init_estimator(estimator, estimator_kwargs)
+
+    def collect_rollouts(
+        self, env: VecEnv, callback: BaseCallback, rollout_buffer: Any, n_rollout_steps: int
+    ) -> bool:
+        return self._collect_episode_rollouts(callback, rollout_buffer, n_rollout_steps)
+
+
+def _maskable_base() -> type:
+    from sb3_contrib import MaskablePPO
+
+    return MaskablePPO
+
+
+class TrajectoryAdvantageMaskablePPO(_TrajectoryAdvantageMixin, _maskable_base()):
+    """:class:`TrajectoryAdvantagePPO` on sb3-contrib's ``MaskablePPO``: actions are sampled
+    under ``env.unwrapped.action_masks()`` and the masks are stored for the update."""
+
+    _masked = True
+
+    def __init__(
+        self,
+        policy: Any,
+        env: Any,
+        estimator: str | credit.AdvantageEstimator = "trajectory_mc",
+        estimator_kwargs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        _check_env(env)
+        super().__init__(policy, env, **kwargs)
+        self._init_estimator(estimator, estimator_kwargs)
+
+    def collect_rollouts(
+        self,
+        env: VecEnv,
+        callback: BaseCallback,
+        rollout_buffer: Any,
+        n_rollout_steps: int,
+        use_masking: bool = True,
+    ) -> bool:
+        return self._collect_episode_rollouts(callback, rollout_buffer, n_rollout_steps)

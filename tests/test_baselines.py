@@ -1,0 +1,397 @@
+"""Baselines: TrajectoryAdvantagePPO's collection and critic handling, learning, configs,
+the resumable comparison runner and its analysis."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+from stable_baselines3.common.callbacks import CallbackList
+from stable_baselines3.common.env_util import make_vec_env
+
+from baselines import analysis, compare
+from baselines.config import load_hyperparameters
+from baselines.train import TrainArgs, build, main
+from baselines.trajectory_ppo import (
+    TrajectoryAdvantageMaskablePPO,
+    TrajectoryAdvantagePPO,
+    policy_table,
+)
+from routine_envs import credit
+from routine_envs.envs import DilutedDoorsEnv
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = dict(
+    n_steps=32,
+    batch_size=64,
+    n_epochs=2,
+    learning_rate=1e-3,
+    gamma=1.0,
+    verbose=0,
+    policy_kwargs={"net_arch": [16]},
+    device="cpu",
+)
+
+
+def collect_once(algo):
+    """One rollout, as learn() would run it."""
+    algo._setup_learn(1, callback=None)
+    callback = CallbackList([])
+    callback.init_callback(algo)
+    assert algo.collect_rollouts(algo.env, callback, algo.rollout_buffer, algo.n_steps)
+    return algo.rollout_buffer, algo._last_batch, algo._last_advantages
+
+
+def test_critic_free_estimator_leaks_no_value_even_with_time_limit_truncation():
+    """SB3's PPO bootstraps gamma * V(terminal obs) into truncated steps' rewards; here the
+    stored values/returns stay 0 and advantages do not depend on the value head at all."""
+    env_kwargs = {"routine_length": 6}
+    buffers = []
+    for perturb in (False, True):
+        venv = make_vec_env(
+            "DilutedDoors-v0",
+            n_envs=4,
+            seed=0,
+            env_kwargs=env_kwargs,
+            wrapper_class=gym.wrappers.TimeLimit,
+            wrapper_kwargs={"max_episode_steps": 10},
+        )
+        algo = TrajectoryAdvantagePPO(
+            "MlpPolicy", venv, estimator="trajectory_mc", seed=3, vf_coef=0.5, **SMALL
+        )
+        assert algo.vf_coef == 0.0
+        if perturb:
+            with th.no_grad():
+                for p in algo.policy.value_net.parameters():
+                    p.add_(100.0)
+        buf, batch, result = collect_once(algo)
+        assert batch.truncated.all()  # every episode was cut by the time limit
+        assert np.all(buf.values == 0.0) and np.all(buf.returns == 0.0)
+        np.testing.assert_array_equal(buf.advantages[:, 0], result.advantages)
+        np.testing.assert_array_equal(result.advantages, credit.TrajectoryMC()(batch).advantages)
+        buffers.append(buf.advantages.copy())
+    np.testing.assert_array_equal(buffers[0], buffers[1])
+
+
+def test_gae_estimator_trains_critic_and_bootstraps_truncated_episodes():
+    venv = make_vec_env(
+        "DilutedDoors-v0",
+        n_envs=2,
+        seed=0,
+        env_kwargs={"routine_length": 6},
+        wrapper_class=gym.wrappers.TimeLimit,
+        wrapper_kwargs={"max_episode_steps": 10},
+    )
+    algo = TrajectoryAdvantagePPO("MlpPolicy", venv, estimator="gae", seed=0, **SMALL)
+    assert algo.vf_coef == 0.5
+    buf, batch, _ = collect_once(algo)
+    assert batch.truncated.all() and np.all(batch.bootstrap_values != 0.0)
+    np.testing.assert_allclose(buf.values[:, 0], batch.values, rtol=1e-6)
+    expected = credit.GAE(gamma=1.0, gae_lambda=0.95)(batch)
+    np.testing.assert_allclose(buf.advantages[:, 0], expected.advantages, rtol=1e-5)
+    np.testing.assert_allclose(buf.returns[:, 0], expected.returns, rtol=1e-5)
+
+
+def test_groups_share_initial_state_and_environment_randomness():
+    venv = make_vec_env("DilutedDoors-v0", n_envs=4, seed=0, env_kwargs={"routine_length": (0, 9)})
+    algo = TrajectoryAdvantagePPO("MlpPolicy", venv, estimator="gigpo", seed=0, **SMALL)
+    _, batch, _ = collect_once(algo)
+    assert batch.num_steps >= algo.n_steps * 4
+    groups = batch.group_index()
+    assert np.all(np.bincount(groups) == 4)
+    first_ids = batch.state_ids[batch.episode_starts[:-1]]
+    assert len(set(first_ids)) == 1
+    lengths = batch.lengths.reshape(-1, 4)
+    assert np.all(lengths == lengths[:, :1]), "members of a group see the same corridor draws"
+    assert len(set(lengths[:, 0])) > 1, "different groups draw different corridors"
+
+
+def test_buffer_holds_collected_steps_in_order():
+    venv = make_vec_env("DilutedDoors-v0", n_envs=2, seed=0, env_kwargs={"routine_length": 1})
+    algo = TrajectoryAdvantagePPO("MlpPolicy", venv, estimator="routine_masked", seed=0, **SMALL)
+    buf, batch, result = collect_once(algo)
+    assert buf.buffer_size == batch.num_steps and buf.n_envs == 1
+    np.testing.assert_array_equal(buf.actions[:, 0, 0], batch.actions)
+    np.testing.assert_array_equal(buf.episode_starts[batch.episode_starts[:-1], 0], 1.0)
+    assert buf.episode_starts.sum() == batch.num_episodes
+    # observations are those of the states: the door flag matches the critical annotation here
+    doors = buf.observations[:, 0, 3] == 1.0
+    np.testing.assert_array_equal(doors[batch.critical], True)
+    np.testing.assert_array_equal(result.advantages[~batch.critical], 0.0)
+    # log-probs are those of the stored actions under the collecting policy
+    with th.no_grad():
+        obs = th.as_tensor(buf.observations[:, 0])
+        _, logp, _ = algo.policy.evaluate_actions(obs, th.as_tensor(batch.actions))
+    np.testing.assert_allclose(buf.log_probs[:, 0], logp.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_oracle_and_mc_rollout_estimators_run_inside_training():
+    for name, kwargs in (("oracle", {}), ("mc_rollout", {"num_rollouts": 1})):
+        venv = make_vec_env(
+            "DilutedDoors-v0", n_envs=2, seed=0, env_kwargs={"routine_length": 1, "num_floors": 2}
+        )
+        algo = TrajectoryAdvantagePPO(
+            "MlpPolicy", venv, estimator=name, estimator_kwargs=kwargs, seed=0, **SMALL
+        )
+        _, batch, result = collect_once(algo)
+        if name == "oracle":
+            env = algo.env.envs[0]
+            expected = env.unwrapped.oracle(policy_table(algo.policy, env)).advantage
+            np.testing.assert_allclose(
+                result.advantages, expected[batch.state_ids, batch.actions], atol=1e-6
+            )
+        assert np.all(result.advantages[~batch.critical] == 0.0) or name == "mc_rollout"
+        algo.learn(200)
+
+
+class MaskedDoors(DilutedDoorsEnv):
+    """Diluted Doors where door 0 is never allowed (for the masked variant)."""
+
+    def action_masks(self) -> np.ndarray:
+        mask = np.ones(self.num_doors, dtype=bool)
+        mask[0] = False
+        return mask
+
+
+def test_maskable_variant_never_samples_masked_actions():
+    venv = make_vec_env(lambda: MaskedDoors(routine_length=1), n_envs=2, seed=0)
+    algo = TrajectoryAdvantageMaskablePPO(
+        "MlpPolicy", venv, estimator="trajectory_mc", seed=0, **SMALL
+    )
+    buf, batch, _ = collect_once(algo)
+    assert batch.num_steps > 50 and np.all(batch.actions != 0)
+    assert np.all(buf.action_masks[:, 0, 0] == 0.0) and np.all(buf.action_masks[:, 0, 1:] == 1)
+    algo.learn(300)
+
+
+@pytest.mark.parametrize("method", ["ppo", "trajectory_mc"])
+def test_both_methods_learn_diluted_doors_well_above_random(method):
+    """Fixed seeds, L = 1: from 1/27 (random) to a high success probability in 25k steps."""
+    result = main(
+        TrainArgs(
+            method=method,
+            env_kwargs={"routine_length": 1},
+            seed=0,
+            total_timesteps=25_000,
+            eval_every=5_000,
+            progress=False,
+        )
+    )
+    assert result.success[0] == pytest.approx(1 / 27, abs=0.01)
+    assert result.final_success > 0.6, result.success
+
+
+# ----------------------------------------------------------------------------- bad input
+def test_bad_input_fails_before_training(tmp_path):
+    with pytest.raises(ValueError, match="unknown method 'ppo2'"):
+        build(TrainArgs(method="ppo2"))
+    with pytest.raises(ValueError, match="unknown environment 'Nope-v0'"):
+        build(TrainArgs(env_id="Nope-v0"))
+    with pytest.raises(ValueError, match="routine_length"):
+        build(TrainArgs(env_kwargs={"routine_length": -2}))
+    bad = tmp_path / "bad.yml"
+    bad.write_text("common:\n  n_steps: 64\n  learning_rat: 0.1\n")
+    with pytest.raises(ValueError, match=r"unknown key\(s\) \['learning_rat'\] in common"):
+        build(TrainArgs(config=bad))
+    bad.write_text("methods:\n  grpo: {}\n")
+    with pytest.raises(ValueError, match="unknown method 'grpo'"):
+        load_hyperparameters("DilutedDoors-v0", "ppo", bad)
+    with pytest.raises(ValueError, match="no hyperparameter file"):
+        load_hyperparameters("CartPole-v1", "ppo")
+    with pytest.raises(ValueError, match=r"needs info keys \['critical'\]"):
+        TrajectoryAdvantagePPO(
+            "MlpPolicy", make_vec_env("CartPole-v1", n_envs=2), estimator="routine_masked", **SMALL
+        )
+    with pytest.raises(ValueError, match="unknown estimator"):
+        TrajectoryAdvantagePPO(
+            "MlpPolicy", make_vec_env("CartPole-v1", n_envs=2), estimator="nope", **SMALL
+        )
+
+
+def test_every_yaml_config_is_valid():
+    from baselines.config import CONFIG_DIR, known_methods
+
+    for path in CONFIG_DIR.glob("*.yml"):
+        for method in known_methods():
+            load_hyperparameters(path.stem, method)
+
+
+# ------------------------------------------------------------------------- the results
+def record(key, method="ppo", seed=0, length=1, success=(0.0, 1.0)):
+    return {
+        "key": key,
+        "method": method,
+        "seed": seed,
+        "routine_length": length,
+        "rho": 1 / (1 + length),
+        "timesteps": [0, 100][: len(success)],
+        "success": list(success),
+        "budget": 100,
+        "target": 0.9,
+    }
+
+
+def test_results_file_recovers_from_partial_and_corrupt_lines(tmp_path):
+    store = compare.ResultsFile(tmp_path / "results.jsonl")
+    store.append(record("a"))
+    store.append(record("b"))
+    with store.path.open("ab") as f:
+        f.write(b'{"key": "c", "method": "ppo", "se')  # a crash mid-write
+    messages = []
+    good = store.load(report=messages.append)
+    assert [r["key"] for r in good] == ["a", "b"]
+    assert len(messages) == 1 and "partial last line 3" in messages[0]
+    assert store.path.read_text().count("\n") == 2  # the file was repaired...
+    assert store.rejected.read_text().startswith('{"key": "c"')  # ...and nothing was lost
+    # a corrupt line in the middle and a duplicate are reported too; good rows stay
+    with store.path.open("ab") as f:
+        f.write(b"not json\n")
+    store.append(record("d"))
+    store.append(record("a"))
+    messages.clear()
+    good = store.load(report=messages.append)
+    assert [r["key"] for r in good] == ["a", "b", "d"]
+    assert any("corrupt line 3" in m for m in messages)
+    assert any("duplicate" in m for m in messages)
+    assert store.load(report=messages.append) == good  # stable once repaired
+
+
+def sweep_args(out):
+    return compare.SweepArgs(
+        routine_lengths=[0, 1],
+        methods=["ppo", "trajectory_mc"],
+        seeds=[0, 1],
+        budget_episodes=40,
+        eval_points=2,
+        out=out,
+        workers=2,
+    )
+
+
+def test_sweep_killed_halfway_finishes_the_rest_without_duplicates(tmp_path):
+    out = tmp_path / "sweep"
+    code = (
+        "from pathlib import Path; from baselines import compare; from tests import "
+        f"test_baselines as t; compare.run_sweep(t.sweep_args(Path({str(out)!r})), False)"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    results = out / "results.jsonl"
+    deadline = time.time() + 240
+    while time.time() < deadline and proc.poll() is None:
+        if results.exists() and results.read_text().count("\n") >= 2:
+            break
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)  # the whole process group, workers included
+    proc.wait()
+    first = results.read_text().count("\n")
+    assert 2 <= first < 8, "the kill should land mid-sweep"
+    records = compare.run_sweep(sweep_args(out), progress=False)
+    lines = [json.loads(x) for x in results.read_text().splitlines()]
+    assert len(records) == len(lines) == 8
+    assert len({r["key"] for r in lines}) == 8
+    tables = compare.analyse(records, out)
+    assert len(tables["steps_to_target"]) == 4 and len(tables["ratio_to_turn_level"]) == 2
+    for name in (
+        "learning_curves.png",
+        "steps_to_target.png",
+        "summary_scores.png",
+        "learning_curves.csv",
+        "summary_scores.csv",
+    ):
+        assert (out / name).stat().st_size > 0
+
+
+def test_sweep_validates_before_running(tmp_path):
+    with pytest.raises(ValueError, match="unknown method"):
+        compare.plan(compare.SweepArgs(methods=["nope"], out=tmp_path))
+    with pytest.raises(ValueError, match="routine_length"):
+        compare.plan(compare.SweepArgs(routine_lengths=[-1], out=tmp_path))
+    args = compare.parse_args(["--sweep", "demo", "--seeds", "5"])
+    assert args.seeds == [5] and args.routine_lengths == compare.SWEEPS["demo"]["routine_lengths"]
+
+
+# ---------------------------------------------------------------------------- analysis
+def synthetic_records():
+    """Two methods x two routine lengths x 4 seeds with known steps to target."""
+    rows = []
+    grid = [0, 100, 200, 300, 400]
+    for length, reach in ((0, {"ppo": 1, "traj": 2}), (10, {"ppo": 2, "traj": 4})):
+        for method, k in reach.items():
+            for seed in range(4):
+                success = [0.1] * len(grid)
+                for i in range(k, len(grid)):
+                    success[i] = 0.95
+                if length == 10 and method == "traj" and seed == 3:
+                    success = [0.1] * len(grid)  # never reaches: censored at the budget
+                rows.append(
+                    {
+                        "key": f"{length}{method}{seed}",
+                        "method": method,
+                        "seed": seed,
+                        "routine_length": length,
+                        "rho": 1 / (1 + length),
+                        "timesteps": grid,
+                        "success": success,
+                        "budget": 400,
+                        "target": 0.9,
+                    }
+                )
+    return rows
+
+
+def test_statistics():
+    assert analysis.iqm([1, 2, 3, 4, 100, -50, 2.5, 3.5]) == pytest.approx(
+        np.mean([2, 2.5, 3, 3.5])
+    )
+    assert analysis.iqm([1.0, 2.0, 9.0]) == pytest.approx(4.0)
+    est, lo, hi = analysis.bootstrap_ci(np.array([1.0, 2.0, 3.0, 4.0]), num_resamples=500)
+    assert est == 2.5 and 1.0 <= lo < 2.5 < hi <= 4.0
+    est, lo, hi = analysis.bootstrap_ci(np.array([[7.0, 1.0]]))
+    assert est.tolist() == lo.tolist() == hi.tolist() == [7.0, 1.0]
+
+
+def test_analysis_tables_on_synthetic_sweep(tmp_path):
+    records = synthetic_records()
+    table = {(r["routine_length"], r["method"]): r for r in analysis.steps_to_target_table(records)}
+    assert table[(0, "ppo")]["mean_steps"] == 100 and table[(0, "traj")]["mean_steps"] == 200
+    assert table[(10, "traj")]["censored"] == 1 and table[(10, "traj")]["reached"] == 3
+    assert table[(10, "traj")]["mean_steps"] == pytest.approx((400 * 3 + 400) / 4)
+    ratios = {r["routine_length"]: r for r in analysis.ratio_table(records)}
+    assert ratios[0]["ratio"] == pytest.approx(2.0) and ratios[0]["low"] == pytest.approx(2.0)
+    assert ratios[10]["ratio"] == pytest.approx(2.0)
+    scores = {r["method"]: r for r in analysis.summary_scores(records)}
+    assert scores["ppo"]["reached_share"] == 1.0 and scores["traj"]["reached_share"] == 7 / 8
+    assert scores["ppo"]["auc"] > scores["traj"]["auc"]
+    curves = analysis.learning_curves(records, "mean")
+    point = next(
+        r
+        for r in curves
+        if r["routine_length"] == 10 and r["method"] == "traj" and r["timesteps"] == 400
+    )
+    assert point["mean"] == pytest.approx((3 * 0.95 + 0.1) / 4)
+    assert point["low"] <= point["mean"] <= point["high"]
+    tables = compare.analyse(records, tmp_path, baseline="ppo", statistic="mean")
+    assert (tmp_path / "steps_to_target.png").stat().st_size > 1000
+    text = (tmp_path / "ratio_to_turn_level.csv").read_text().splitlines()
+    assert text[0].startswith("routine_length,rho,method,baseline,ratio")
+    assert len(tables["learning_curves"]) == 4 * 5
+
+
+def test_normalized_auc():
+    assert analysis.normalized_auc({"timesteps": [0, 10], "success": [0.0, 1.0]}) == 0.5
+    assert analysis.normalized_auc({"timesteps": [0, 5, 10], "success": [1.0, 1.0, 1.0]}) == 1.0
