@@ -106,9 +106,14 @@ def plan(args: SweepArgs) -> list[dict[str, Any]]:
         load_hyperparameters(args.env_id, method)  # a bad YAML key fails here
     if args.budget_episodes < 1 or args.eval_points < 1 or args.workers < 1:
         raise ValueError("budget_episodes, eval_points and workers must be >= 1")
+    from routine_envs.registration import entry
+
+    density_kwarg = entry(args.env_id).density_kwarg
+    if density_kwarg is None:
+        raise ValueError(f"{args.env_id} has no keyword argument that sets its decision density")
     jobs = []
     for length in args.routine_lengths:
-        kwargs = {**args.env_kwargs, "routine_length": length}
+        kwargs = {**args.env_kwargs, density_kwarg: length}
         env = gym.make(args.env_id, **kwargs).unwrapped  # bad kwargs fail here
         episode_length = getattr(env, "max_episode_length", None) or env.spec.max_episode_steps
         budget = max(args.budget_episodes * int(episode_length), args.min_budget_steps)

@@ -27,6 +27,14 @@ At the end of an episode (``terminated or truncated``) additionally:
     Number of steps of the episode (actions taken).
 ``decision_density`` (float)
     ``num_critical / episode_length``: the realized decision density rho of the episode.
+
+Optional, where an environment's routine is only approximate (e.g. ``RoutineGrid-v0`` with
+``soft_routine``):
+
+``action_gap`` (float)
+    The exact optimal action gap ``max_a Q*(s, a) - min_a Q*(s, a)`` of the state just observed
+    (0 on a terminal state); ``critical`` is then ``action_gap > tolerance``, the tolerance
+    documented by the environment.
 """
 
 from __future__ import annotations
@@ -47,6 +55,9 @@ STEP_KEYS: Final = (CRITICAL, STATE_ID)
 """Keys present in ``info`` on ``reset`` and every ``step``."""
 EPISODE_END_KEYS: Final = (SUCCESS, NUM_CRITICAL, EPISODE_LENGTH, DECISION_DENSITY)
 """Keys added to ``info`` on the step that ends an episode."""
+ACTION_GAP: Final = "action_gap"
+OPTIONAL_KEYS: Final = (ACTION_GAP,)
+"""Keys some environments add on ``reset`` and every ``step``."""
 ALL_KEYS: Final = STEP_KEYS + EPISODE_END_KEYS
 
 

@@ -23,6 +23,8 @@ class EnvEntry:
     max_episode_steps: int | None = None
     vector_entry_point: str | None = None
     rho: str = ""
+    #: the keyword argument that sets the decision density (swept by the comparison runner).
+    density_kwarg: str | None = None
 
 
 ENVIRONMENTS: tuple[EnvEntry, ...] = (
@@ -37,8 +39,38 @@ ENVIRONMENTS: tuple[EnvEntry, ...] = (
             "layout_seed": 0,
         },
         rho="routine_length L: rho = 1/(1+L)",
+        density_kwarg="routine_length",
+    ),
+    *(
+        EnvEntry(
+            id=env_id,
+            entry_point="routine_envs.envs.routine_grid:RoutineGridEnv",
+            kwargs={
+                "num_junctions": 3,
+                "branching": 3,
+                "corridor_length": 5,
+                "layout_seed": 0,
+                **extra,
+            },
+            rho="corridor_length L: rho = 1/(1+L)",
+            density_kwarg="corridor_length",
+        )
+        for env_id, extra in (
+            ("RoutineGrid-v0", {}),
+            ("RoutineGridSoft-v0", {"soft_routine": 0.01, "critical_tolerance": 0.1}),
+        )
     ),
 )
+
+
+def entry(env_id: str) -> EnvEntry:
+    """The registration row of ``env_id``; ``ValueError`` for an id that is not in the table."""
+    for row in ENVIRONMENTS:
+        if row.id == env_id:
+            return row
+    raise ValueError(
+        f"{env_id!r} is not a routine_envs environment; known: {[row.id for row in ENVIRONMENTS]}"
+    )
 
 
 def register_all() -> None:

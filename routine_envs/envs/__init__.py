@@ -2,5 +2,12 @@
 
 from routine_envs.envs.base import InvalidActionError, RoutineEnv
 from routine_envs.envs.diluted_doors import DilutedDoorsEnv, DoorsState
+from routine_envs.envs.routine_grid import RoutineGridEnv
 
-__all__ = ["DilutedDoorsEnv", "DoorsState", "InvalidActionError", "RoutineEnv"]
+__all__ = [
+    "DilutedDoorsEnv",
+    "DoorsState",
+    "InvalidActionError",
+    "RoutineEnv",
+    "RoutineGridEnv",
+]
