@@ -2,10 +2,12 @@
 
 from routine_envs.envs.base import InvalidActionError, RoutineEnv
 from routine_envs.envs.diluted_doors import DilutedDoorsEnv, DoorsState
+from routine_envs.envs.diluted_doors_vector import DilutedDoorsVectorEnv
 from routine_envs.envs.routine_grid import RoutineGridEnv
 
 __all__ = [
     "DilutedDoorsEnv",
+    "DilutedDoorsVectorEnv",
     "DoorsState",
     "InvalidActionError",
     "RoutineEnv",
