@@ -416,3 +416,17 @@ def test_base_step_budget_truncates_with_episode_end_info():
     assert info["episode_length"] == 4 and info["success"] is False and info["num_critical"] == 1
     with pytest.raises(gym.error.ResetNeeded, match="truncated"):
         env.step(0)
+
+
+def test_deepcopy_branches_the_action_space_generator_too():
+    env = gym.make("DilutedDoors-v0", routine_length=(0, 5))
+    env.reset(seed=1)
+    env.action_space.seed(4)
+    env.action_space.sample()
+    twin = copy.deepcopy(env)
+    a = [env.action_space.sample() for _ in range(20)]
+    b = [twin.action_space.sample() for _ in range(20)]
+    assert a == b  # same future...
+    assert twin.action_space is not env.action_space  # ...from independent generators
+    assert twin.unwrapped.np_random is not env.unwrapped.np_random
+    assert twin.unwrapped.np_random.random() == env.unwrapped.np_random.random()

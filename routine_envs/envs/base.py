@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 import gymnasium as gym
 import numpy as np
+from numpy.random.bit_generator import ISeedSequence
 
 from routine_envs import annotations as keys
 from routine_envs.oracle import (
@@ -35,6 +36,13 @@ from routine_envs.oracle import (
 
 ObsType = TypeVar("ObsType")
 StateType = TypeVar("StateType", bound=Hashable)
+
+#: types of immutable values: ``copy.deepcopy`` of an env shares them instead of copying.
+_IMMUTABLE_TYPES = frozenset({int, float, bool, str, bytes, complex, type(None)})
+#: spaces whose only mutable state is their random generator (``_np_random``).
+_FLAT_SPACES = frozenset(
+    {gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary}
+)
 
 
 class InvalidActionError(gym.error.InvalidAction, ValueError):
@@ -53,8 +61,11 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
     #: size of the ``state_id`` space: every id is in ``[0, num_states)``.
     num_states: int
     action_space: gym.spaces.Discrete
-    #: attributes that only depend on the configuration: ``copy.deepcopy`` shares them.
-    _shared_attributes: ClassVar[frozenset[str]] = frozenset({"_model_cache", "_config"})
+    #: attributes that ``copy.deepcopy`` shares instead of copying: those that only depend on the
+    #: configuration (the spec included), and the current state (immutable by contract).
+    _shared_attributes: ClassVar[frozenset[str]] = frozenset(
+        {"_model_cache", "_config", "spec", "_state"}
+    )
 
     def __init__(self, render_mode: str | None = None) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -228,8 +239,7 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
         for sid in np.flatnonzero(model.terminal):
             success_ids[sid] = self._is_success(model.states[int(sid)])
         hits = model.terminated & success_ids[model.next_state]
-        values = evaluate_policy(dataclasses.replace(model, reward=hits.astype(np.float64)),
-                                 policy)
+        values = evaluate_policy(dataclasses.replace(model, reward=hits.astype(np.float64)), policy)
         return float(model.initial @ values.v)
 
     # --------------------------------------------------------------------------- internals
@@ -274,11 +284,51 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
         clone = self.__class__.__new__(self.__class__)
         memo[id(self)] = clone
         shared = self._shared_attributes
+        state = clone.__dict__
         for name, value in self.__dict__.items():
-            clone.__dict__[name] = value if name in shared else copy.deepcopy(value, memo)
+            kind = type(value)
+            if kind in _IMMUTABLE_TYPES or name in shared:
+                state[name] = value
+            elif id(value) in memo:
+                state[name] = memo[id(value)]
+            elif kind is np.random.Generator:  # copy.deepcopy pickles it: ~10x slower
+                state[name] = memo[id(value)] = copy_generator(value)
+            elif kind in _FLAT_SPACES:
+                state[name] = memo[id(value)] = _copy_space(value)
+            else:
+                state[name] = copy.deepcopy(value, memo)
         return clone
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_model_cache"] = None  # rebuilt on demand; can be large
         return state
+
+
+class _BlankSeed(ISeedSequence):
+    """Seeds a bit generator with zeros at no cost, for a state that is overwritten at once."""
+
+    def generate_state(self, n_words: int, dtype: Any = np.uint32) -> np.ndarray:
+        return np.zeros(n_words, dtype=dtype)
+
+
+_BLANK_SEED = _BlankSeed()
+
+
+def copy_generator(generator: np.random.Generator) -> np.random.Generator:
+    """An independent generator in the same state, so with the same future draws (about 10x
+    faster than ``copy.deepcopy``; the copy's ``bit_generator.seed_seq`` is not kept)."""
+    bits = generator.bit_generator
+    clone = type(bits)(_BLANK_SEED)
+    clone.state = bits.state
+    return np.random.Generator(clone)
+
+
+def _copy_space(space: gym.spaces.Space) -> gym.spaces.Space:
+    """A copy of a space of :data:`_FLAT_SPACES` sharing its read-only bounds and shape, with its
+    own random generator."""
+    clone = object.__new__(type(space))
+    clone.__dict__.update(space.__dict__)
+    if space._np_random is not None:
+        clone._np_random = copy_generator(space._np_random)
+    return clone

@@ -156,6 +156,7 @@ class DilutedDoorsEnv(RoutineEnv[np.ndarray, DoorsState]):
         "_door_outcomes",
         "correct_doors",
         "_lengths",
+        "routine_range",
     }
 
     # ---------------------------------------------------------------------------- config
