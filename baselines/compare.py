@@ -183,8 +183,9 @@ REQUIRED = (
 class ResultsFile:
     """An append-only JSON-lines file of run records that survives interruptions."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, required: tuple[str, ...] = REQUIRED) -> None:
         self.path = path
+        self.required = required
         self.rejected = path.with_name(path.stem + ".rejected.jsonl")
 
     def load(self, report: Any = print) -> list[dict[str, Any]]:
@@ -199,7 +200,7 @@ class ResultsFile:
                 continue
             try:
                 record = json.loads(raw)
-                missing = [k for k in REQUIRED if k not in record]
+                missing = [k for k in self.required if k not in record]
                 if missing:
                     raise ValueError(f"missing fields {missing}")
             except ValueError as err:

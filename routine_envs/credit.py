@@ -145,16 +145,21 @@ class GAE:
 @dataclass
 class TrajectoryMC:
     """Monte-Carlo trajectory advantage (GRPO's outcome advantage): every step of episode ``i``
-    gets ``R_i - mean_group(R)``, divided by ``std_group(R) + eps`` when ``normalize_std``."""
+    gets ``R_i - mean_group(R)``, divided by ``std_group(R) + eps`` when ``normalize_std``.
+    With a fixed ``baseline`` (e.g. the exact ``J = V^pi(s_0)``) it is ``R_i - baseline``."""
 
     normalize_std: bool = False
     eps: float = 1e-6
+    baseline: float | None = None
     name: ClassVar[str] = "trajectory_mc"
     requires: ClassVar[frozenset[str]] = frozenset()
     trains_critic: ClassVar[bool] = False
 
     def __call__(self, batch: EpisodeBatch) -> Advantages:
-        adv = _episode_advantage(batch, self.normalize_std, self.eps)
+        if self.baseline is not None:
+            adv = batch.episode_returns() - self.baseline
+        else:
+            adv = _episode_advantage(batch, self.normalize_std, self.eps)
         return Advantages(np.repeat(adv, batch.lengths))
 
 
@@ -248,6 +253,7 @@ class Oracle:
     requires: ClassVar[frozenset[str]] = frozenset({"state_ids", "actions"})
     trains_critic: ClassVar[bool] = False
     _rng: np.random.Generator = field(init=False, repr=False)
+    _fixed: np.ndarray | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.sigma < 0:
@@ -265,10 +271,17 @@ class Oracle:
         policy = self.policy
         return np.asarray(policy() if callable(policy) else policy)
 
+    def advantage_table(self) -> np.ndarray:
+        """``A^pi`` of every (state, action); computed once for a fixed policy array."""
+        if callable(self.policy):
+            return self.env.oracle(self.table(), gamma=self.gamma).advantage
+        if self._fixed is None:
+            self._fixed = self.env.oracle(self.table(), gamma=self.gamma).advantage
+        return self._fixed
+
     def __call__(self, batch: EpisodeBatch) -> Advantages:
         check_batch(self, batch)
-        values = self.env.oracle(self.table(), gamma=self.gamma)
-        adv = values.advantage[batch.state_ids, batch.actions]
+        adv = self.advantage_table()[batch.state_ids, batch.actions]
         if self.sigma > 0:
             adv = adv + self.sigma * self._rng.standard_normal(adv.shape)
         return Advantages(adv)

@@ -1,0 +1,544 @@
+"""Reproducing "Drowning in Routine": ``python -m baselines.snr_lab {rho-law,critic,beyond,all}``.
+
+Each experiment measures gradient SNRs with :mod:`routine_envs.snr` on Diluted Doors
+(``reward="success"``, 3 floors, 3 doors, the uniform policy unless stated) over routine lengths,
+appends one JSON line per setting to ``<out>/<experiment>/results.jsonl`` (resumable: an
+interrupted run does only what is missing), and writes the tables (CSV), figures (PNG) and a
+``summary.json`` beside it.
+
+- ``rho-law``: perfect critic (``oracle``) vs the trajectory advantage, the SNR ratio against rho
+  with its log-log fit, beside the closed form (:func:`routine_envs.snr.uniform_doors_snr`); both
+  parametrizations (one logit vector per state, or per floor).
+- ``critic``: the noisy oracle (sigma a multiple of std(R)) and the Monte-Carlo critic
+  (k rollouts), their ratio to the trajectory advantage against rho.
+- ``beyond``: trajectory_mc (group mean), rloo, gigpo, routine_masked, mc_rollout and the oracle
+  on the same axes, with the environment steps each consumes per gradient estimate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import math
+import multiprocessing as mp
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from baselines import analysis
+from baselines.compare import ResultsFile
+from routine_envs import credit, snr
+from routine_envs.envs import DilutedDoorsEnv
+
+PAPER = {"slope": -0.5084, "r2": 0.9994, "rho_range": "1 .. 1/51"}
+ROUTINE_LENGTHS = (0, 1, 2, 3, 5, 7, 10, 15, 20, 30, 40, 50)
+SIGMA_MULTIPLES = (0.0, 0.05, 0.1, 0.2, 0.5, 1.0)
+ROLLOUTS = (1, 2, 4, 8, 16)
+
+
+@dataclass
+class LabArgs:
+    """Settings shared by the experiments."""
+
+    out: Path = field(default=Path("results/snr"), metadata={"help": "output folder"})
+    episodes: int = field(default=100_000, metadata={"help": "episodes per setting"})
+    mc_episodes: int = field(
+        default=4_000,
+        metadata={
+            "help": "episodes per setting for Monte-Carlo critics (k rollouts from every step)"
+        },
+    )
+    group_size: int = field(default=8, metadata={"help": "episodes per group"})
+    routine_lengths: tuple[int, ...] = field(
+        default=ROUTINE_LENGTHS, metadata={"help": "routine lengths L"}
+    )
+    mc_routine_lengths: tuple[int, ...] = field(
+        default=(0, 1, 3, 7, 15, 30),
+        metadata={"help": "routine lengths for Monte-Carlo critics (their cost grows like L^2)"},
+    )
+    num_floors: int = 3
+    num_doors: int = 3
+    workers: int = field(default=2, metadata={"help": "settings measured in parallel"})
+    seed: int = 0
+
+
+# --------------------------------------------------------------------------- one setting
+def _mc_critic(
+    sampler: snr.ModelSampler, probs: np.ndarray, num_rollouts: int, seed: int
+) -> snr.ModelMCRollout:
+    return snr.ModelMCRollout(sampler, probs, num_rollouts=num_rollouts, seed=seed)
+
+
+def measure_setting(setting: dict[str, Any]) -> dict[str, Any]:
+    """Measure one setting (a worker's job): SNR of each named estimator on shared episodes."""
+    start = time.perf_counter()
+    env = DilutedDoorsEnv(
+        num_floors=setting["num_floors"],
+        num_doors=setting["num_doors"],
+        routine_length=setting["routine_length"],
+    )
+    rows = snr.floor_rows(env) if setting["param"] == "per_floor" else np.arange(env.num_states)
+    policy = snr.TabularSoftmax.shared(rows, env.num_doors)
+    probs = policy.probs()
+    values = env.oracle(probs)
+    j = float(env.model().initial @ values.v)
+    std_r = math.sqrt(j * (1 - j))  # R is 0/1 with mean J
+    seed = setting["seed"]
+    estimators: dict[str, Any] = {}
+    for name in setting["estimators"]:
+        kind, _, arg = name.partition(":")
+        if kind == "oracle":
+            sigma = float(arg or 0) * std_r
+            estimators[name] = credit.Oracle(env, probs, sigma=sigma, seed=seed + 1)
+        elif kind == "trajectory_exact":
+            estimators[name] = credit.TrajectoryMC(baseline=j)
+        elif kind == "mc_rollout":
+            estimators[name] = functools.partial(_mc_critic, num_rollouts=int(arg), seed=seed + 2)
+        else:
+            estimators[name] = credit.make_estimator(kind)
+    sampler = snr.ModelSampler(env)
+    groups = setting["episodes"] // setting["group_size"]
+    comparison = snr.measure_snr(
+        env,
+        policy,
+        estimators,
+        num_groups=groups,
+        group_size=setting["group_size"],
+        seed=seed,
+        sampler=sampler,
+    )
+    scale = 1 / math.sqrt(setting["group_size"])  # SNR per episode
+    episode_steps = setting["episodes"] * env.max_episode_length
+    out = []
+    for name, res in comparison.results.items():
+        row = {k: v for k, v in res.as_row().items() if k not in ("num_groups", "group_size")}
+        row.update(snr=res.snr * scale, snr_low=res.snr_low * scale, snr_high=res.snr_high * scale)
+        if name.startswith("mc_rollout"):
+            row["env_steps_per_episode"] = (episode_steps + sampler.rollout_steps) / setting[
+                "episodes"
+            ]
+        else:
+            row["env_steps_per_episode"] = float(env.max_episode_length)
+        out.append(row)
+    ratios = {
+        f"{a}/{b}": list(v) for (a, b), v in comparison.ratios.items() if b == setting["reference"]
+    }
+    return {
+        **setting,
+        "rho": 1 / (1 + setting["routine_length"]),
+        "J": j,
+        "std_R": std_r,
+        "results": out,
+        "ratios": ratios,
+        "seconds": time.perf_counter() - start,
+    }
+
+
+def setting_key(setting: dict[str, Any]) -> str:
+    keys = (
+        "experiment",
+        "routine_length",
+        "param",
+        "estimators",
+        "episodes",
+        "group_size",
+        "num_floors",
+        "num_doors",
+        "seed",
+    )
+    return json.dumps([setting[k] for k in keys])
+
+
+def run_settings(settings: list[dict[str, Any]], path: Path, workers: int) -> list[dict]:
+    """Measure what is missing (resumable), append each result as one JSON line."""
+    from tqdm import tqdm
+
+    store = ResultsFile(path, required=("key", "results", "ratios", "routine_length"))
+    done = {r["key"]: r for r in store.load()}
+    todo = [s for s in settings if setting_key(s) not in done]
+    bar = tqdm(
+        total=len(settings),
+        initial=len(settings) - len(todo),
+        unit="setting",
+        dynamic_ncols=True,
+        desc=path.parent.name,
+    )
+    pool = mp.get_context("spawn").Pool(workers) if workers > 1 and len(todo) > 1 else None
+    try:
+        results = pool.imap_unordered(measure_setting, todo) if pool else map(measure_setting, todo)
+        for record in results:
+            record["key"] = setting_key(record)
+            store.append(record)
+            done[record["key"]] = record
+            bar.update()
+    finally:
+        if pool is not None:
+            pool.terminate()
+        bar.close()
+    keys = [setting_key(s) for s in settings]
+    return [done[k] for k in keys]
+
+
+def _settings(
+    args: LabArgs,
+    experiment: str,
+    lengths: tuple[int, ...],
+    params: tuple[str, ...],
+    estimators: list[str],
+    reference: str,
+    episodes: int,
+) -> list[dict[str, Any]]:
+    return [
+        {
+            "experiment": experiment,
+            "routine_length": int(length),
+            "param": param,
+            "estimators": estimators,
+            "reference": reference,
+            "episodes": episodes,
+            "group_size": args.group_size,
+            "num_floors": args.num_floors,
+            "num_doors": args.num_doors,
+            "seed": args.seed,
+        }
+        for length in lengths
+        for param in params
+    ]
+
+
+def _flat_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    rows = []
+    for rec in records:
+        for res in rec["results"]:
+            ratio = rec["ratios"].get(f"{res['estimator']}/{rec['reference']}", [1.0, 1.0, 1.0])
+            rows.append(
+                {
+                    "routine_length": rec["routine_length"],
+                    "rho": rec["rho"],
+                    "param": rec["param"],
+                    **res,
+                    "ratio_to_" + rec["reference"]: ratio[0],
+                    "ratio_low": ratio[1],
+                    "ratio_high": ratio[2],
+                    "episodes": rec["episodes"],
+                    "group_size": rec["group_size"],
+                }
+            )
+    return rows
+
+
+# --------------------------------------------------------------------------- experiments
+def rho_law(args: LabArgs) -> dict[str, Any]:
+    out = args.out / "rho_law"
+    settings = _settings(
+        args,
+        "rho-law",
+        args.routine_lengths,
+        ("per_state", "per_floor"),
+        ["oracle", "trajectory_exact", "trajectory_mc"],
+        "trajectory_exact",
+        args.episodes,
+    )
+    records = run_settings(settings, out / "results.jsonl", args.workers)
+    rows = []
+    for rec in records:
+        theory = snr.uniform_doors_snr(args.num_floors, args.num_doors, rec["routine_length"])
+        res = {r["estimator"]: r for r in rec["results"]}
+        ratio, low, high = rec["ratios"]["oracle/trajectory_exact"]
+        rows.append(
+            {
+                "routine_length": rec["routine_length"],
+                "rho": rec["rho"],
+                "param": rec["param"],
+                "snr_oracle": res["oracle"]["snr"],
+                "snr_trajectory": res["trajectory_exact"]["snr"],
+                "snr_trajectory_group_mean": res["trajectory_mc"]["snr"],
+                "ratio": ratio,
+                "ratio_low": low,
+                "ratio_high": high,
+                "theory_ratio": theory["ratio"],
+                "theory_snr_oracle": theory["snr_oracle"],
+                "theory_snr_trajectory": theory["snr_trajectory"],
+                "within_ci": bool(low <= theory["ratio"] <= high),
+                "routine_share_of_trajectory_variance": res["trajectory_exact"]["routine_variance"]
+                / res["trajectory_exact"]["variance"],
+            }
+        )
+    analysis.write_csv(out / "rho_law.csv", rows)
+    fits = {}
+    for param in ("per_state", "per_floor"):
+        sub = [r for r in rows if r["param"] == param]
+        slope, intercept, r2 = snr.fit_loglog([r["rho"] for r in sub], [r["ratio"] for r in sub])
+        fits[param] = {
+            "slope": slope,
+            "intercept": intercept,
+            "r2": r2,
+            "within_ci": sum(r["within_ci"] for r in sub),
+            "settings": len(sub),
+        }
+    theory = [r for r in rows if r["param"] == "per_state"]
+    t_slope, _, t_r2 = snr.fit_loglog(
+        [r["rho"] for r in theory], [r["theory_ratio"] for r in theory]
+    )
+    summary = {
+        "fits": fits,
+        "theory_fit": {"slope": t_slope, "r2": t_r2},
+        "paper": PAPER,
+        "episodes": args.episodes,
+        "group_size": args.group_size,
+        "routine_lengths": list(args.routine_lengths),
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    _plot_rho_law(rows, fits, out / "rho_law.png")
+    return summary
+
+
+def critic(args: LabArgs) -> dict[str, Any]:
+    out = args.out / "critic"
+    noisy = [f"oracle:{c}" for c in SIGMA_MULTIPLES]
+    settings = _settings(
+        args,
+        "critic-noise",
+        args.routine_lengths,
+        ("per_state",),
+        [*noisy, "trajectory_exact"],
+        "trajectory_exact",
+        args.episodes,
+    )
+    settings += _settings(
+        args,
+        "critic-mc",
+        args.mc_routine_lengths,
+        ("per_state",),
+        [*(f"mc_rollout:{k}" for k in ROLLOUTS), "trajectory_exact"],
+        "trajectory_exact",
+        args.mc_episodes,
+    )
+    records = run_settings(settings, out / "results.jsonl", args.workers)
+    rows = _flat_rows(records)
+    std_r = {r["routine_length"]: r["std_R"] for r in records}
+    for row in rows:
+        kind, _, arg = row["estimator"].partition(":")
+        row["critic"] = kind
+        row["sigma_over_std_R"] = float(arg) if kind == "oracle" else None
+        row["rollouts"] = int(arg) if kind == "mc_rollout" else None
+        if kind == "oracle":
+            sigma = float(arg) * std_r[row["routine_length"]]
+            row["theory_ratio"] = snr.uniform_doors_snr(
+                args.num_floors, args.num_doors, row["routine_length"], sigma=sigma
+            )["ratio"]
+    analysis.write_csv(out / "critic.csv", rows)
+    plateau = {}
+    longest = max(args.routine_lengths)
+    for c in SIGMA_MULTIPLES[1:]:
+        r = next(
+            r for r in rows if r["estimator"] == f"oracle:{c}" and r["routine_length"] == longest
+        )
+        plateau[str(c)] = {
+            "ratio_at_longest_L": r["ratio_to_trajectory_exact"],
+            "std_R_over_sigma": 1 / c,
+        }
+    summary = {"plateau": plateau, "episodes": args.episodes, "mc_episodes": args.mc_episodes}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    _plot_critic(rows, out / "critic.png")
+    return summary
+
+
+def beyond(args: LabArgs) -> dict[str, Any]:
+    out = args.out / "beyond"
+    names = [
+        "trajectory_mc",
+        "rloo",
+        "gigpo",
+        "routine_masked",
+        "oracle",
+        "mc_rollout:4",
+        "trajectory_exact",
+    ]
+    settings = _settings(
+        args,
+        "beyond",
+        args.mc_routine_lengths,
+        ("per_state",),
+        names,
+        "trajectory_mc",
+        args.mc_episodes * 5,
+    )
+    records = run_settings(settings, out / "results.jsonl", args.workers)
+    rows = _flat_rows(records)
+    analysis.write_csv(out / "beyond.csv", rows)
+    fits = {}
+    for name in names:
+        sub = [r for r in rows if r["estimator"] == name and r["snr"] > 0]
+        slope, _, r2 = snr.fit_loglog([r["rho"] for r in sub], [r["snr"] for r in sub])
+        fits[name] = {"snr_slope_vs_rho": slope, "r2": r2}
+    (out / "summary.json").write_text(json.dumps({"fits": fits}, indent=2))
+    _plot_beyond(rows, out / "beyond.png")
+    return {"fits": fits}
+
+
+# -------------------------------------------------------------------------------- plots
+def _errorbars(ax: Any, rows: list[dict], y: str, low: str, high: str, **kw: Any) -> None:
+    x = np.array([r["rho"] for r in rows])
+    v = np.array([r[y] for r in rows])
+    err = [v - np.array([r[low] for r in rows]), np.array([r[high] for r in rows]) - v]
+    kw.setdefault("marker", "o")
+    ax.errorbar(x, v, yerr=err, linestyle="none", capsize=3, **kw)
+
+
+def _plot_rho_law(rows: list[dict], fits: dict, path: Path) -> None:
+    plt = analysis._pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    for param, marker in (("per_state", "o"), ("per_floor", "s")):
+        sub = sorted((r for r in rows if r["param"] == param), key=lambda r: r["rho"])
+        f = fits[param]
+        _errorbars(
+            ax,
+            sub,
+            "ratio",
+            "ratio_low",
+            "ratio_high",
+            label=f"measured, {param} (slope {f['slope']:.3f}, R^2 {f['r2']:.4f})",
+            marker=marker,
+            ms=4,
+        )
+    theory = sorted((r for r in rows if r["param"] == "per_state"), key=lambda r: r["rho"])
+    ax.plot(
+        [r["rho"] for r in theory],
+        [r["theory_ratio"] for r in theory],
+        "k-",
+        lw=1,
+        label="closed form (uniform policy)",
+    )
+    rho = np.array([r["rho"] for r in theory])
+    ref = theory[-1]["theory_ratio"] * rho**-0.5
+    ax.plot(rho, ref, "k:", lw=1, label="rho^(-1/2)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("decision density rho = 1/(1+L)")
+    ax.set_ylabel("SNR(perfect critic) / SNR(trajectory)")
+    ax.set_title("Diluted Doors: the rho law")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
+def _plot_critic(rows: list[dict], path: Path) -> None:
+    plt = analysis._pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for c in SIGMA_MULTIPLES:
+        sub = sorted((r for r in rows if r["estimator"] == f"oracle:{c}"), key=lambda r: r["rho"])
+        _errorbars(
+            left,
+            sub,
+            "ratio_to_trajectory_exact",
+            "ratio_low",
+            "ratio_high",
+            label=f"sigma = {c} std(R)",
+            ms=4,
+        )
+        left.plot([r["rho"] for r in sub], [r["theory_ratio"] for r in sub], "k-", lw=0.6)
+    left.set_title("noisy perfect critic (lines: closed form)")
+    for k in ROLLOUTS:
+        sub = sorted(
+            (r for r in rows if r["estimator"] == f"mc_rollout:{k}"), key=lambda r: r["rho"]
+        )
+        _errorbars(
+            right,
+            sub,
+            "ratio_to_trajectory_exact",
+            "ratio_low",
+            "ratio_high",
+            label=f"k = {k} rollouts",
+            ms=4,
+        )
+    right.set_title("Monte-Carlo critic")
+    for ax in (left, right):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.axhline(1.0, color="gray", lw=0.8)
+        ax.set_xlabel("decision density rho")
+        ax.set_ylabel("SNR(critic) / SNR(trajectory)")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
+def _plot_beyond(rows: list[dict], path: Path) -> None:
+    plt = analysis._pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for name in sorted({r["estimator"] for r in rows}):
+        sub = sorted((r for r in rows if r["estimator"] == name), key=lambda r: r["rho"])
+        _errorbars(left, sub, "snr", "snr_low", "snr_high", label=name, ms=4)
+        right.plot(
+            [r["rho"] for r in sub],
+            [r["env_steps_per_episode"] for r in sub],
+            "o-",
+            label=name,
+            ms=4,
+        )
+    left.set_ylabel("gradient SNR per episode")
+    right.set_ylabel("environment steps per episode of gradient data")
+    for ax in (left, right):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("decision density rho")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------------------------- CLI
+EXPERIMENTS = {"rho-law": rho_law, "critic": critic, "beyond": beyond}
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("experiment", choices=[*EXPERIMENTS, "all"])
+    defaults = LabArgs()
+    parser.add_argument("--out", type=Path, default=defaults.out)
+    parser.add_argument("--episodes", type=int, default=defaults.episodes)
+    parser.add_argument("--mc-episodes", type=int, default=defaults.mc_episodes)
+    parser.add_argument("--group-size", type=int, default=defaults.group_size)
+    parser.add_argument(
+        "--routine-lengths", type=int, nargs="+", default=list(defaults.routine_lengths)
+    )
+    parser.add_argument(
+        "--mc-routine-lengths", type=int, nargs="+", default=list(defaults.mc_routine_lengths)
+    )
+    parser.add_argument("--workers", type=int, default=defaults.workers)
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+    ns = parser.parse_args(argv)
+    if ns.group_size < 2 or ns.episodes < 40 * ns.group_size or ns.workers < 1:
+        raise SystemExit("error: need group_size >= 2, episodes >= 40 * group_size, workers >= 1")
+    args = LabArgs(
+        out=ns.out,
+        episodes=ns.episodes,
+        mc_episodes=ns.mc_episodes,
+        group_size=ns.group_size,
+        routine_lengths=tuple(ns.routine_lengths),
+        mc_routine_lengths=tuple(ns.mc_routine_lengths),
+        workers=ns.workers,
+        seed=ns.seed,
+    )
+    chosen = list(EXPERIMENTS) if ns.experiment == "all" else [ns.experiment]
+    summaries = {}
+    for name in chosen:
+        start = time.perf_counter()
+        summaries[name] = EXPERIMENTS[name](args)
+        folder = args.out / name.replace("-", "_")
+        print(f"\n== {name} ({time.perf_counter() - start:.1f} s): {folder}")
+        print(json.dumps(summaries[name], indent=2))
+    return summaries
+
+
+if __name__ == "__main__":
+    sys.exit(0 if main() else 1)

@@ -1,0 +1,568 @@
+"""The signal-dilution lab: gradient signal-to-noise ratio of any advantage estimator.
+
+For a tabular softmax policy and an estimator of :mod:`routine_envs.credit`, draw many
+independent groups of episodes, form each group's policy-gradient estimate
+
+    g = (1 / group_size) * sum over episodes, steps of  A_t * grad log pi(a_t | s_t),
+
+and report ``SNR = ||E g|| / sqrt(E ||g - E g||^2)`` (the amplitude form; ``snr_power`` is its
+square) for a batch of one group; a batch of ``n`` groups has ``sqrt(n)`` times that SNR, so
+ratios between estimators do not depend on the batch size. ``||E g||^2`` is estimated without
+the plug-in bias (``||mean||^2 - tr(Cov) / n``), and the confidence interval is a delete-one-block
+jackknife over blocks of groups. The variance is split into the part from critical steps, the
+part from routine steps (using the annotations) and their cross term.
+
+Episodes are sampled straight from the environment's exact tabular model, vectorized over
+thousands of episodes at once, so a sweep of 10^5 episodes per setting takes seconds.
+
+For Diluted Doors under the uniform policy the SNRs have a closed form
+(:func:`uniform_doors_snr`), derived in ``docs/reproducing.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from routine_envs import credit
+from routine_envs.episodes import EpisodeBatch
+from routine_envs.oracle import TabularModel
+
+
+# ----------------------------------------------------------------------------- the policy
+@dataclass
+class TabularSoftmax:
+    """A softmax policy with one logit vector per *row*; each state uses the row
+    ``row_of_state[state_id]`` (one row per state, or rows shared, e.g. by all states of a floor).
+
+    Attributes:
+        logits: shape ``(num_rows, num_actions)``.
+        row_of_state: shape ``(num_states,)``, int.
+    """
+
+    logits: np.ndarray
+    row_of_state: np.ndarray
+
+    def __post_init__(self) -> None:
+        self.logits = np.asarray(self.logits, dtype=np.float64)
+        self.row_of_state = np.asarray(self.row_of_state, dtype=np.int64)
+        if self.logits.ndim != 2:
+            raise ValueError(f"logits must be (num_rows, num_actions), got {self.logits.shape}")
+        if self.row_of_state.size and (
+            self.row_of_state.min() < 0 or self.row_of_state.max() >= len(self.logits)
+        ):
+            raise ValueError("row_of_state must index rows of logits")
+
+    @classmethod
+    def per_state(
+        cls, num_states: int, num_actions: int, logits: np.ndarray | None = None
+    ) -> TabularSoftmax:
+        """One logit vector per ``state_id`` (zeros: the uniform policy)."""
+        table = np.zeros((num_states, num_actions)) if logits is None else logits
+        return cls(table, np.arange(num_states))
+
+    @classmethod
+    def shared(
+        cls, row_of_state: np.ndarray, num_actions: int, logits: np.ndarray | None = None
+    ) -> TabularSoftmax:
+        """Rows shared by groups of states (``row_of_state``); zeros: the uniform policy."""
+        rows = int(np.max(row_of_state)) + 1
+        return cls(np.zeros((rows, num_actions)) if logits is None else logits, row_of_state)
+
+    @property
+    def num_params(self) -> int:
+        return self.logits.size
+
+    def probs(self) -> np.ndarray:
+        """Action probabilities of every state, shape ``(num_states, num_actions)``."""
+        z = self.logits - self.logits.max(axis=1, keepdims=True)
+        p = np.exp(z)
+        p /= p.sum(axis=1, keepdims=True)
+        return p[self.row_of_state]
+
+
+def floor_rows(env: Any) -> np.ndarray:
+    """For Diluted Doors: the floor of every ``state_id`` (terminal states: the last floor), so
+    :meth:`TabularSoftmax.shared` gives the policy shared by all states of a floor."""
+    base = env.unwrapped
+    floors = np.array([base.describe_state(s).floor for s in range(base.num_states)])
+    return np.minimum(floors, base.num_floors - 1)
+
+
+# ------------------------------------------------------------------- sampling from the model
+class ModelSampler:
+    """Vectorized episodes from an environment's exact model (``env.unwrapped.model()``).
+
+    Equivalent in distribution to stepping the environment, but thousands of episodes advance
+    in one numpy operation per time step. Annotations (``critical``) come from the environment's
+    own ``_is_critical`` of every modelled state.
+    """
+
+    def __init__(self, env: Any, max_steps: int = 100_000) -> None:
+        base = env.unwrapped
+        model: TabularModel = base.model()
+        self.env, self.model, self.max_steps = base, model, max_steps
+        s, a = model.num_states, model.num_actions
+        sa = model.state * a + model.action
+        counts = np.bincount(sa, minlength=s * a)
+        width = max(1, int(counts.max()))
+        order = np.argsort(sa, kind="stable")
+        slot = np.arange(len(sa)) - np.repeat(np.cumsum(counts) - counts, counts)
+        self.next_state = np.zeros((s * a, width), dtype=np.int64)
+        self.reward = np.zeros((s * a, width))
+        self.done = np.ones((s * a, width), dtype=bool)
+        rows = sa[order]
+        self.next_state[rows, slot] = model.next_state[order]
+        self.reward[rows, slot] = model.reward[order]
+        self.done[rows, slot] = model.terminated[order]
+        probs = np.zeros((s * a, width))
+        probs[rows, slot] = model.prob[order]
+        cumulative = np.cumsum(probs, axis=1)
+        valid = np.arange(width)[None, :] < counts[:, None]
+        cumulative[~valid] = 2.0  # padding is never chosen
+        has = counts > 0
+        cumulative[np.flatnonzero(has), counts[has] - 1] = 1.0  # no rounding gap at the end
+        self.cumulative = cumulative
+        self.width = width
+        self.initial_cumulative = np.cumsum(model.initial)
+        self.rollout_steps = 0  # environment steps simulated by rollout_values (its cost)
+        self.critical = np.zeros(s, dtype=bool)
+        for sid, state in model.states.items():
+            if not model.terminal[sid]:
+                self.critical[sid] = bool(base._is_critical(state))
+
+    def _draw_outcome(self, sa: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        if self.width == 1:
+            return np.zeros(len(sa), dtype=np.int64)
+        u = rng.random(len(sa))[:, None]
+        return np.minimum((u >= self.cumulative[sa]).sum(axis=1), self.width - 1)
+
+    def _draw_actions(self, probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        cum = np.cumsum(probs, axis=1)
+        u = rng.random(len(probs))[:, None] * cum[:, -1:]
+        return np.minimum((u >= cum).sum(axis=1), probs.shape[1] - 1)
+
+    def initial_states(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        u = rng.random(n)
+        return np.minimum(
+            np.searchsorted(self.initial_cumulative, u, side="right"), self.model.num_states - 1
+        )
+
+    def sample(
+        self, policy: np.ndarray, num_groups: int, group_size: int, rng: np.random.Generator
+    ) -> EpisodeBatch:
+        """``num_groups * group_size`` episodes under the probability table ``policy``
+        (``(num_states, num_actions)``); the episodes of a group share their initial state."""
+        n = num_groups * group_size
+        state = np.repeat(self.initial_states(num_groups, rng), group_size)
+        alive = np.ones(n, dtype=bool)
+        cols_s, cols_a, cols_r = [], [], []
+        a_count = self.model.num_actions
+        for _ in range(self.max_steps):
+            if not alive.any():
+                break
+            s = np.where(alive, state, 0)
+            actions = self._draw_actions(policy[s], rng)
+            sa = s * a_count + actions
+            k = self._draw_outcome(sa, rng)
+            cols_s.append(np.where(alive, state, -1))
+            cols_a.append(actions)
+            cols_r.append(np.where(alive, self.reward[sa, k], 0.0))
+            state = np.where(alive, self.next_state[sa, k], state)
+            alive &= ~self.done[sa, k]
+        else:
+            raise RuntimeError(f"episodes did not end within {self.max_steps} steps")
+        states = np.stack(cols_s, axis=1)
+        mask = states >= 0
+        lengths = mask.sum(axis=1)
+        return EpisodeBatch(
+            rewards=np.stack(cols_r, axis=1)[mask],
+            episode_starts=np.concatenate([[0], np.cumsum(lengths)]),
+            groups=np.repeat(np.arange(num_groups), group_size),
+            actions=np.stack(cols_a, axis=1)[mask],
+            state_ids=states[mask],
+            critical=self.critical[states[mask]],
+        )
+
+    def rollout_values(
+        self,
+        start: np.ndarray,
+        policy: np.ndarray,
+        num_rollouts: int,
+        rng: np.random.Generator,
+        gamma: float = 1.0,
+    ) -> np.ndarray:
+        """Mean return of ``num_rollouts`` rollouts of ``policy`` from each state of ``start``
+        (terminal states: 0), shape ``(len(start),)``: a Monte-Carlo critic of known cost."""
+        state = np.repeat(start, num_rollouts)
+        total = np.zeros(len(state))
+        discount = np.ones(len(state))
+        alive = ~self.model.terminal[state]
+        a_count = self.model.num_actions
+        for _ in range(self.max_steps):
+            if not alive.any():
+                break
+            s = np.where(alive, state, 0)
+            sa = s * a_count + self._draw_actions(policy[s], rng)
+            k = self._draw_outcome(sa, rng)
+            self.rollout_steps += int(alive.sum())
+            total += np.where(alive, discount * self.reward[sa, k], 0.0)
+            discount *= gamma
+            state = np.where(alive, self.next_state[sa, k], state)
+            alive &= ~self.done[sa, k]
+        return total.reshape(len(start), num_rollouts).mean(axis=1)
+
+
+@dataclass
+class ModelMCRollout:
+    """The ``mc_rollout`` critic for the lab: ``V^(s)`` from ``num_rollouts`` rollouts simulated
+    on the exact model (the same estimator as :class:`routine_envs.credit.MCRollout`, which
+    branches real environments with ``copy.deepcopy``, at a fraction of the cost):
+    ``A_t = r_t + gamma V^(s_{t+1}) - V^(s_t)``."""
+
+    sampler: ModelSampler
+    policy: np.ndarray | Callable[[], np.ndarray]
+    num_rollouts: int = 4
+    gamma: float = 1.0
+    seed: int | None = None
+    name: ClassVar[str] = "mc_rollout"
+    requires: ClassVar[frozenset[str]] = frozenset({"state_ids"})
+    trains_critic: ClassVar[bool] = False
+    _rng: np.random.Generator = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.num_rollouts < 1:
+            raise ValueError(f"num_rollouts must be >= 1, got {self.num_rollouts}")
+        self._rng = np.random.default_rng(self.seed)
+
+    def __call__(self, batch: EpisodeBatch) -> credit.Advantages:
+        policy = self.policy() if callable(self.policy) else self.policy
+        values = self.sampler.rollout_values(
+            batch.state_ids, policy, self.num_rollouts, self._rng, self.gamma
+        )
+        adv = credit._td_advantages(batch, values, self.gamma, lam=0.0)
+        return credit.Advantages(adv, adv + values)
+
+
+# ------------------------------------------------------------------------ gradient moments
+@dataclass
+class _Moments:
+    """Block sums of per-group gradients: totals, critical part, routine part."""
+
+    num_blocks: int
+    dim: int
+    n: np.ndarray = field(init=False)
+    s_all: np.ndarray = field(init=False)
+    s_crit: np.ndarray = field(init=False)
+    q_all: np.ndarray = field(init=False)
+    q_crit: np.ndarray = field(init=False)
+    q_rout: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.n = np.zeros(self.num_blocks)
+        self.s_all = np.zeros((self.num_blocks, self.dim))
+        self.s_crit = np.zeros((self.num_blocks, self.dim))
+        self.q_all = np.zeros(self.num_blocks)
+        self.q_crit = np.zeros(self.num_blocks)
+        self.q_rout = np.zeros(self.num_blocks)
+
+    def add(
+        self,
+        block: int,
+        s_all: np.ndarray,
+        s_crit: np.ndarray,
+        q_all: float,
+        q_crit: float,
+        q_rout: float,
+        count: int,
+    ) -> None:
+        self.n[block] += count
+        self.s_all[block] += s_all
+        self.s_crit[block] += s_crit
+        self.q_all[block] += q_all
+        self.q_crit[block] += q_crit
+        self.q_rout[block] += q_rout
+
+
+def moment_statistics(
+    n: float, s_all: np.ndarray, s_crit: np.ndarray, q_all: float, q_crit: float, q_rout: float
+) -> dict[str, float]:
+    """Moments from sums over ``n`` groups: unbiased ``||E g||^2``, variance traces, SNR^2."""
+    mean, mean_c = s_all / n, s_crit / n
+    mean_r = mean - mean_c
+    var = (q_all - n * mean @ mean) / (n - 1)
+    var_c = (q_crit - n * mean_c @ mean_c) / (n - 1)
+    var_r = (q_rout - n * mean_r @ mean_r) / (n - 1)
+    signal = mean @ mean - var / n
+    return {
+        "signal": signal,
+        "variance": var,
+        "critical_variance": var_c,
+        "routine_variance": var_r,
+        "cross_variance": var - var_c - var_r,
+        "snr_power": signal / var if var > 0 else math.inf,
+    }
+
+
+@dataclass(frozen=True)
+class SNRResult:
+    """Gradient SNR of one estimator, for a batch of one group of ``group_size`` episodes.
+
+    Attributes:
+        snr: amplitude ``||E g|| / sqrt(tr Cov g)`` (0 where the bias-corrected signal is <= 0).
+        snr_low, snr_high: 95% jackknife interval of ``snr``.
+        snr_power: ``snr ** 2`` (the bias-corrected ``||E g||^2 / tr Cov g``).
+        signal: bias-corrected ``||E g||^2``.
+        variance: ``tr Cov g``; ``critical_variance``, ``routine_variance``: the traces of the
+            covariances of the parts of ``g`` from critical and from routine steps;
+            ``cross_variance``: the rest (twice their cross-covariance trace).
+        num_groups, group_size: the sample.
+    """
+
+    estimator: str
+    snr: float
+    snr_low: float
+    snr_high: float
+    snr_power: float
+    signal: float
+    variance: float
+    critical_variance: float
+    routine_variance: float
+    cross_variance: float
+    num_groups: int
+    group_size: int
+
+    def as_row(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _jackknife(values: np.ndarray, full: float) -> tuple[float, float]:
+    """95% interval from delete-one-block values (normal approximation)."""
+    j = len(values)
+    se = math.sqrt((j - 1) / j * np.sum((values - values.mean()) ** 2))
+    return full - 1.96 * se, full + 1.96 * se
+
+
+def _amplitude(power: float) -> float:
+    return math.sqrt(power) if power > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class SNRComparison:
+    """SNRs of several estimators measured on the same episodes, and their ratios."""
+
+    results: dict[str, SNRResult]
+    ratios: dict[tuple[str, str], tuple[float, float, float]]
+    """``(a, b) -> (snr_a / snr_b, low, high)``, 95% jackknife interval."""
+
+
+class _BatchScores:
+    """The score vectors ``e_{a_t} - pi(s_t)`` of a batch, laid out by (group, row) block, shared
+    by every estimator measured on the batch.
+
+    Steps of one group that share a row are added up (one sort of the steps), so the cost is
+    linear in the steps and no ``(groups, params)`` array is formed."""
+
+    def __init__(
+        self, batch: EpisodeBatch, probs: np.ndarray, policy: TabularSoftmax, group_size: int
+    ) -> None:
+        self.a_count = probs.shape[1]
+        self.num_rows = len(policy.logits)
+        self.dim = policy.num_params
+        self.group_size = group_size
+        rows = policy.row_of_state[batch.state_ids]
+        group = np.repeat(batch.group_index(), batch.lengths)
+        self.keys, inverse = np.unique(group * self.num_rows + rows, return_inverse=True)
+        self.inverse = inverse.reshape(-1)
+        score = -probs[batch.state_ids]
+        score[np.arange(len(score)), batch.actions] += 1.0
+        self.score = score  # (N, A)
+        self.critical = np.flatnonzero(batch.critical)
+        self.param = (
+            (self.keys % self.num_rows)[:, None] * self.a_count + np.arange(self.a_count)
+        ).ravel()
+
+    def _per_key(self, steps: np.ndarray | slice, weights: np.ndarray) -> np.ndarray:
+        flat = (self.inverse[steps][:, None] * self.a_count + np.arange(self.a_count)).ravel()
+        out = np.bincount(
+            flat,
+            weights=(self.score[steps] * weights[:, None]).ravel(),
+            minlength=len(self.keys) * self.a_count,
+        )
+        return out.reshape(len(self.keys), self.a_count)
+
+    def moments(self, advantages: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float, float]:
+        """Sums over the groups of ``g_k = sum_t A_t (e_{a_t} - pi(s_t)) / group_size`` (at row
+        ``row(s_t)``) and of its critical part, and the sums of ``||g_k||^2``,
+        ``||g_k^crit||^2`` and ``||g_k^routine||^2``."""
+        weights = advantages / self.group_size
+        entries = self._per_key(slice(None), weights)
+        crit = self._per_key(self.critical, weights[self.critical])
+        rout = entries - crit
+        s_all = np.bincount(self.param, weights=entries.ravel(), minlength=self.dim)
+        s_crit = np.bincount(self.param, weights=crit.ravel(), minlength=self.dim)
+        # squared norms add over disjoint (group, row) blocks: sum_k ||g_k||^2 = sum of squares
+        return (
+            s_all,
+            s_crit,
+            float(np.sum(entries**2)),
+            float(np.sum(crit**2)),
+            float(np.sum(rout**2)),
+        )
+
+
+def measure_snr(
+    env: Any,
+    policy: TabularSoftmax,
+    estimators: Mapping[str, credit.AdvantageEstimator | Callable[..., Any]],
+    num_groups: int,
+    group_size: int = 1,
+    seed: int = 0,
+    chunk_groups: int = 4096,
+    num_blocks: int = 20,
+    sampler: ModelSampler | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> SNRComparison:
+    """Gradient SNR of each estimator on the same ``num_groups`` groups of episodes.
+
+    Args:
+        env: an environment of the suite (its exact model is sampled).
+        policy: the tabular softmax policy whose gradient is estimated.
+        estimators: name -> estimator (an :class:`~routine_envs.credit.AdvantageEstimator`, or a
+            function ``(sampler, probs) -> estimator`` for estimators that need the policy,
+            like the oracle or the Monte-Carlo critic).
+        num_groups: independent groups (one group = one batch).
+        group_size: episodes per group (estimators with group baselines need >= 2).
+        seed: seeds the sampling (and estimators built here).
+        chunk_groups: groups sampled at once (memory ~ their steps).
+        num_blocks: jackknife blocks.
+        sampler: a :class:`ModelSampler` to reuse (built from ``env`` otherwise).
+        progress: called with the number of groups done after each chunk.
+    """
+    if num_groups < 2 * num_blocks:
+        raise ValueError(
+            f"num_groups must be >= 2 * num_blocks ({2 * num_blocks}), got {num_groups}"
+        )
+    sampler = sampler or ModelSampler(env)
+    rng = np.random.default_rng(seed)
+    probs = policy.probs()
+    built = {
+        name: est if hasattr(est, "requires") else est(sampler, probs)
+        for name, est in estimators.items()
+    }
+    moments = {name: _Moments(num_blocks, policy.num_params) for name in built}
+    block_edges = np.linspace(0, num_groups, num_blocks + 1).astype(int)
+    done = 0
+    while done < num_groups:
+        block = int(np.searchsorted(block_edges, done, side="right") - 1)
+        count = min(chunk_groups, num_groups - done, block_edges[block + 1] - done)
+        batch = sampler.sample(probs, count, group_size, rng)
+        scores = _BatchScores(batch, probs, policy, group_size)
+        for name, estimator in built.items():
+            moments[name].add(block, *scores.moments(estimator(batch).advantages), count)
+        done += count
+        if progress is not None:
+            progress(done)
+
+    results, leave_out = {}, {}
+    for name, m in moments.items():
+        full = moment_statistics(
+            m.n.sum(),
+            m.s_all.sum(0),
+            m.s_crit.sum(0),
+            m.q_all.sum(),
+            m.q_crit.sum(),
+            m.q_rout.sum(),
+        )
+        drops = []
+        for b in range(num_blocks):
+            keep = np.arange(num_blocks) != b
+            drops.append(
+                moment_statistics(
+                    m.n[keep].sum(),
+                    m.s_all[keep].sum(0),
+                    m.s_crit[keep].sum(0),
+                    m.q_all[keep].sum(),
+                    m.q_crit[keep].sum(),
+                    m.q_rout[keep].sum(),
+                )["snr_power"]
+            )
+        leave_out[name] = (full["snr_power"], np.array(drops))
+        amp = _amplitude(full["snr_power"])
+        low, high = _jackknife(np.sqrt(np.clip(drops, 0, None)), amp)
+        results[name] = SNRResult(
+            estimator=name,
+            snr=amp,
+            snr_low=max(low, 0.0),
+            snr_high=high,
+            snr_power=full["snr_power"],
+            signal=full["signal"],
+            variance=full["variance"],
+            critical_variance=full["critical_variance"],
+            routine_variance=full["routine_variance"],
+            cross_variance=full["cross_variance"],
+            num_groups=num_groups,
+            group_size=group_size,
+        )
+    ratios = {}
+    names = list(results)
+    for a in names:
+        for b in names:
+            if a == b or results[b].snr == 0:
+                continue
+            full_ratio = results[a].snr / results[b].snr
+            drops = np.sqrt(np.clip(leave_out[a][1], 0, None)) / np.sqrt(
+                np.clip(leave_out[b][1], 1e-300, None)
+            )
+            ratios[(a, b)] = (full_ratio, *_jackknife(drops, full_ratio))
+    return SNRComparison(results, ratios)
+
+
+# ------------------------------------------------------------------------- closed forms
+def uniform_doors_snr(
+    num_floors: int, num_doors: int, routine_length: int, sigma: float = 0.0
+) -> dict[str, float]:
+    """Exact per-episode power SNRs on Diluted Doors (``reward="success"``, fixed routine length
+    ``L``) under the uniform policy, for either parametrization (per state or per floor).
+
+    With ``q = 1 / num_doors``, ``F = num_floors``, ``T = F (1 + L)``:
+
+    - ``||grad J||^2 = F q^(2F) (1 - q)``;
+    - perfect critic (``A^pi``), plus ``sigma * N(0, 1)`` noise per step:
+      ``tr Cov = (1 - q) q^F (1 - (F + 1) q^F) + sigma^2 T (1 - q)``;
+    - trajectory advantage with the exact baseline ``R - J``:
+      ``tr Cov = (1 - q) (T q^F (1 - q^F) - F q^(2F))``.
+
+    Returns ``snr_oracle``, ``snr_trajectory`` (amplitudes), their ``ratio``, and the pieces.
+    The derivation is in ``docs/reproducing.md``.
+    """
+    q, f = 1.0 / num_doors, num_floors
+    t = f * (1 + routine_length)
+    qf = q**f
+    signal = f * qf * qf * (1 - q)
+    var_oracle = (1 - q) * qf * (1 - (f + 1) * qf) + sigma**2 * t * (1 - q)
+    var_traj = (1 - q) * (t * qf * (1 - qf) - f * qf * qf)
+    snr_o, snr_t = math.sqrt(signal / var_oracle), math.sqrt(signal / var_traj)
+    return {
+        "snr_oracle": snr_o,
+        "snr_trajectory": snr_t,
+        "ratio": snr_o / snr_t,
+        "signal": signal,
+        "variance_oracle": var_oracle,
+        "variance_trajectory": var_traj,
+        "return_variance": qf * (1 - qf),
+        "rho": 1 / (1 + routine_length),
+    }
+
+
+def fit_loglog(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
+    """Least-squares line through ``(log x, log y)``: ``(slope, intercept, R^2)``."""
+    lx, ly = np.log(np.asarray(x, float)), np.log(np.asarray(y, float))
+    slope, intercept = np.polyfit(lx, ly, 1)
+    resid = ly - (slope * lx + intercept)
+    r2 = 1 - resid @ resid / np.sum((ly - ly.mean()) ** 2)
+    return float(slope), float(intercept), float(r2)

@@ -1,0 +1,186 @@
+"""The signal-dilution lab: the SNR estimator, the model sampler, the closed form, the lab."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from routine_envs import credit, snr
+from routine_envs.envs import DilutedDoorsEnv
+
+
+def test_signal_estimate_is_unbiased_on_synthetic_gradients():
+    """Known mean and covariance: the corrected ||mean||^2 is unbiased, the plug-in is not."""
+    rng = np.random.default_rng(0)
+    mu = np.array([0.3, -0.2, 0.1])
+    scale = np.array([1.0, 2.0, 0.5])
+    true_signal, true_var = mu @ mu, np.sum(scale**2)
+    n, reps = 30, 4000
+    corrected, plug_in, variance = [], [], []
+    for _ in range(reps):
+        g = mu + rng.standard_normal((n, 3)) * scale
+        crit = np.zeros_like(g)
+        stats = snr.moment_statistics(
+            n, g.sum(0), crit.sum(0), float((g**2).sum()), 0.0, float((g**2).sum())
+        )
+        corrected.append(stats["signal"])
+        plug_in.append(np.sum(g.mean(0) ** 2))
+        variance.append(stats["variance"])
+    se = np.std(corrected) / math.sqrt(reps)
+    assert abs(np.mean(corrected) - true_signal) < 4 * se
+    assert np.mean(plug_in) - true_signal == pytest.approx(true_var / n, rel=0.1)
+    assert np.mean(variance) == pytest.approx(true_var, rel=0.02)
+
+
+def test_variance_split_adds_up():
+    rng = np.random.default_rng(1)
+    crit = rng.standard_normal((50, 4))
+    rout = rng.standard_normal((50, 4)) + crit * 0.5  # correlated parts
+    g = crit + rout
+    stats = snr.moment_statistics(
+        50,
+        g.sum(0),
+        crit.sum(0),
+        float((g**2).sum()),
+        float((crit**2).sum()),
+        float((rout**2).sum()),
+    )
+    assert stats["critical_variance"] == pytest.approx(np.var(crit, axis=0, ddof=1).sum())
+    assert stats["routine_variance"] == pytest.approx(np.var(rout, axis=0, ddof=1).sum())
+    total = stats["critical_variance"] + stats["routine_variance"] + stats["cross_variance"]
+    assert total == pytest.approx(stats["variance"])
+    assert stats["cross_variance"] > 0
+
+
+def test_model_sampler_matches_the_environment():
+    env = DilutedDoorsEnv(num_floors=2, num_doors=3, routine_length=(0, 4), reward="fraction")
+    probs = np.random.default_rng(2).dirichlet(np.ones(3), size=env.num_states)
+    sampler = snr.ModelSampler(env)
+    batch = sampler.sample(probs, 20_000, 1, np.random.default_rng(3))
+    returns = batch.episode_returns()
+    exact = float(env.model().initial @ env.oracle(probs).v)
+    assert abs(returns.mean() - exact) < 4 * returns.std() / math.sqrt(len(returns))
+    assert batch.lengths.mean() == pytest.approx(2 + 2 * 2.0, rel=0.02)  # E[T] = F(1 + E[L])
+    assert np.all(
+        batch.critical
+        == np.array([env._is_critical(env.describe_state(int(s))) for s in batch.state_ids])
+    )
+    starts = batch.state_ids[batch.episode_starts[:-1]]
+    assert np.all(starts == 0)
+    # the Monte-Carlo critic converges to the exact values
+    states = np.array([0, env._state_id(env.describe_state(0))])
+    est = sampler.rollout_values(states, probs, 20_000, np.random.default_rng(4))
+    np.testing.assert_allclose(est, env.oracle(probs).v[states], atol=0.01)
+    assert sampler.rollout_steps == pytest.approx(2 * 20_000 * 6, rel=0.02)
+
+
+def test_tabular_softmax():
+    policy = snr.TabularSoftmax.shared(
+        np.array([0, 0, 1]), 2, logits=np.array([[0.0, 0.0], [0.0, math.log(3)]])
+    )
+    np.testing.assert_allclose(policy.probs(), [[0.5, 0.5], [0.5, 0.5], [0.25, 0.75]])
+    with pytest.raises(ValueError, match="row_of_state"):
+        snr.TabularSoftmax(np.zeros((2, 2)), np.array([0, 2]))
+    with pytest.raises(ValueError, match="logits"):
+        snr.TabularSoftmax(np.zeros(3), np.array([0]))
+
+
+@pytest.mark.parametrize("param", ["per_state", "per_floor"])
+@pytest.mark.parametrize("length", [0, 4, 12])
+def test_closed_form_and_measurement_agree(length, param):
+    env = DilutedDoorsEnv(routine_length=length)
+    rows = snr.floor_rows(env) if param == "per_floor" else np.arange(env.num_states)
+    policy = snr.TabularSoftmax.shared(rows, 3)
+    theory = snr.uniform_doors_snr(3, 3, length)
+    comparison = snr.measure_snr(
+        env,
+        policy,
+        {
+            "oracle": lambda s, p: credit.Oracle(env, p),
+            "trajectory": credit.TrajectoryMC(baseline=1 / 27),
+        },
+        num_groups=40_000,
+        group_size=1,
+        seed=length,
+    )
+    oracle, traj = comparison.results["oracle"], comparison.results["trajectory"]
+
+    def agrees(estimate: float, low: float, high: float, truth: float) -> bool:
+        # 12 settings x 3 checks: a 99.9% interval (3.3 standard errors), not the 95% one
+        return abs(estimate - truth) <= 3.3 / 1.96 * (high - low) / 2
+
+    assert agrees(oracle.snr, oracle.snr_low, oracle.snr_high, theory["snr_oracle"])
+    assert agrees(traj.snr, traj.snr_low, traj.snr_high, theory["snr_trajectory"])
+    assert agrees(*comparison.ratios[("oracle", "trajectory")], theory["ratio"])
+    assert (traj.snr_high - traj.snr_low) / traj.snr < 0.15  # and the interval is tight
+    assert oracle.routine_variance == pytest.approx(0.0, abs=1e-12)  # the critic ignores routine
+    if length > 0:
+        assert traj.routine_variance > traj.critical_variance  # dilution: routine noise dominates
+    assert traj.critical_variance + traj.routine_variance + traj.cross_variance == pytest.approx(
+        traj.variance
+    )
+
+
+def test_closed_form_properties():
+    cf = [snr.uniform_doors_snr(3, 3, length) for length in (0, 1, 3, 10, 50)]
+    ratios = [c["ratio"] for c in cf]
+    assert ratios == sorted(ratios)
+    slope, _, r2 = snr.fit_loglog([c["rho"] for c in cf], ratios)
+    assert -0.52 < slope < -0.49 and r2 > 0.999
+    # large L: the ratio grows like rho^(-1/2) exactly (ratio^2 * rho -> constant)
+    far = [snr.uniform_doors_snr(3, 3, length) for length in (10_000, 40_000)]
+    assert far[0]["ratio"] ** 2 * far[0]["rho"] == pytest.approx(
+        far[1]["ratio"] ** 2 * far[1]["rho"], rel=1e-3
+    )
+    # a noisy critic plateaus at std(R)/sigma
+    plateau = snr.uniform_doors_snr(3, 3, 10**7, sigma=0.1 * math.sqrt(cf[0]["return_variance"]))
+    assert plateau["ratio"] == pytest.approx(10.0, rel=1e-3)
+
+
+def test_fit_loglog_recovers_a_power_law():
+    x = np.array([1, 0.5, 0.1, 0.02])
+    slope, intercept, r2 = snr.fit_loglog(x, 3 * x**-0.5)
+    assert slope == pytest.approx(-0.5) and intercept == pytest.approx(math.log(3))
+    assert r2 == pytest.approx(1.0)
+
+
+def test_measure_snr_validates():
+    env = DilutedDoorsEnv(routine_length=1)
+    policy = snr.TabularSoftmax.per_state(env.num_states, 3)
+    with pytest.raises(ValueError, match="num_groups"):
+        snr.measure_snr(env, policy, {"t": credit.TrajectoryMC()}, num_groups=10)
+    with pytest.raises(ValueError, match="num_rollouts"):
+        snr.ModelMCRollout(snr.ModelSampler(env), policy.probs(), num_rollouts=0)
+
+
+def test_lab_rho_law_small_run_is_resumable(tmp_path):
+    from baselines import snr_lab
+
+    argv = [
+        "rho-law",
+        "--episodes",
+        "1600",
+        "--routine-lengths",
+        "0",
+        "5",
+        "20",
+        "--workers",
+        "1",
+        "--out",
+        str(tmp_path),
+    ]
+    summary = snr_lab.main(argv)["rho-law"]
+    assert -0.7 < summary["fits"]["per_state"]["slope"] < -0.3
+    lines = (tmp_path / "rho_law" / "results.jsonl").read_text().splitlines()
+    assert len(lines) == 6
+    snr_lab.main(argv)  # everything is already measured: nothing is appended
+    assert (tmp_path / "rho_law" / "results.jsonl").read_text().splitlines() == lines
+    rows = (tmp_path / "rho_law" / "rho_law.csv").read_text().splitlines()
+    assert rows[0].startswith("routine_length,rho,param,snr_oracle")
+    assert (tmp_path / "rho_law" / "rho_law.png").stat().st_size > 1000
+    assert (
+        json.loads((tmp_path / "rho_law" / "summary.json").read_text())["paper"]["slope"] == -0.5084
+    )
