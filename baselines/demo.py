@@ -3,7 +3,10 @@
 1. A rendered Diluted Doors episode (text on stdout, a PNG of the last frame).
 2. The measured decision density for several routine lengths beside ``1 / (1 + L)``.
 3. The oracle's advantages under the uniform policy: exactly zero on every routine state.
-4. A short training comparison: SB3 PPO vs TrajectoryAdvantagePPO (trajectory_mc) at two
+4. The rho law: gradient SNR of the perfect critic over the trajectory advantage against rho,
+   its log-log fit beside the closed form (``baselines.snr_lab rho-law`` on 20,000 episodes per
+   setting; ``results/demo/snr/rho_law``).
+5. A short training comparison: SB3 PPO vs TrajectoryAdvantagePPO (trajectory_mc) at two
    routine lengths, 3 seeds (``baselines.compare`` sweep "demo"; tables and PNGs in
    ``results/demo/compare``).
 
@@ -14,8 +17,10 @@ Writes ``rho_by_routine_length.csv``, ``oracle_advantages.csv`` and ``episode.pn
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import gymnasium as gym
@@ -38,6 +43,8 @@ class DemoArgs:
     )
     seed: int = field(default=0, metadata={"help": "seed of the episodes and the policy"})
     compare: bool = field(default=True, metadata={"help": "run the short training comparison"})
+    snr_episodes: int = field(default=20_000, metadata={"help": "episodes per rho-law setting"})
+    snr_episodes: int = field(default=20_000, metadata={"help": "episodes per rho-law setting"})
 
 
 def show_episode(out: Path, seed: int) -> None:
@@ -162,20 +169,48 @@ def main(args: DemoArgs) -> None:
     write_csv(args.out / "oracle_advantages.csv", adv_rows)
     print(f"\nwrote {args.out}/rho_by_routine_length.csv, oracle_advantages.csv, episode.png")
 
-    if args.compare:
-        print(
-            "\n== 4. PPO (turn-level, learned critic) vs TrajectoryAdvantagePPO (trajectory_mc) "
-            "on Diluted Doors"
-        )
-        from dataclasses import replace
+    print("\n== 4. The rho law: SNR(perfect critic) / SNR(trajectory advantage) against rho")
+    from baselines import snr_lab
 
+    lab = snr_lab.LabArgs(out=args.out / "snr", episodes=args.snr_episodes)
+    start = time.perf_counter()
+    summary = snr_lab.rho_law(lab)
+    columns = ("routine_length", "rho", "ratio", "ratio_low", "ratio_high", "theory_ratio")
+    rows = [r for r in read_csv(lab.out / "rho_law" / "rho_law.csv") if r["param"] == "per_state"]
+    print_table([{k: r[k] for k in columns} for r in rows])
+    for param, fit in summary["fits"].items():
+        print(
+            f"fit ({param}): slope {fit['slope']:.4f}, R^2 {fit['r2']:.4f}; closed form within "
+            f"the 95% CI in {fit['within_ci']}/{fit['settings']} settings"
+        )
+    print(
+        f"closed-form slope {summary['theory_fit']['slope']:.4f}; paper: slope "
+        f"{snr_lab.PAPER['slope']}, R^2 {snr_lab.PAPER['r2']}; "
+        f"{args.snr_episodes} episodes per setting ({time.perf_counter() - start:.1f} s)"
+    )
+
+    if args.compare:
+        print("\n== 5. PPO (turn-level, learned critic) vs TrajectoryAdvantagePPO (trajectory_mc)")
         from baselines import compare
 
         sweep = replace(compare.SweepArgs(), **compare.SWEEPS["demo"], out=args.out / "compare")
         compare.main(sweep)
 
 
+def read_csv(path: Path) -> list[dict]:
+    """A CSV written by the lab, numbers parsed."""
+    with path.open() as f:
+        rows = list(csv.DictReader(f))
+    for row in rows:
+        for key, value in row.items():
+            with contextlib.suppress(ValueError):
+                row[key] = float(value)
+                row[key] = int(value)
+    return rows
+
+
 def parse_args(argv: list[str] | None = None) -> DemoArgs:
+    """Command-line flags, one per :class:`DemoArgs` field."""
     defaults = DemoArgs()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=defaults.out)
@@ -184,9 +219,21 @@ def parse_args(argv: list[str] | None = None) -> DemoArgs:
         "--routine-lengths", type=int, nargs="+", default=list(defaults.routine_lengths)
     )
     parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument("--snr-episodes", type=int, default=defaults.snr_episodes)
+    parser.add_argument(
+        "--compare",
+        action=argparse.BooleanOptionalAction,
+        default=defaults.compare,
+        help="run the short training comparison",
+    )
     ns = parser.parse_args(argv)
     return DemoArgs(
-        out=ns.out, episodes=ns.episodes, routine_lengths=tuple(ns.routine_lengths), seed=ns.seed
+        out=ns.out,
+        episodes=ns.episodes,
+        routine_lengths=tuple(ns.routine_lengths),
+        seed=ns.seed,
+        snr_episodes=ns.snr_episodes,
+        compare=ns.compare,
     )
 
 

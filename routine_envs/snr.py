@@ -289,15 +289,28 @@ class _Moments:
 
 
 def moment_statistics(
-    n: float, s_all: np.ndarray, s_crit: np.ndarray, q_all: float, q_crit: float, q_rout: float
+    n: float,
+    s_all: np.ndarray,
+    s_crit: np.ndarray,
+    q_all: float,
+    q_crit: float,
+    q_rout: float,
+    metric: np.ndarray | None = None,
 ) -> dict[str, float]:
-    """Moments from sums over ``n`` groups: unbiased ``||E g||^2``, variance traces, SNR^2."""
+    """Moments from sums over ``n`` groups: unbiased ``||E g||^2``, variance traces, SNR^2.
+
+    ``metric`` (``M = J J^T``) measures norms in another parameter space ``theta = J^T x``
+    (a network's), the sums of squares ``q_*`` being given in that metric too."""
+
+    def sq(x: np.ndarray) -> float:
+        return float(x @ x) if metric is None else float(x @ metric @ x)
+
     mean, mean_c = s_all / n, s_crit / n
     mean_r = mean - mean_c
-    var = (q_all - n * mean @ mean) / (n - 1)
-    var_c = (q_crit - n * mean_c @ mean_c) / (n - 1)
-    var_r = (q_rout - n * mean_r @ mean_r) / (n - 1)
-    signal = mean @ mean - var / n
+    var = (q_all - n * sq(mean)) / (n - 1)
+    var_c = (q_crit - n * sq(mean_c)) / (n - 1)
+    var_r = (q_rout - n * sq(mean_r)) / (n - 1)
+    signal = sq(mean) - var / n
     return {
         "signal": signal,
         "variance": var,
@@ -395,16 +408,21 @@ class _BatchScores:
         )
         return out.reshape(len(self.keys), self.a_count)
 
-    def moments(self, advantages: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float, float]:
+    def moments(
+        self, advantages: np.ndarray, metric: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, float, float, float]:
         """Sums over the groups of ``g_k = sum_t A_t (e_{a_t} - pi(s_t)) / group_size`` (at row
         ``row(s_t)``) and of its critical part, and the sums of ``||g_k||^2``,
-        ``||g_k^crit||^2`` and ``||g_k^routine||^2``."""
+        ``||g_k^crit||^2`` and ``||g_k^routine||^2`` (in ``metric`` when given)."""
         weights = advantages / self.group_size
         entries = self._per_key(slice(None), weights)
         crit = self._per_key(self.critical, weights[self.critical])
         rout = entries - crit
         s_all = np.bincount(self.param, weights=entries.ravel(), minlength=self.dim)
         s_crit = np.bincount(self.param, weights=crit.ravel(), minlength=self.dim)
+        if metric is not None:  # ||g_k||_M^2 needs each group's dense vector
+            q_all, q_crit, q_rout = (self._metric_norms(e, metric) for e in (entries, crit, rout))
+            return s_all, s_crit, q_all, q_crit, q_rout
         # squared norms add over disjoint (group, row) blocks: sum_k ||g_k||^2 = sum of squares
         return (
             s_all,
@@ -413,6 +431,13 @@ class _BatchScores:
             float(np.sum(crit**2)),
             float(np.sum(rout**2)),
         )
+
+    def _metric_norms(self, entries: np.ndarray, metric: np.ndarray) -> float:
+        """``sum_k g_k^T M g_k`` over the groups, from the (group, row) block entries."""
+        groups = self.keys // self.num_rows
+        dense = np.zeros((int(groups.max()) + 1, self.dim))
+        np.add.at(dense, (np.repeat(groups, self.a_count), self.param), entries.ravel())
+        return float(np.einsum("ij,ij->", dense @ metric, dense))
 
 
 def measure_snr(
@@ -426,6 +451,7 @@ def measure_snr(
     num_blocks: int = 20,
     sampler: ModelSampler | None = None,
     progress: Callable[[int], None] | None = None,
+    metric: np.ndarray | None = None,
 ) -> SNRComparison:
     """Gradient SNR of each estimator on the same ``num_groups`` groups of episodes.
 
@@ -442,6 +468,10 @@ def measure_snr(
         num_blocks: jackknife blocks.
         sampler: a :class:`ModelSampler` to reuse (built from ``env`` otherwise).
         progress: called with the number of groups done after each chunk.
+        metric: ``M = J J^T`` with ``J`` the Jacobian, shape ``(policy.num_params, P)``, of a
+            network's logits (flattened ``(state, action)``) with respect to its ``P``
+            parameters: SNRs are then those of the network's gradient ``J^T g`` (``policy``
+            must then be per state, with the network's log-probabilities as logits).
     """
     if num_groups < 2 * num_blocks:
         raise ValueError(
@@ -463,7 +493,8 @@ def measure_snr(
         batch = sampler.sample(probs, count, group_size, rng)
         scores = _BatchScores(batch, probs, policy, group_size)
         for name, estimator in built.items():
-            moments[name].add(block, *scores.moments(estimator(batch).advantages), count)
+            adv = estimator(batch).advantages
+            moments[name].add(block, *scores.moments(adv, metric), count)
         done += count
         if progress is not None:
             progress(done)
@@ -477,6 +508,7 @@ def measure_snr(
             m.q_all.sum(),
             m.q_crit.sum(),
             m.q_rout.sum(),
+            metric,
         )
         drops = []
         for b in range(num_blocks):
@@ -489,6 +521,7 @@ def measure_snr(
                     m.q_all[keep].sum(),
                     m.q_crit[keep].sum(),
                     m.q_rout[keep].sum(),
+                    metric,
                 )["snr_power"]
             )
         leave_out[name] = (full["snr_power"], np.array(drops))

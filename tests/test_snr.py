@@ -184,3 +184,21 @@ def test_lab_rho_law_small_run_is_resumable(tmp_path):
     assert (
         json.loads((tmp_path / "rho_law" / "summary.json").read_text())["paper"]["slope"] == -0.5084
     )
+
+
+def test_metric_measures_snr_in_another_parameter_space():
+    """With J = identity the metric changes nothing; with J = 2 * identity the SNR is the same
+    (a scale), and a random J gives the SNR of the explicitly transformed gradients."""
+    env = DilutedDoorsEnv(routine_length=2)
+    policy = snr.TabularSoftmax.per_state(env.num_states, 3)
+    est = {"t": credit.TrajectoryMC(baseline=1 / 27)}
+    plain = snr.measure_snr(env, policy, est, num_groups=400, seed=1).results["t"]
+    dim = policy.num_params
+    same = snr.measure_snr(env, policy, est, num_groups=400, seed=1,
+                           metric=np.eye(dim)).results["t"]
+    assert same.snr == pytest.approx(plain.snr, rel=1e-9)
+    assert same.variance == pytest.approx(plain.variance, rel=1e-9)
+    scaled = snr.measure_snr(env, policy, est, num_groups=400, seed=1,
+                             metric=4 * np.eye(dim)).results["t"]
+    assert scaled.snr == pytest.approx(plain.snr, rel=1e-9)
+    assert scaled.variance == pytest.approx(4 * plain.variance, rel=1e-9)
