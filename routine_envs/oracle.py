@@ -176,9 +176,24 @@ def policy_table(policy: PolicyLike, model: TabularModel) -> np.ndarray:
     return table
 
 
-def _backup(model: TabularModel, v: np.ndarray, gamma: float) -> np.ndarray:
-    """``Q(s, a) = sum_s' p (r + gamma (1 - done) V(s'))``, shape ``(num_states, num_actions)``."""
-    target = model.reward + gamma * np.where(model.terminated, 0.0, v[model.next_state])
+def _self_loops(model: TabularModel) -> tuple[np.ndarray, np.ndarray]:
+    """Which transitions return to their own state without ending the episode (a no-op, e.g. an
+    invalid action), and the probability of doing so per (state, action), shape
+    ``(num_states, num_actions)``. Dynamic programming solves these loops in closed form instead
+    of iterating them, so models that are acyclic but for self-loops converge exactly."""
+    loop = (model.next_state == model.state) & ~model.terminated
+    mass = np.bincount(
+        model.state * model.num_actions + model.action,
+        weights=model.prob * loop,
+        minlength=model.num_states * model.num_actions,
+    )
+    return loop, mass.reshape(model.num_states, model.num_actions)
+
+
+def _backup(model: TabularModel, v: np.ndarray, gamma: float, loop: np.ndarray) -> np.ndarray:
+    """``Q'(s, a) = sum_s' p (r + gamma (1 - done) V(s'))`` over the transitions that are not
+    self-loops (their rewards are kept), shape ``(num_states, num_actions)``."""
+    target = model.reward + gamma * np.where(model.terminated | loop, 0.0, v[model.next_state])
     flat = np.bincount(
         model.state * model.num_actions + model.action,
         weights=model.prob * target,
@@ -189,35 +204,40 @@ def _backup(model: TabularModel, v: np.ndarray, gamma: float) -> np.ndarray:
 
 def _iterate(
     model: TabularModel,
-    improve: Callable[[np.ndarray], np.ndarray],
+    improve: Callable[[np.ndarray, np.ndarray], np.ndarray],
     gamma: float,
     max_iterations: int | None,
     tol: float,
 ) -> tuple[np.ndarray, np.ndarray]:
+    """Sweep ``V <- improve(Q', gamma * self-loop mass)`` to a fixed point; return ``(Q, V)``
+    with ``Q = Q' + gamma * self-loop mass * V``."""
     v = np.zeros(model.num_states)
+    loop, loop_mass = _self_loops(model)
+    stay = gamma * loop_mass
     if max_iterations is None:  # depth of an acyclic model, or enough sweeps to contract to ~1e-17
         contraction = math.ceil(40 / -math.log(gamma)) if gamma < 1 else 0
         max_iterations = 10 * model.num_states + 100 + contraction
-    limit = max_iterations
-    for _ in range(limit):
-        q = _backup(model, v, gamma)
-        v_new = improve(q)
+    for _ in range(max_iterations):
+        q_rest = _backup(model, v, gamma, loop)
+        v_new = improve(q_rest, stay)
         # An acyclic model converges exactly (to the bit) after as many sweeps as its depth.
         delta = np.max(np.abs(v_new - v)) if v.size else 0.0
         v = v_new
         if delta <= tol:
-            return q, v
+            return q_rest + stay * v[:, None], v
     raise RuntimeError(
-        f"dynamic programming did not converge in {limit} sweeps "
+        f"dynamic programming did not converge in {max_iterations} sweeps "
         f"(gamma={gamma}); pass gamma < 1 for a model with cycles"
     )
 
 
 def _expectation(pi: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """``sum_a pi(a|s) Q(s, a)`` written as ``min_a Q + sum_a pi (Q - min_a Q)``: equal to ``Q``
-    to the bit where ``Q(s, .)`` is constant, so routine advantages are exactly zero even when a
-    policy row sums to 1 only up to rounding."""
-    q_min = q.min(axis=1)
+    """``sum_a pi(a|s) Q(s, a)`` written as ``m + sum_a pi (Q - m)`` with ``m`` the smallest ``Q``
+    among the actions the policy takes: equal to ``Q`` to the bit where ``Q(s, .)`` is constant on
+    the policy's support, so routine advantages are exactly zero even when a policy row sums to 1
+    only up to rounding."""
+    on_support = np.where(pi > 0, q, np.inf).min(axis=1)
+    q_min = np.where(np.isfinite(on_support), on_support, q.min(axis=1))
     return q_min + (pi * (q - q_min[:, None])).sum(axis=1)
 
 
@@ -241,9 +261,20 @@ def evaluate_policy(
         raise ValueError(f"gamma must be in (0, 1], got {gamma}")
     pi = policy_table(policy, model)
     decide = model.decision_states
-    q, v = _iterate(
-        model, lambda q: np.where(decide, _expectation(pi, q), 0.0), gamma, max_iterations, tol
-    )
+
+    def improve(q_rest: np.ndarray, stay: np.ndarray) -> np.ndarray:
+        # V = sum_a pi (Q' + stay V)  =>  V = sum_a pi Q' / (1 - sum_a pi stay)
+        leave = 1.0 - (pi * stay).sum(axis=1)
+        trapped = decide & (leave <= 0)
+        if trapped.any():
+            raise ValueError(
+                f"the policy never leaves state_id {int(np.flatnonzero(trapped)[0])} "
+                "(it only takes actions that loop back there): its value is "
+                "undefined"
+            )
+        return np.where(decide, _expectation(pi, q_rest) / np.where(decide, leave, 1.0), 0.0)
+
+    q, v = _iterate(model, improve, gamma, max_iterations, tol)
     q = np.where(decide[:, None], q, 0.0)
     return OracleValues(q=q, v=v, reachable=model.reachable.copy())
 
@@ -255,9 +286,15 @@ def optimal_values(
     if not 0 < gamma <= 1:
         raise ValueError(f"gamma must be in (0, 1], got {gamma}")
     decide = model.decision_states
-    q, v = _iterate(
-        model, lambda q: np.where(decide, q.max(axis=1), 0.0), gamma, max_iterations, tol
-    )
+
+    def improve(q_rest: np.ndarray, stay: np.ndarray) -> np.ndarray:
+        # repeating a until it leaves is worth Q'(s, a) / (1 - stay); a pure loop never wins
+        with np.errstate(divide="ignore", invalid="ignore"):
+            resolved = np.where(stay < 1, q_rest / (1 - stay), -np.inf)
+        best = resolved.max(axis=1)
+        return np.where(decide & np.isfinite(best), best, 0.0)
+
+    q, v = _iterate(model, improve, gamma, max_iterations, tol)
     q = np.where(decide[:, None], q, 0.0)
     return OracleValues(q=q, v=v, reachable=model.reachable.copy())
 

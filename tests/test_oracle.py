@@ -77,10 +77,44 @@ def test_bad_gamma_rejected():
 
 def test_cyclic_model_needs_discount():
     def outcomes(state, action):
-        return [(1.0, 0, 1.0, False)]  # a self-loop that never ends
+        return [(1.0, 1 - state, 1.0, False)]  # two states that alternate forever
 
-    model = build_model([(1.0, 0)], outcomes, int, num_states=1, num_actions=1)
+    model = build_model([(1.0, 0)], outcomes, int, num_states=2, num_actions=1)
     with pytest.raises(RuntimeError, match="gamma < 1"):
-        evaluate_policy(model, np.ones((1, 1)))
-    values = evaluate_policy(model, np.ones((1, 1)), gamma=0.9, tol=1e-12)
+        evaluate_policy(model, np.ones((2, 1)))
+    values = evaluate_policy(model, np.ones((2, 1)), gamma=0.9, tol=1e-12)
     assert values.v[0] == pytest.approx(10.0, rel=1e-9)
+    # a self-loop is solved in closed form: exact with a discount, refused without one
+    loop = build_model([(1.0, 0)], lambda s, a: [(1.0, 0, 1.0, False)], int, 1, 1)
+    assert evaluate_policy(loop, np.ones((1, 1)), gamma=0.9).v[0] == pytest.approx(10.0)
+    with pytest.raises(ValueError, match="never leaves"):
+        evaluate_policy(loop, np.ones((1, 1)))
+
+
+def noop_model(cost: float):
+    """s0: action 0 is a no-op that costs `cost` and stays; action 1 ends with reward 1."""
+
+    def outcomes(state, action):
+        if action == 0:
+            return [(1.0, "s0", -cost, False)]
+        return [(1.0, "end", 1.0, True)]
+
+    ids = {"s0": 0, "end": 1}
+    return build_model([(1.0, "s0")], outcomes, ids.__getitem__, num_states=2, num_actions=2)
+
+
+@pytest.mark.parametrize("cost", [0.0, 0.1])
+def test_self_loops_are_solved_exactly(cost):
+    """A no-op (invalid action) loops back: values follow in closed form, no iteration needed."""
+    model = noop_model(cost)
+    opt = optimal_values(model)
+    np.testing.assert_allclose(opt.q[0], [1.0 - cost, 1.0])
+    assert opt.v[0] == 1.0 and opt.action_gap[0] == pytest.approx(cost)
+    masked = evaluate_policy(model, np.array([[0.0, 1.0], [0.5, 0.5]]))
+    np.testing.assert_allclose(masked.q[0], [1.0 - cost, 1.0])
+    assert masked.advantage[0, 1] == 0.0
+    # a policy that sometimes dithers: V = (0.5 * 1 - 0.5 * cost) / (1 - 0.5) = 1 - cost
+    mixed = evaluate_policy(model, np.array([[0.5, 0.5], [0.5, 0.5]]))
+    assert mixed.v[0] == pytest.approx(1.0 - cost)
+    with pytest.raises(ValueError, match="never leaves"):
+        evaluate_policy(model, np.array([[1.0, 0.0], [0.5, 0.5]]))
