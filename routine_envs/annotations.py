@@ -35,6 +35,14 @@ Optional, where an environment's routine is only approximate (e.g. ``RoutineGrid
     The exact optimal action gap ``max_a Q*(s, a) - min_a Q*(s, a)`` of the state just observed
     (0 on a terminal state); ``critical`` is then ``action_gap > tolerance``, the tolerance
     documented by the environment.
+
+Where some actions are invalid in some states (e.g. ``CodeFix-v0``; the environment then also
+has ``action_masks()``, the sb3-contrib ``MaskablePPO`` protocol):
+
+``action_mask`` (bool array, shape ``(num_actions,)``)
+    The actions valid in the state just observed.
+``invalid_action`` (bool)
+    The action just taken was invalid there: a no-op that left the state unchanged.
 """
 
 from __future__ import annotations
@@ -56,7 +64,9 @@ STEP_KEYS: Final = (CRITICAL, STATE_ID)
 EPISODE_END_KEYS: Final = (SUCCESS, NUM_CRITICAL, EPISODE_LENGTH, DECISION_DENSITY)
 """Keys added to ``info`` on the step that ends an episode."""
 ACTION_GAP: Final = "action_gap"
-OPTIONAL_KEYS: Final = (ACTION_GAP,)
+ACTION_MASK: Final = "action_mask"
+INVALID_ACTION: Final = "invalid_action"
+OPTIONAL_KEYS: Final = (ACTION_GAP, ACTION_MASK, INVALID_ACTION)
 """Keys some environments add on ``reset`` and every ``step``."""
 ALL_KEYS: Final = STEP_KEYS + EPISODE_END_KEYS
 

@@ -41,7 +41,13 @@ StateType = TypeVar("StateType", bound=Hashable)
 _IMMUTABLE_TYPES = frozenset({int, float, bool, str, bytes, complex, type(None)})
 #: spaces whose only mutable state is their random generator (``_np_random``).
 _FLAT_SPACES = frozenset(
-    {gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary}
+    {
+        gym.spaces.Box,
+        gym.spaces.Discrete,
+        gym.spaces.MultiDiscrete,
+        gym.spaces.MultiBinary,
+        gym.spaces.Text,
+    }
 )
 
 
