@@ -61,6 +61,10 @@ class LabArgs:
         default=(0, 1, 3, 7, 15, 30),
         metadata={"help": "routine lengths for Monte-Carlo critics (their cost grows like L^2)"},
     )
+    params: tuple[str, ...] = field(
+        default=("per_state", "per_floor"),
+        metadata={"help": "policy parametrizations: one logit vector per state, or per floor"},
+    )
     num_floors: int = 3
     num_doors: int = 3
     workers: int = field(default=2, metadata={"help": "settings measured in parallel"})
@@ -271,7 +275,7 @@ def rho_law(args: LabArgs) -> dict[str, Any]:
         )
     analysis.write_csv(out / "rho_law.csv", rows)
     fits = {}
-    for param in ("per_state", "per_floor"):
+    for param in args.params:
         sub = [r for r in rows if r["param"] == param]
         slope, intercept, r2 = snr.fit_loglog([r["rho"] for r in sub], [r["ratio"] for r in sub])
         fits[param] = {
@@ -281,7 +285,7 @@ def rho_law(args: LabArgs) -> dict[str, Any]:
             "within_ci": sum(r["within_ci"] for r in sub),
             "settings": len(sub),
         }
-    theory = [r for r in rows if r["param"] == "per_state"]
+    theory = [r for r in rows if r["param"] == args.params[0]]
     t_slope, _, t_r2 = snr.fit_loglog(
         [r["rho"] for r in theory], [r["theory_ratio"] for r in theory]
     )
@@ -396,6 +400,8 @@ def _plot_rho_law(rows: list[dict], fits: dict, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(6, 4.2))
     for param, marker in (("per_state", "o"), ("per_floor", "s")):
         sub = sorted((r for r in rows if r["param"] == param), key=lambda r: r["rho"])
+        if not sub:
+            continue
         f = fits[param]
         _errorbars(
             ax,
@@ -407,7 +413,7 @@ def _plot_rho_law(rows: list[dict], fits: dict, path: Path) -> None:
             marker=marker,
             ms=4,
         )
-    theory = sorted((r for r in rows if r["param"] == "per_state"), key=lambda r: r["rho"])
+    theory = sorted((r for r in rows if r["param"] == rows[0]["param"]), key=lambda r: r["rho"])
     ax.plot(
         [r["rho"] for r in theory],
         [r["theory_ratio"] for r in theory],
@@ -515,6 +521,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "--mc-routine-lengths", type=int, nargs="+", default=list(defaults.mc_routine_lengths)
     )
     parser.add_argument("--workers", type=int, default=defaults.workers)
+    parser.add_argument(
+        "--params", nargs="+", choices=["per_state", "per_floor"], default=list(defaults.params)
+    )
     parser.add_argument("--seed", type=int, default=defaults.seed)
     ns = parser.parse_args(argv)
     if ns.group_size < 2 or ns.episodes < 40 * ns.group_size or ns.workers < 1:

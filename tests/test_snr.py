@@ -194,11 +194,13 @@ def test_metric_measures_snr_in_another_parameter_space():
     est = {"t": credit.TrajectoryMC(baseline=1 / 27)}
     plain = snr.measure_snr(env, policy, est, num_groups=400, seed=1).results["t"]
     dim = policy.num_params
-    same = snr.measure_snr(env, policy, est, num_groups=400, seed=1,
-                           metric=np.eye(dim)).results["t"]
+    same = snr.measure_snr(env, policy, est, num_groups=400, seed=1, metric=np.eye(dim)).results[
+        "t"
+    ]
     assert same.snr == pytest.approx(plain.snr, rel=1e-9)
     assert same.variance == pytest.approx(plain.variance, rel=1e-9)
-    scaled = snr.measure_snr(env, policy, est, num_groups=400, seed=1,
-                             metric=4 * np.eye(dim)).results["t"]
+    scaled = snr.measure_snr(
+        env, policy, est, num_groups=400, seed=1, metric=4 * np.eye(dim)
+    ).results["t"]
     assert scaled.snr == pytest.approx(plain.snr, rel=1e-9)
     assert scaled.variance == pytest.approx(4 * plain.variance, rel=1e-9)

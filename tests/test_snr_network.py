@@ -23,18 +23,20 @@ def test_jacobian_route_equals_autograd_gradient():
     s_all, *_ = scores.moments(adv)
     via_jacobian = jac.T @ s_all  # sum over groups of J^T g_k
     actor = snr_network._Actor(policy)
-    obs = th.as_tensor(np.stack([env._observe(env.model().states[int(s)])
-                                 for s in batch.state_ids]), dtype=th.float32)
-    logp = th.log_softmax(actor(obs), dim=1)[th.arange(batch.num_steps),
-                                             th.as_tensor(batch.actions)]
+    obs = th.as_tensor(
+        np.stack([env._observe(env.model().states[int(s)]) for s in batch.state_ids]),
+        dtype=th.float32,
+    )
+    logp = th.log_softmax(actor(obs), dim=1)[
+        th.arange(batch.num_steps), th.as_tensor(batch.actions)
+    ]
     (logp.double() * th.as_tensor(adv)).sum().backward()
     direct = th.cat([p.grad.reshape(-1) for p in actor.parameters()]).double().numpy()
     np.testing.assert_allclose(via_jacobian, direct, rtol=1e-4, atol=1e-6)
 
 
 def test_network_measure_small():
-    row = snr_network.measure(routine_length=3, episodes=800, group_size=8, net_arch=[16],
-                              seed=0)
+    row = snr_network.measure(routine_length=3, episodes=800, group_size=8, net_arch=[16], seed=0)
     assert row["params"] == 8 * 16 + 16 + 16 * 3 + 3
     assert 1.0 < row["ratio"] < 10.0 and row["ratio_low"] <= row["ratio"] <= row["ratio_high"]
     assert row["J"] == pytest.approx(1 / 27, rel=0.5)
