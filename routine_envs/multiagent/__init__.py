@@ -1,0 +1,33 @@
+"""PettingZoo versions of the suite's environments: teams on a shared reward, with per-agent
+annotations (needs the ``multiagent`` extra: ``pip install routine-envs[multiagent]``).
+
+Versioned modules, PettingZoo's convention: each has ``parallel_env(**kwargs)`` (the native
+``ParallelEnv``), ``env(**kwargs)`` (the AEC version, derived with ``parallel_to_aec`` and wrapped
+as PettingZoo wraps its own environments) and ``raw_env(**kwargs)`` (AEC, unwrapped).
+
+    from routine_envs.multiagent import diluted_doors_v0, routine_grid_v0
+
+    env = diluted_doors_v0.parallel_env(num_agents=2, routine_length=10)
+    observations, infos = env.reset(seed=0)
+    infos["agent_0"]["critical"], infos["agent_0"]["state_id"]
+
+``import routine_envs`` does not import this package (nor PettingZoo).
+"""
+
+from routine_envs.multiagent import diluted_doors_v0, routine_grid_v0
+from routine_envs.multiagent.base import TeamEnv, TeamPolicy
+from routine_envs.multiagent.team_doors import TeamDilutedDoorsEnv
+from routine_envs.multiagent.team_grid import TeamRoutineGridEnv
+
+MODULES = {"diluted_doors_v0": diluted_doors_v0, "routine_grid_v0": routine_grid_v0}
+"""Every versioned module, by name (``metadata["name"]`` of its environment)."""
+
+__all__ = [
+    "MODULES",
+    "TeamDilutedDoorsEnv",
+    "TeamEnv",
+    "TeamPolicy",
+    "TeamRoutineGridEnv",
+    "diluted_doors_v0",
+    "routine_grid_v0",
+]

@@ -1,0 +1,318 @@
+"""Team Routine Grid: agents navigate parallel Routine Grid mazes on a shared reward."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+from pettingzoo import AECEnv
+from pettingzoo.utils import parallel_to_aec, wrappers
+
+from routine_envs.envs import validation
+from routine_envs.envs.routine_grid import GOAL, JUNCTION, TERMINAL_KINDS, RoutineGridEnv
+from routine_envs.multiagent.base import TeamEnv
+from routine_envs.oracle import Outcome
+
+REWARD_MODES = ("success", "fraction")
+
+JointCells = tuple[int, ...]
+"""The joint state: every agent's cell (its single-agent ``state_id``), agent 0 first."""
+
+
+class TeamRoutineGridEnv(TeamEnv[JointCells]):
+    """## Description
+
+    ``num_agents`` agents each navigate their own Routine Grid maze (``RoutineGrid-v0``), side
+    by side, one step per agent per round, on one shared reward. Agent ``i``'s maze is the
+    single-agent maze of ``layout_seed + i``: junctions where it picks one of ``branching``
+    branches (one continues towards its goal, the others end in lava or a dead end), joined by
+    corridors of ``corridor_length`` cells in which every action moves it one cell along. Each
+    agent's junction decisions are its own; the team is paid once for all of them.
+
+    An agent whose maze episode has ended (goal, lava or dead end) waits on its terminal cell
+    until the team's episode ends, when every maze has ended; its actions are ignored. Every
+    branch of a junction, right or wrong, is ``L_j`` cells long, so with a fixed corridor length
+    all agents reach their ``j``-th junction on the same step.
+
+    **Per-agent criticality.** Agent ``i`` is critical exactly at its junctions while its own
+    action can still change the team's return: with ``reward="fraction"`` at every junction;
+    with ``reward="success"`` (every agent must reach its goal) only while every teammate can
+    still reach its own goal. Once a teammate has taken a wrong branch, the other agents'
+    junctions are routine for the team outcome.
+
+    **Decision density.** For a fixed corridor length ``L``, in an episode where every agent
+    reaches its goal, each agent is critical at ``num_junctions`` of the ``num_junctions *
+    (1 + L)`` steps: ``rho_i = 1 / (1 + L)`` for every agent, and the team's steps with some
+    critical agent have the same share. With ``corridor_length=(low, high)`` the mazes differ in
+    length; ``agent_decision_density`` and ``team_decision_density`` give the exact values for
+    the episode in which every agent succeeds.
+
+    ## Agents
+
+    ``possible_agents = ["agent_0", ..., "agent_{num_agents-1}"]``; every agent acts on every
+    step and all leave ``env.agents`` together when the team's episode ends.
+
+    ## Action Space
+
+    ``Discrete(branching)`` per agent: as in ``RoutineGrid-v0`` (the ``k``-th way out at a
+    junction, counted from the agent's left; any action walks a corridor; ignored once the
+    agent's maze has ended).
+
+    ## Observation Space
+
+    ``Box(0, 1, (num_junctions + 14 + num_agents,), float32)`` per agent:
+
+    | index | meaning |
+    |---|---|
+    | ``0 .. num_junctions+12`` | the single-agent vector observation of the agent's own cell |
+    | ``num_junctions+13 .. num_junctions+12+num_agents`` | one-hot of the observing agent's index |
+    | ``num_junctions+13+num_agents`` | share of the teammates still able to reach their goal |
+
+    (The last entry is 1 for a team of one.)
+
+    ``env.state()`` concatenates every agent's observation (``state_space``).
+
+    ## Rewards
+
+    ``"success"`` (default): 1, paid to every agent on the last step, when every agent reached
+    its goal; else 0. ``"fraction"``: each agent reaching its goal pays ``1 / num_agents`` to
+    every agent on the step it arrives.
+
+    ## Starting State
+
+    Every agent at junction 0 of its maze. The dynamics are deterministic: ``reset(seed=...)``
+    only seeds ``env.np_random``.
+
+    ## Episode End
+
+    Terminated for every agent when every maze has ended; truncated for every agent after
+    ``max_cycles`` steps when it is set (default ``None``: episodes end within
+    ``max_episode_length`` steps).
+
+    ## Information
+
+    ``infos[agent]`` on ``reset`` and every ``step``: ``critical`` (can *this agent's* action
+    change the expected team return?) and ``state_id`` (the canonical id of the joint state, the
+    same for every agent: ``sum_i cell_i * prod_{k<i} n_k`` with ``cell_i`` the agent's
+    single-agent ``state_id`` and ``n_k`` the cells of maze ``k``). At the end, per agent:
+    ``success`` (the team's: every agent reached its goal), ``num_critical``,
+    ``episode_length`` and ``decision_density`` (this agent's). Exact definition of
+    ``critical``: :meth:`~routine_envs.multiagent.base.TeamEnv.action_gaps` ``> 0``.
+
+    ## Arguments
+
+    ```python
+    routine_grid_v0.parallel_env(num_agents=2, num_junctions=3, branching=3, corridor_length=5,
+                                 reward="success", layout_seed=0, max_cycles=None,
+                                 render_mode=None)
+    ```
+
+    - ``num_agents`` (int >= 1): team size; agent ``i`` walks the maze of ``layout_seed + i``.
+    - ``num_junctions``, ``branching``, ``corridor_length``, ``layout_seed``: as for
+      ``RoutineGrid-v0`` (hard routine, vector observations).
+    - ``reward`` (``"success"`` or ``"fraction"``): see Rewards.
+    - ``max_cycles`` (int >= 1 or ``None``): truncate after this many steps.
+    - ``render_mode`` (``None`` or ``"ansi"``).
+
+    ## Version History
+
+    - v0: initial release.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {**TeamEnv.metadata, "name": "routine_grid_v0"}
+
+    def __init__(
+        self,
+        num_agents: int = 2,
+        num_junctions: int = 3,
+        branching: int = 3,
+        corridor_length: int | tuple[int, int] = 5,
+        reward: str = "success",
+        layout_seed: int = 0,
+        max_cycles: int | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        n = validation.integer("num_agents", num_agents, minimum=1)
+        seed = validation.integer("layout_seed", layout_seed, minimum=0)
+        self.reward_mode = validation.choice("reward", reward, REWARD_MODES)
+        cores = tuple(
+            RoutineGridEnv(
+                num_junctions=num_junctions,
+                branching=branching,
+                corridor_length=corridor_length,
+                layout_seed=seed + i,
+            )
+            for i in range(n)
+        )
+        super().__init__(
+            num_agents=n,
+            observation_size=cores[0].observation_space.shape[0] + n + 1,
+            num_actions=cores[0].branching,
+            max_cycles=max_cycles,
+            render_mode=render_mode,
+        )
+        #: the single-agent cores, one maze per agent (``cores[i].layout``).
+        self.cores: tuple[RoutineGridEnv, ...] = cores
+        self._cores = cores
+        self.layout_seed = seed
+        sizes = [core.num_states for core in cores]
+        self._strides = tuple(int(np.prod(sizes[:i])) for i in range(n))
+        self.num_states = int(np.prod(sizes))
+        self._terminal = tuple(
+            tuple(cell.kind in TERMINAL_KINDS for cell in core.layout.cells) for core in cores
+        )
+        self._goal = tuple(tuple(cell.kind == GOAL for cell in core.layout.cells) for core in cores)
+        self._on_track = tuple(frozenset(core.layout.spine) for core in cores)
+        self._history: list[JointCells] = []
+
+    _shared_attributes = TeamEnv._shared_attributes | {
+        "cores",
+        "_strides",
+        "_terminal",
+        "_goal",
+        "_on_track",
+    }
+
+    # ---------------------------------------------------------------------------- config
+    @property
+    def num_junctions(self) -> int:
+        return self.cores[0].num_junctions
+
+    @property
+    def branching(self) -> int:
+        return self.cores[0].branching
+
+    @property
+    def corridor_length(self) -> int | tuple[int, int]:
+        """The configured corridor length: an int, or the ``(low, high)`` range."""
+        return self.cores[0].corridor_length
+
+    def _junction_steps(self, agent: int) -> list[int]:
+        """The steps at which agent ``agent`` stands on a junction on its way to the goal."""
+        core = self.cores[agent]
+        cells = core.layout.cells
+        return [t for t, sid in enumerate(core.layout.spine[:-1]) if cells[sid].kind == JUNCTION]
+
+    @property
+    def max_episode_length(self) -> int:
+        """The longest possible episode in steps: the longest way to a goal."""
+        return max(len(core.layout.spine) - 1 for core in self.cores)
+
+    @property
+    def agent_decision_density(self) -> dict[str, float]:
+        """Every agent's rho in the episode where every agent reaches its goal:
+        ``num_junctions / max_episode_length`` (``1 / (1 + L)`` for a fixed ``L``)."""
+        length = self.max_episode_length
+        return {
+            name: len(self._junction_steps(i)) / length
+            for i, name in enumerate(self.possible_agents)
+        }
+
+    @property
+    def team_decision_density(self) -> float:
+        """Share of the steps with some agent critical in the episode where every agent reaches
+        its goal (``1 / (1 + L)`` for a fixed ``L``)."""
+        steps = set().union(*(self._junction_steps(i) for i in range(self.team_size)))
+        return len(steps) / self.max_episode_length
+
+    @property
+    def decision_density(self) -> float:
+        """The mean per-agent rho (``1 / (1 + L)`` for a fixed ``L``)."""
+        values = self.agent_decision_density.values()
+        return float(sum(values) / len(values))
+
+    # ----------------------------------------------------------------------------- hooks
+    def _initial_outcomes(self) -> Sequence[tuple[float, JointCells]]:
+        return ((1.0, tuple(core.layout.start for core in self.cores)),)
+
+    def _outcomes(self, state: JointCells, actions: tuple[int, ...]) -> Sequence[Outcome]:
+        nxt = list(state)
+        arrived = 0.0
+        for i, cell in enumerate(state):
+            if self._terminal[i][cell]:
+                continue  # this agent's maze has ended: it waits
+            ((_, nxt[i], reward, _),) = self.cores[i]._outcomes(cell, actions[i])
+            arrived += reward
+        done = all(self._terminal[i][c] for i, c in enumerate(nxt))
+        if self.reward_mode == "fraction":
+            team = arrived / self.team_size
+        else:
+            team = 1.0 if done and all(self._goal[i][c] for i, c in enumerate(nxt)) else 0.0
+        return ((1.0, tuple(nxt), team, done),)
+
+    def _state_id(self, state: JointCells) -> int:
+        return sum(cell * stride for cell, stride in zip(state, self._strides, strict=True))
+
+    def describe_state(self, state_id: int) -> JointCells:
+        """Inverse of ``state_id``: every agent's cell (its single-agent ``state_id``)."""
+        if not 0 <= state_id < self.num_states:
+            raise ValueError(f"state_id must be in [0, {self.num_states}), got {state_id}")
+        cells = []
+        for core in self.cores:
+            state_id, cell = divmod(state_id, core.num_states)
+            cells.append(cell)
+        return tuple(cells)
+
+    def _teammates_on_track(self, state: JointCells, agent: int) -> float:
+        others = [i for i in range(self.team_size) if i != agent]
+        if not others:
+            return 1.0
+        return sum(state[i] in self._on_track[i] for i in others) / len(others)
+
+    def _observe(self, state: JointCells, agent: int) -> np.ndarray:
+        base = self.cores[agent]._observe(state[agent])
+        extra = np.zeros(self.team_size + 1, dtype=np.float32)
+        extra[agent] = 1.0
+        extra[-1] = self._teammates_on_track(state, agent)
+        return np.concatenate([base, extra])
+
+    def _is_critical(self, state: JointCells, agent: int) -> bool:
+        if not self.cores[agent]._is_critical(state[agent]):
+            return False
+        return self.reward_mode == "fraction" or all(
+            state[i] in self._on_track[i] for i in range(self.team_size)
+        )
+
+    def _is_success(self, state: JointCells) -> bool:
+        return all(self._goal[i][c] for i, c in enumerate(state))
+
+    # ------------------------------------------------------------------------- rendering
+    def _after_reset(self) -> None:
+        self._history = [self.joint_state]
+
+    def _after_step(
+        self, state: JointCells, actions: tuple[int, ...], next_state: JointCells
+    ) -> None:
+        self._history.append(next_state)
+
+    def _render_ansi(self) -> str:
+        from routine_envs.multiagent.rendering import render_team_grid_ansi
+
+        return render_team_grid_ansi(self)
+
+    def __repr__(self) -> str:
+        return (
+            f"TeamRoutineGridEnv(num_agents={self.team_size}, "
+            f"num_junctions={self.num_junctions}, branching={self.branching}, "
+            f"corridor_length={self.corridor_length!r}, reward={self.reward_mode!r}, "
+            f"layout_seed={self.layout_seed})"
+        )
+
+
+def parallel_env(**kwargs: Any) -> TeamRoutineGridEnv:
+    """The native ``ParallelEnv`` (keyword arguments of :class:`TeamRoutineGridEnv`)."""
+    return TeamRoutineGridEnv(**kwargs)
+
+
+def raw_env(**kwargs: Any) -> AECEnv:
+    """The AEC version, derived with PettingZoo's ``parallel_to_aec`` (no extra wrappers)."""
+    return parallel_to_aec(parallel_env(**kwargs))
+
+
+def env(**kwargs: Any) -> AECEnv:
+    """The AEC version wrapped as PettingZoo wraps its own environments: out-of-bounds actions
+    are asserted and the call order is enforced."""
+    aec = raw_env(**kwargs)
+    aec = wrappers.AssertOutOfBoundsWrapper(aec)
+    return wrappers.OrderEnforcingWrapper(aec)
