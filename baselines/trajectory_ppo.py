@@ -84,6 +84,18 @@ class _TrajectoryAdvantageMixin:
 
     _masked = False
 
+    def __init__(
+        self,
+        policy: Any,
+        env: Any,
+        estimator: str | credit.AdvantageEstimator = "trajectory_mc",
+        estimator_kwargs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        _check_env(env)
+        super().__init__(policy, env, **kwargs)  # PPO or MaskablePPO, next in the MRO
+        self._init_estimator(estimator, estimator_kwargs)
+
     def _init_estimator(
         self, estimator: str | credit.AdvantageEstimator, estimator_kwargs: dict[str, Any] | None
     ) -> None:
@@ -280,18 +292,6 @@ class TrajectoryAdvantagePPO(_TrajectoryAdvantageMixin, PPO):
             member env per rollout (the rollout holds about ``n_steps * n_envs`` steps).
     """
 
-    def __init__(
-        self,
-        policy: Any,
-        env: Any,
-        estimator: str | credit.AdvantageEstimator = "trajectory_mc",
-        estimator_kwargs: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        _check_env(env)
-        super().__init__(policy, env, **kwargs)
-        self._init_estimator(estimator, estimator_kwargs)
-
     def collect_rollouts(
         self, env: VecEnv, callback: BaseCallback, rollout_buffer: Any, n_rollout_steps: int
     ) -> bool:
@@ -309,18 +309,6 @@ class TrajectoryAdvantageMaskablePPO(_TrajectoryAdvantageMixin, _maskable_base()
     under ``env.unwrapped.action_masks()`` and the masks are stored for the update."""
 
     _masked = True
-
-    def __init__(
-        self,
-        policy: Any,
-        env: Any,
-        estimator: str | credit.AdvantageEstimator = "trajectory_mc",
-        estimator_kwargs: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        _check_env(env)
-        super().__init__(policy, env, **kwargs)
-        self._init_estimator(estimator, estimator_kwargs)
 
     def collect_rollouts(
         self,

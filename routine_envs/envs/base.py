@@ -55,6 +55,49 @@ class InvalidActionError(gym.error.InvalidAction, ValueError):
     """An action outside the environment's action space."""
 
 
+def check_discrete_action(action: Any, n: int, owner: str = "") -> int:
+    """``action`` as an ``int`` in ``[0, n)``: a Python or numpy integer, or a 0-d integer array.
+
+    Raises:
+        InvalidActionError: anything else (floats, bools, strings, arrays of other shapes) or an
+            integer outside the range; ``owner`` (e.g. an agent's name) is named in the message.
+    """
+    of = f" of {owner}" if owner else ""
+    if type(action) is int:  # fast path
+        a = action
+    elif isinstance(action, np.integer) or (
+        isinstance(action, np.ndarray)
+        and action.shape == ()
+        and np.issubdtype(action.dtype, np.integer)
+    ):
+        a = int(action)
+    else:
+        raise InvalidActionError(
+            f"action{of} must be an integer in [0, {n}) (action_space=Discrete({n})), "
+            f"got {action!r} of type {type(action).__name__}"
+        )
+    if not 0 <= a < n:
+        raise InvalidActionError(
+            f"action {a}{of} is outside the action space Discrete({n}): "
+            f"valid actions are 0..{n - 1}"
+        )
+    return a
+
+
+def sample_item(items: Sequence[Any], rng: np.random.Generator) -> Any:
+    """Draw one of ``items``, tuples whose first entry is the probability, with ``rng`` (no draw
+    when there is a single item, so deterministic steps consume no randomness)."""
+    if len(items) == 1:
+        return items[0]
+    u = rng.random()
+    acc = 0.0
+    for item in items:
+        acc += item[0]
+        if u < acc:
+            return item
+    return items[-1]
+
+
 class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
     """Base class: annotated, branchable, exactly modelled episodic environment.
 
@@ -250,39 +293,10 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
 
     # --------------------------------------------------------------------------- internals
     def _check_action(self, action: Any) -> int:
-        n = self.action_space.n
-        if type(action) is int:  # fast path
-            a = action
-        elif isinstance(action, np.integer) or (
-            isinstance(action, np.ndarray)
-            and action.shape == ()
-            and np.issubdtype(action.dtype, np.integer)
-        ):
-            a = int(action)
-        else:
-            raise InvalidActionError(
-                f"action must be an integer in [0, {n}) (action_space={self.action_space}), "
-                f"got {action!r} of type {type(action).__name__}"
-            )
-        if not 0 <= a < n:
-            raise InvalidActionError(
-                f"action {a} is outside the action space {self.action_space}: "
-                f"valid actions are 0..{n - 1}"
-            )
-        return a
+        return check_discrete_action(action, int(self.action_space.n))
 
     def _sample(self, items: Sequence[Any]) -> Any:
-        """Draw one of ``items``, tuples whose first entry is the probability, on ``np_random``
-        (no draw when there is a single item, so deterministic steps consume no randomness)."""
-        if len(items) == 1:
-            return items[0]
-        u = self.np_random.random()
-        acc = 0.0
-        for item in items:
-            acc += item[0]
-            if u < acc:
-                return item
-        return items[-1]
+        return sample_item(items, self.np_random)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> RoutineEnv:
         """Branch: an independent env whose future, for the same actions, equals this one's

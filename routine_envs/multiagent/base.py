@@ -32,7 +32,11 @@ from pettingzoo import ParallelEnv
 
 from routine_envs import annotations as keys
 from routine_envs.envs import validation
-from routine_envs.envs.base import InvalidActionError, copy_generator
+from routine_envs.envs.base import (
+    check_discrete_action,
+    copy_generator,
+    sample_item,
+)
 from routine_envs.oracle import (
     OracleValues,
     Outcome,
@@ -452,39 +456,10 @@ class TeamEnv(ParallelEnv[str, np.ndarray, int], Generic[StateType]):
         return tuple(self._check_action(name, actions[name]) for name in self.possible_agents)
 
     def _check_action(self, agent: str, action: Any) -> int:
-        n = self.num_actions
-        if type(action) is int:
-            a = action
-        elif isinstance(action, np.integer) or (
-            isinstance(action, np.ndarray)
-            and action.shape == ()
-            and np.issubdtype(action.dtype, np.integer)
-        ):
-            a = int(action)
-        else:
-            raise InvalidActionError(
-                f"action of {agent} must be an integer in [0, {n}), got {action!r} of type "
-                f"{type(action).__name__}"
-            )
-        if not 0 <= a < n:
-            raise InvalidActionError(
-                f"action {a} of {agent} is outside its action space Discrete({n}): valid "
-                f"actions are 0..{n - 1}"
-            )
-        return a
+        return check_discrete_action(action, self.num_actions, owner=agent)
 
     def _sample(self, items: Sequence[Any]) -> Any:
-        """Draw one of ``items`` (tuples whose first entry is the probability) on ``np_random``;
-        no draw for a single item, as in the single-agent base."""
-        if len(items) == 1:
-            return items[0]
-        u = self.np_random.random()
-        acc = 0.0
-        for item in items:
-            acc += item[0]
-            if u < acc:
-                return item
-        return items[-1]
+        return sample_item(items, self.np_random)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> TeamEnv:
         """Branch: an independent env whose future, for the same actions, equals this one's
