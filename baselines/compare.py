@@ -19,6 +19,7 @@ import json
 import multiprocessing as mp
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -240,44 +241,61 @@ class ResultsFile:
 
 
 # --------------------------------------------------------------------------------- sweep
-def run_sweep(args: SweepArgs, progress: bool = True) -> list[dict[str, Any]]:
-    """Run what is missing of the sweep; return every record of it."""
+def run_resumable(
+    jobs: list[dict[str, Any]],
+    key: Callable[[dict[str, Any]], str],
+    worker: Callable[[dict[str, Any]], dict[str, Any]],
+    path: Path,
+    workers: int,
+    required: tuple[str, ...] = REQUIRED,
+    progress: bool = True,
+    unit: str = "run",
+) -> list[dict[str, Any]]:
+    """Run the jobs whose ``key`` is not yet in the results file at ``path`` with ``worker``
+    (``workers`` spawned processes, or in this process for 1), appending each record as soon as
+    it is done; return the records of all ``jobs`` in order. ``worker`` must be importable by
+    name (spawned processes look it up)."""
     from tqdm import tqdm
 
-    jobs = plan(args)
-    store = ResultsFile(args.out / "results.jsonl")
+    store = ResultsFile(path, required)
     done = {r["key"]: r for r in store.load()}
-    todo = [j for j in jobs if run_key(j) not in done]
+    todo = [j for j in jobs if key(j) not in done]
     print(
-        f"sweep: {len(jobs)} runs, {len(jobs) - len(todo)} already in {store.path}, "
-        f"{len(todo)} to run on {args.workers} worker(s)",
+        f"{len(jobs)} {unit}s, {len(jobs) - len(todo)} already in {store.path}, "
+        f"{len(todo)} to do on {workers} worker(s)",
         flush=True,
     )
     bar = tqdm(
         total=len(jobs),
         initial=len(jobs) - len(todo),
-        unit="run",
+        unit=unit,
         disable=not progress,
         dynamic_ncols=True,
     )
-    if todo:
-        if args.workers == 1:
-            results = map(run_job, todo)
-            pool = None
+    pool = None
+    try:
+        if workers > 1 and len(todo) > 1:
+            pool = mp.get_context("spawn").Pool(min(workers, len(todo)))
+            results = pool.imap_unordered(worker, todo)
         else:
-            pool = mp.get_context("spawn").Pool(min(args.workers, len(todo)))
-            results = pool.imap_unordered(run_job, todo)
-        try:
-            for record in results:
-                store.append(record)
-                done[record["key"]] = record
-                bar.update()
-        finally:
-            if pool is not None:
-                pool.terminate()
-    bar.close()
-    wanted = {run_key(j) for j in jobs}
-    return [r for k, r in done.items() if k in wanted]
+            results = map(worker, todo)
+        for record in results:
+            record["key"] = key(record)
+            store.append(record)
+            done[record["key"]] = record
+            bar.update()
+    finally:
+        if pool is not None:
+            pool.terminate()
+        bar.close()
+    return [done[key(j)] for j in jobs]
+
+
+def run_sweep(args: SweepArgs, progress: bool = True) -> list[dict[str, Any]]:
+    """Run what is missing of the sweep; return every record of it."""
+    return run_resumable(
+        plan(args), run_key, run_job, args.out / "results.jsonl", args.workers, progress=progress
+    )
 
 
 def analyse(

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -321,39 +320,17 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
 def run_sweep(args: TeamSweepArgs, progress: bool = True) -> list[dict[str, Any]]:
     """Run what is missing of the sweep (resumable, see :class:`baselines.compare.ResultsFile`);
     return every record of it."""
-    from tqdm import tqdm
+    # refer to the worker by its importable name, also under `python -m baselines.multiagent`
+    from baselines.multiagent import run_job as worker
 
-    jobs = plan(args)
-    store = compare.ResultsFile(args.out / "results.jsonl")
-    done = {r["key"]: r for r in store.load()}
-    todo = [j for j in jobs if compare.run_key(j) not in done]
-    print(
-        f"sweep: {len(jobs)} runs, {len(jobs) - len(todo)} already in {store.path}, "
-        f"{len(todo)} to run on {args.workers} worker(s)",
-        flush=True,
+    return compare.run_resumable(
+        plan(args),
+        compare.run_key,
+        worker,
+        args.out / "results.jsonl",
+        args.workers,
+        progress=progress,
     )
-    bar = tqdm(total=len(jobs), initial=len(jobs) - len(todo), unit="run", disable=not progress)
-    if todo:
-        pool = None
-        if args.workers == 1:
-            results = map(run_job, todo)
-        else:
-            # refer to the function by its importable name, also under `python -m`
-            from baselines.multiagent import run_job as worker
-
-            pool = mp.get_context("spawn").Pool(min(args.workers, len(todo)))
-            results = pool.imap_unordered(worker, todo)
-        try:
-            for record in results:
-                store.append(record)
-                done[record["key"]] = record
-                bar.update()
-        finally:
-            if pool is not None:
-                pool.terminate()
-    bar.close()
-    wanted = {compare.run_key(j) for j in jobs}
-    return [r for k, r in done.items() if k in wanted]
 
 
 def main(args: TeamSweepArgs) -> dict[str, list[dict[str, Any]]]:

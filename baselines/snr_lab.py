@@ -21,7 +21,6 @@ import argparse
 import functools
 import json
 import math
-import multiprocessing as mp
 import sys
 import time
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from baselines import analysis
-from baselines.compare import ResultsFile
+from baselines.compare import run_resumable
 from routine_envs import credit, snr
 from routine_envs.envs import DilutedDoorsEnv
 
@@ -160,32 +159,15 @@ def setting_key(setting: dict[str, Any]) -> str:
 
 def run_settings(settings: list[dict[str, Any]], path: Path, workers: int) -> list[dict]:
     """Measure what is missing (resumable), append each result as one JSON line."""
-    from tqdm import tqdm
-
-    store = ResultsFile(path, required=("key", "results", "ratios", "routine_length"))
-    done = {r["key"]: r for r in store.load()}
-    todo = [s for s in settings if setting_key(s) not in done]
-    bar = tqdm(
-        total=len(settings),
-        initial=len(settings) - len(todo),
+    return run_resumable(
+        settings,
+        setting_key,
+        measure_setting,
+        path,
+        workers,
+        required=("key", "results", "ratios", "routine_length"),
         unit="setting",
-        dynamic_ncols=True,
-        desc=path.parent.name,
     )
-    pool = mp.get_context("spawn").Pool(workers) if workers > 1 and len(todo) > 1 else None
-    try:
-        results = pool.imap_unordered(measure_setting, todo) if pool else map(measure_setting, todo)
-        for record in results:
-            record["key"] = setting_key(record)
-            store.append(record)
-            done[record["key"]] = record
-            bar.update()
-    finally:
-        if pool is not None:
-            pool.terminate()
-        bar.close()
-    keys = [setting_key(s) for s in settings]
-    return [done[k] for k in keys]
 
 
 def _settings(

@@ -592,7 +592,7 @@ def test_team_sweep_is_resumable_and_reported(team_baselines, tmp_path, capsys):
     )
     tables = team_baselines.main(args)
     out = capsys.readouterr().out
-    assert "4 to run" in out and "steps to target success" in out
+    assert "4 to do" in out and "steps to target success" in out
     rows = tables["steps_to_target"]
     assert {(r["routine_length"], r["method"]) for r in rows} == {
         (0, "ppo"),
@@ -604,7 +604,7 @@ def test_team_sweep_is_resumable_and_reported(team_baselines, tmp_path, capsys):
     for name in ("learning_curves.csv", "steps_to_target.png", "summary_scores.csv"):
         assert (tmp_path / name).exists()
     team_baselines.run_sweep(args, progress=False)
-    assert "0 to run" in capsys.readouterr().out
+    assert "0 to do" in capsys.readouterr().out
     with pytest.raises(ValueError, match="unknown team environment"):
         team_baselines.plan(team_baselines.TeamSweepArgs(env_id="DilutedDoors-v0"))
     with pytest.raises(ValueError, match="unknown method"):
