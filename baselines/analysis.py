@@ -70,10 +70,12 @@ def group_runs(records: Iterable[Record], *keys: str) -> dict[tuple, list[Record
     groups: dict[tuple, list[Record]] = defaultdict(list)
     for record in records:
         groups[tuple(record[k] for k in keys)].append(record)
-    return {
-        k: sorted(v, key=lambda r: r["seed"])
-        for k, v in sorted(groups.items(), key=lambda kv: str(kv[0]))
-    }
+
+    def order(item: tuple[tuple, list[Record]]) -> list[tuple[int, Any]]:
+        # numbers in numeric order (L = 3 before L = 10), then anything else as text
+        return [(0, v) if isinstance(v, (int, float)) else (1, str(v)) for v in item[0]]
+
+    return {k: sorted(v, key=lambda r: r["seed"]) for k, v in sorted(groups.items(), key=order)}
 
 
 def steps_to_target(record: Record) -> float:

@@ -395,3 +395,11 @@ def test_analysis_tables_on_synthetic_sweep(tmp_path):
 def test_normalized_auc():
     assert analysis.normalized_auc({"timesteps": [0, 10], "success": [0.0, 1.0]}) == 0.5
     assert analysis.normalized_auc({"timesteps": [0, 5, 10], "success": [1.0, 1.0, 1.0]}) == 1.0
+
+
+def test_tables_are_in_numeric_order_of_routine_length():
+    records = [r for r in synthetic_records() if r["routine_length"] == 0]
+    records += [{**r, "routine_length": 3, "key": r["key"] + "3"} for r in records]
+    records += [{**r, "routine_length": 10, "key": r["key"] + "x"} for r in records[:8]]
+    order = [r["routine_length"] for r in analysis.steps_to_target_table(records)]
+    assert order == sorted(order)

@@ -195,8 +195,12 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
                 "step() called on a finished episode (it returned terminated or truncated): "
                 "call env.reset() to start a new one"
             )
-        a = self._check_action(action)
-        _, nxt, reward, terminated = self._sample(self._outcomes(self._state, a))
+        if type(action) is int and 0 <= action < self.action_space.n:  # fast path
+            a = action
+        else:
+            a = self._check_action(action)
+        outcomes = self._outcomes(self._state, a)
+        _, nxt, reward, terminated = outcomes[0] if len(outcomes) == 1 else self._sample(outcomes)
         self._episode_length += 1
         self._num_critical += self._critical_now
         self._after_step(self._state, a, nxt)
