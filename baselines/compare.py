@@ -361,6 +361,23 @@ def main(args: SweepArgs) -> dict[str, list[dict[str, Any]]]:
     return tables
 
 
+def add_sweep_flags(parser: argparse.ArgumentParser, defaults: Any) -> None:
+    """One flag per field of a sweep-settings dataclass (default ``None``: not given)."""
+    for name, f in defaults.__dataclass_fields__.items():
+        flag = "--" + name.replace("_", "-")
+        help_text = f.metadata.get("help")
+        if name == "env_kwargs":
+            parser.add_argument(flag, type=json.loads, default=None, help=help_text)
+        elif name in ("routine_lengths", "seeds"):
+            parser.add_argument(flag, type=int, nargs="+", default=None, help=help_text)
+        elif name == "methods":
+            parser.add_argument(flag, nargs="+", default=None, help=help_text)
+        else:
+            kind = type(getattr(defaults, name))
+            kind = Path if issubclass(kind, Path) else kind
+            parser.add_argument(flag, type=kind, default=None, help=help_text)
+
+
 def parse_args(argv: list[str] | None = None) -> SweepArgs:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -370,18 +387,7 @@ def parse_args(argv: list[str] | None = None) -> SweepArgs:
         help="a named sweep; other flags override its settings",
     )
     defaults = SweepArgs()
-    for name, f in defaults.__dataclass_fields__.items():
-        flag = "--" + name.replace("_", "-")
-        if name == "env_kwargs":
-            parser.add_argument(flag, type=json.loads, default=None, help=f.metadata["help"])
-        elif name in ("routine_lengths", "seeds"):
-            parser.add_argument(flag, type=int, nargs="+", default=None, help=f.metadata["help"])
-        elif name == "methods":
-            parser.add_argument(flag, nargs="+", default=None, help=f.metadata["help"])
-        else:
-            kind = type(getattr(defaults, name))
-            kind = Path if issubclass(kind, Path) else kind
-            parser.add_argument(flag, type=kind, default=None, help=f.metadata["help"])
+    add_sweep_flags(parser, defaults)
     ns = vars(parser.parse_args(argv))
     sweep = ns.pop("sweep")
     settings: dict[str, Any] = dict(SWEEPS[sweep]) if sweep else {}

@@ -34,7 +34,6 @@ views) with Gymnasium; each run is :func:`baselines.train.main`, results go to a
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -355,18 +354,7 @@ def main(args: TeamSweepArgs) -> dict[str, list[dict[str, Any]]]:
 def parse_args(argv: list[str] | None = None) -> TeamSweepArgs:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     defaults = TeamSweepArgs()
-    for name, f in defaults.__dataclass_fields__.items():
-        flag = "--" + name.replace("_", "-")
-        if name == "env_kwargs":
-            parser.add_argument(flag, type=json.loads, default=None, help=f.metadata["help"])
-        elif name in ("routine_lengths", "seeds"):
-            parser.add_argument(flag, type=int, nargs="+", default=None, help=f.metadata["help"])
-        elif name == "methods":
-            parser.add_argument(flag, nargs="+", default=None, help=f.metadata["help"])
-        else:
-            kind = type(getattr(defaults, name))
-            kind = Path if issubclass(kind, Path) else kind
-            parser.add_argument(flag, type=kind, default=None, help=f.metadata["help"])
+    compare.add_sweep_flags(parser, defaults)
     ns = vars(parser.parse_args(argv))
     return replace(defaults, **{k: v for k, v in ns.items() if v is not None})
 

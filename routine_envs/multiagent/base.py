@@ -481,3 +481,15 @@ class TeamEnv(ParallelEnv[str, np.ndarray, int], Generic[StateType]):
         state["_model_cache"] = None  # rebuilt on demand; can be large
         state["_gap_cache"] = None
         return state
+
+
+def to_aec(parallel: Any, wrapped: bool = True) -> Any:
+    """The AEC version of a ``ParallelEnv`` (PettingZoo's ``parallel_to_aec``); ``wrapped`` adds
+    the wrappers PettingZoo puts on its own environments: out-of-bounds actions are asserted and
+    the call order is enforced."""
+    from pettingzoo.utils import parallel_to_aec, wrappers
+
+    aec = parallel_to_aec(parallel)
+    if wrapped:
+        aec = wrappers.OrderEnforcingWrapper(wrappers.AssertOutOfBoundsWrapper(aec))
+    return aec

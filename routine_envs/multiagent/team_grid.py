@@ -7,11 +7,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 from pettingzoo import AECEnv
-from pettingzoo.utils import parallel_to_aec, wrappers
 
 from routine_envs.envs import validation
 from routine_envs.envs.routine_grid import GOAL, JUNCTION, TERMINAL_KINDS, RoutineGridEnv
-from routine_envs.multiagent.base import TeamEnv
+from routine_envs.multiagent.base import TeamEnv, to_aec
 from routine_envs.oracle import Outcome
 
 REWARD_MODES = ("success", "fraction")
@@ -307,12 +306,9 @@ def parallel_env(**kwargs: Any) -> TeamRoutineGridEnv:
 
 def raw_env(**kwargs: Any) -> AECEnv:
     """The AEC version, derived with PettingZoo's ``parallel_to_aec`` (no extra wrappers)."""
-    return parallel_to_aec(parallel_env(**kwargs))
+    return to_aec(parallel_env(**kwargs), wrapped=False)
 
 
 def env(**kwargs: Any) -> AECEnv:
-    """The AEC version wrapped as PettingZoo wraps its own environments: out-of-bounds actions
-    are asserted and the call order is enforced."""
-    aec = raw_env(**kwargs)
-    aec = wrappers.AssertOutOfBoundsWrapper(aec)
-    return wrappers.OrderEnforcingWrapper(aec)
+    """The AEC version wrapped as PettingZoo wraps its own environments."""
+    return to_aec(parallel_env(**kwargs))
