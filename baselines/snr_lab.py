@@ -225,7 +225,7 @@ def rho_law(args: LabArgs) -> dict[str, Any]:
         args,
         "rho-law",
         args.routine_lengths,
-        ("per_state", "per_floor"),
+        args.params,
         ["oracle", "trajectory_exact", "trajectory_mc"],
         "trajectory_exact",
         args.episodes,
@@ -519,6 +519,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         mc_routine_lengths=tuple(ns.mc_routine_lengths),
         workers=ns.workers,
         seed=ns.seed,
+        params=tuple(ns.params),
     )
     chosen = list(EXPERIMENTS) if ns.experiment == "all" else [ns.experiment]
     summaries = {}
