@@ -59,3 +59,10 @@ def test_estimator_docs_worked_example_runs():
         assert namespace["model"].num_timesteps >= 300
     finally:
         credit.ESTIMATORS.pop("critical_gae", None)
+
+
+def test_readme_quickstart_runs():
+    readme = ROOT / "README.md"
+    quickstart = python_blocks(readme)[0]
+    assert 'gym.make("DilutedDoors-v0"' in quickstart
+    exec(quickstart, {})

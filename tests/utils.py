@@ -90,13 +90,17 @@ def counterfactual_returns(
     env: gym.Env, info: dict[str, Any], policy: Policy, num_rollouts: int, seed: int
 ) -> np.ndarray:
     """Branch ``env`` into every first action with ``copy.deepcopy`` and continue each with the
-    same random continuation (common random numbers: the env's generator is copied, the policy's
-    is reseeded identically). Returns shape ``(num_actions, num_rollouts)``."""
+    same random continuation (common random numbers: within a rollout every action's branch gets
+    the same environment generator and the same policy generator; rollouts differ).
+    Returns shape ``(num_actions, num_rollouts)``."""
     num_actions = int(env.action_space.n)
     returns = np.zeros((num_actions, num_rollouts))
     for i in range(num_rollouts):
+        # each rollout gets its own environment randomness, shared by all its action branches
+        base = copy.deepcopy(env)
+        base.unwrapped.np_random = np.random.default_rng([seed, i, 1])
         for action in range(num_actions):
-            branch = copy.deepcopy(env)
+            branch = copy.deepcopy(base)
             rng = np.random.default_rng([seed, i])
             _, reward, terminated, truncated, next_info = branch.step(action)
             if not (terminated or truncated):
