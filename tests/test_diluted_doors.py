@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 from routine_envs import annotations as keys
 from routine_envs.envs import DilutedDoorsEnv, DoorsState, InvalidActionError
 from tests.utils import (
+    assert_oracle_matches_rollouts,
     counterfactual_returns,
     run_episode,
     sample_states,
-    tabular_sampler,
     uniform_policy,
 )
 
@@ -144,22 +144,9 @@ def test_exact_oracle_agrees_with_monte_carlo_rollouts():
     env = gym.make(
         "DilutedDoors-v0", num_floors=3, num_doors=3, routine_length=(0, 2), reward="fraction"
     )
-    u = env.unwrapped
-    rng = np.random.default_rng(0)
-    table = rng.dirichlet(np.ones(3), size=u.num_states)
-    values = u.oracle(table)
-    policy = tabular_sampler(table)
-    checked = 0
-    for branch, info in sample_states(env, policy, num_states=12, seed=5):
-        sid = info["state_id"]
-        returns = counterfactual_returns(branch, info, policy, num_rollouts=400, seed=sid)
-        for a in range(3):
-            se = returns[a].std() / math.sqrt(returns.shape[1])
-            assert abs(returns[a].mean() - values.q[sid, a]) <= 4.5 * se + 1e-9, (sid, a)
-        v_mc = (table[sid] * returns.mean(axis=1)).sum()
-        assert v_mc == pytest.approx(values.v[sid], abs=4.5 * returns.std() / 20 + 1e-9)
-        checked += 1
-    assert checked == 12
+    table = np.random.default_rng(0).dirichlet(np.ones(3), size=env.unwrapped.num_states)
+    rollouts = 400
+    assert assert_oracle_matches_rollouts(env, table, num_states=12, num_rollouts=rollouts) == 12
 
 
 def test_oracle_closed_forms_for_uniform_policy():

@@ -30,6 +30,7 @@ from routine_envs.envs.routine_grid import (
 )
 from routine_envs.oracle import optimal_values
 from tests.utils import (
+    assert_oracle_matches_rollouts,
     counterfactual_returns,
     run_episode,
     sample_states,
@@ -211,20 +212,9 @@ def test_annotation_truth_by_counterfactual_branching(soft):
 def test_exact_oracle_agrees_with_monte_carlo_rollouts():
     env = gym.make("RoutineGrid-v0", num_junctions=2, branching=3, corridor_length=2,
                    soft_routine=0.1)  # fmt: skip
-    u = env.unwrapped
-    rng = np.random.default_rng(0)
-    table = rng.dirichlet(np.ones(3), size=u.num_states)
-    values = u.oracle(table)
-    policy = tabular_sampler(table)
-    checked = 0
-    for branch, info in sample_states(env, policy, num_states=8, seed=5):
-        sid = info["state_id"]
-        returns = counterfactual_returns(branch, info, policy, num_rollouts=300, seed=sid)
-        for a in range(3):
-            se = returns[a].std() / math.sqrt(returns.shape[1])
-            assert abs(returns[a].mean() - values.q[sid, a]) <= 4.5 * se + 1e-9, (sid, a)
-        checked += 1
-    assert checked == 8
+    table = np.random.default_rng(0).dirichlet(np.ones(3), size=env.unwrapped.num_states)
+    rollouts = 300
+    assert assert_oracle_matches_rollouts(env, table, num_states=8, num_rollouts=rollouts) == 8
 
 
 def test_oracle_closed_forms_for_uniform_policy():
