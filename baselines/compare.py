@@ -112,13 +112,26 @@ def plan(args: SweepArgs) -> list[dict[str, Any]]:
     density_kwarg = entry(args.env_id).density_kwarg
     if density_kwarg is None:
         raise ValueError(f"{args.env_id} has no keyword argument that sets its decision density")
+    return make_jobs(args, density_kwarg)
+
+
+def make_jobs(
+    args: Any,
+    density_kwarg: str,
+    extra: Callable[[Any], dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+    """One job per routine length x method x seed of a sweep's settings ``args``; the env is
+    built once per length (bad kwargs fail here). ``extra(env)`` adds fields to every job."""
+    import gymnasium as gym
+
     jobs = []
     for length in args.routine_lengths:
         kwargs = {**args.env_kwargs, density_kwarg: length}
-        env = gym.make(args.env_id, **kwargs).unwrapped  # bad kwargs fail here
+        env = gym.make(args.env_id, **kwargs).unwrapped
         episode_length = getattr(env, "max_episode_length", None) or env.spec.max_episode_steps
         budget = max(args.budget_episodes * int(episode_length), args.min_budget_steps)
         eval_every = max(1, budget // args.eval_points)
+        fields = extra(env) if extra is not None else {}
         for method in args.methods:
             for seed in args.seeds:
                 jobs.append(
@@ -129,6 +142,7 @@ def plan(args: SweepArgs) -> list[dict[str, Any]]:
                         "seed": seed,
                         "routine_length": length,
                         "rho": float(env.decision_density),
+                        **fields,
                         "budget": eval_every * args.eval_points,
                         "eval_every": eval_every,
                         "target": args.target_success,

@@ -285,30 +285,14 @@ def plan(args: TeamSweepArgs) -> list[dict[str, Any]]:
     if not args.routine_lengths or not args.seeds:
         raise ValueError("routine_lengths and seeds must not be empty")
     density_kwarg = TEAM_ENVS[args.env_id]["density_kwarg"]
-    jobs = []
-    for length in args.routine_lengths:
-        kwargs = {**args.env_kwargs, density_kwarg: length}
-        env = gym.make(args.env_id, **kwargs).unwrapped  # bad kwargs fail here
-        budget = max(args.budget_episodes * env.max_episode_length, args.min_budget_steps)
-        eval_every = max(1, budget // args.eval_points)
-        for method in args.methods:
-            for seed in args.seeds:
-                jobs.append(
-                    {
-                        "env_id": args.env_id,
-                        "env_kwargs": kwargs,
-                        "method": method,
-                        "seed": seed,
-                        "routine_length": length,
-                        "rho": env.decision_density,
-                        "team_rho": float(env.team.team_decision_density),
-                        "num_agents": env.num_agents,
-                        "budget": eval_every * args.eval_points,
-                        "eval_every": eval_every,
-                        "target": args.target_success,
-                    }
-                )
-    return jobs
+    return compare.make_jobs(
+        args,
+        density_kwarg,
+        extra=lambda env: {
+            "team_rho": float(env.team.team_decision_density),
+            "num_agents": env.num_agents,
+        },
+    )
 
 
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
