@@ -1,0 +1,215 @@
+"""The public model of an environment: an immutable *dynamics* object.
+
+A :class:`Dynamics` is the whole MDP of one configuration, with nothing of an episode in it: the
+initial outcomes, the transition function ``outcomes(state, action)``, the canonical ``state_id``
+and its inverse, the observation of a state, success, criticality, the configuration's decision
+density and longest episode, and a short text description of every state. It is immutable (a
+frozen dataclass), so environments, their deep copies, vector envs, team envs, renderers, the
+exact-model layer (:mod:`routine_envs.oracle`) and the model sampler can share one instance.
+
+FrozenLake's public ``P`` and MiniGrid's ``Grid``/``MiniGridEnv`` split are the anchors: the
+thin Gymnasium env (:class:`routine_envs.envs.base.RoutineEnv`) holds only the episode.
+
+A new environment writes a frozen dataclass subclass with its configuration as fields and
+implements the abstract methods; everything else (``is_critical``, the exact model, the oracle,
+the success probability, a text picture) is derived. See ``docs/contributing-an-env.md``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, TypeVar
+
+import gymnasium as gym
+import numpy as np
+
+from routine_envs.oracle import (
+    OracleValues,
+    Outcome,
+    PolicyLike,
+    TabularModel,
+    build_model,
+    evaluate_policy,
+    optimal_values,
+    success_values,
+)
+
+StateType = TypeVar("StateType", bound=Hashable)
+ObsType = TypeVar("ObsType")
+
+
+@dataclass(frozen=True)
+class Dynamics(ABC, Generic[StateType, ObsType]):
+    """An environment's exact, immutable MDP (one configuration).
+
+    Subclasses are frozen dataclasses whose fields are the configuration; ``__post_init__``
+    validates them (``ValueError`` naming the parameter) and may store derived constants with
+    :meth:`_derive`. States are immutable and hashable (e.g. a ``NamedTuple``).
+
+    Required (abstract): :attr:`num_states`, :attr:`num_actions`, :attr:`observation_space`,
+    :meth:`initial_outcomes`, :meth:`outcomes`, :meth:`state_id`, :meth:`state_from_id`,
+    :meth:`observe`, :meth:`is_success`, :attr:`decision_density`,
+    :attr:`max_episode_length`.
+
+    Derived (override only where cheaper, a test checks the two agree): :meth:`is_critical` and
+    :meth:`action_gap` from the exact model, :meth:`describe`, :meth:`action_mask`,
+    :meth:`model`, :meth:`oracle`, :meth:`optimal`, :meth:`success_probability`.
+    """
+
+    #: ``critical`` is ``action_gap > critical_tolerance`` (0: exact routine).
+    critical_tolerance: ClassVar[float] = 0.0
+
+    # ------------------------------------------------------------------------ required
+    @property
+    @abstractmethod
+    def num_states(self) -> int:
+        """Size of the ``state_id`` space: every id is in ``[0, num_states)``."""
+
+    @property
+    @abstractmethod
+    def num_actions(self) -> int:
+        """Size of the ``Discrete`` action space."""
+
+    @property
+    @abstractmethod
+    def observation_space(self) -> gym.spaces.Space:
+        """A fresh observation space (the env owns and seeds its copy)."""
+
+    @abstractmethod
+    def initial_outcomes(self) -> Sequence[tuple[float, StateType]]:
+        """The initial-state distribution as ``(probability, state)`` pairs."""
+
+    @abstractmethod
+    def outcomes(self, state: StateType, action: int) -> Sequence[Outcome]:
+        """Every ``(probability, next_state, reward, terminated)`` of ``action`` in ``state``
+        (``action`` an int in ``[0, num_actions)``; the probabilities sum to 1)."""
+
+    @abstractmethod
+    def state_id(self, state: StateType) -> int:
+        """Canonical id of ``state`` in ``[0, num_states)``: equal states, equal ids."""
+
+    @abstractmethod
+    def state_from_id(self, state_id: int) -> StateType:
+        """Inverse of :meth:`state_id`; ``ValueError`` for an id outside ``[0, num_states)``."""
+
+    @abstractmethod
+    def observe(self, state: StateType) -> ObsType:
+        """The observation of ``state`` (a fresh object the caller may keep)."""
+
+    @abstractmethod
+    def is_success(self, state: StateType) -> bool:
+        """Whether an episode ending in ``state`` (terminal, or truncated there) succeeded."""
+
+    @property
+    @abstractmethod
+    def decision_density(self) -> float:
+        """The configuration's expected rho (documented per environment)."""
+
+    @property
+    @abstractmethod
+    def max_episode_length(self) -> int:
+        """The longest possible episode in steps (an upper bound where episodes can loop)."""
+
+    # ------------------------------------------------------------------------- derived
+    def is_critical(self, state: StateType) -> bool:
+        """Ground truth: can the action taken in ``state`` change the expected return? By
+        definition (:mod:`routine_envs.annotations`): the exact optimal action gap exceeds
+        :attr:`critical_tolerance`. A terminal state is never critical."""
+        return bool(self.critical_table()[self.state_id(state)])
+
+    def action_gap(self, state: StateType) -> float:
+        """The exact optimal action gap ``max_a Q*(s, a) - min_a Q*(s, a)`` (0 on terminal)."""
+        return float(self.action_gaps()[self.state_id(state)])
+
+    def action_mask(self, state: StateType) -> np.ndarray | None:
+        """The valid actions in ``state``, bool ``(num_actions,)``; ``None``: all are valid."""
+        return None
+
+    def describe(self, state: StateType) -> str:
+        """A short text description of ``state``, as an agent would be told it."""
+        return repr(state)
+
+    # ---------------------------------------------------------------------- exact model
+    def model(self) -> TabularModel:
+        """The exact tabular model (built on first use, cached on these dynamics and so shared
+        by every env, copy and vector env on them)."""
+        return self._cached("model", self.build_model)
+
+    def build_model(self) -> TabularModel:
+        """Enumerate the model; generic search by default, an env may write a faster one."""
+        return build_model(
+            self.initial_outcomes(), self.outcomes, self.state_id, self.num_states, self.num_actions
+        )
+
+    def oracle(self, policy: PolicyLike, gamma: float = 1.0) -> OracleValues:
+        """The perfect critic: exact ``Q^pi``, ``V^pi`` and ``A^pi`` of a tabular ``policy``
+        (array ``(num_states, num_actions)`` or function ``state_id -> probabilities``)."""
+        return evaluate_policy(self.model(), policy, gamma=gamma)
+
+    def optimal(self, gamma: float = 1.0) -> OracleValues:
+        """Exact ``Q*``/``V*`` (cached for ``gamma = 1``)."""
+        if gamma == 1.0:
+            return self._cached("optimal", lambda: optimal_values(self.model()))
+        return optimal_values(self.model(), gamma=gamma)
+
+    def action_gaps(self) -> np.ndarray:
+        """The exact optimal action gap of every ``state_id``, shape ``(num_states,)``."""
+        return self._cached("action_gaps", lambda: self.optimal().action_gap)
+
+    def critical_table(self) -> np.ndarray:
+        """``is_critical`` of every ``state_id`` by its definition (the exact action gap above
+        the tolerance), bool ``(num_states,)``; False on terminal and unreachable ids."""
+        return self._cached("critical_table", lambda: self.action_gaps() > self.critical_tolerance)
+
+    def success_table(self) -> np.ndarray:
+        """``is_success`` of every reachable terminal ``state_id``, bool ``(num_states,)``."""
+
+        def build() -> np.ndarray:
+            model = self.model()
+            table = np.zeros(model.num_states, dtype=bool)
+            for sid in np.flatnonzero(model.terminal):
+                table[sid] = self.is_success(model.states[int(sid)])
+            return table
+
+        return self._cached("success_table", build)
+
+    def success_probability(self, policy: PolicyLike) -> float:
+        """Exact probability that an episode under ``policy`` ends in success (no sampling)."""
+        return success_values(self.model(), self.success_table(), policy)
+
+    def decision_observations(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every reachable non-terminal ``state_id`` and its observation: shapes ``(K,)`` and
+        ``(K, *observation_shape)``. With these a policy network gives a tabular policy for
+        :meth:`oracle` (``pi(. | obs(s))`` for every ``s``)."""
+        model = self.model()
+        ids = np.flatnonzero(model.decision_states)
+        return ids, np.stack([self.observe(model.states[int(i)]) for i in ids])
+
+    # ----------------------------------------------------------------------- internals
+    def _derive(self, **values: Any) -> None:
+        """Store derived constants on a frozen instance (for ``__post_init__`` only)."""
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+
+    def _cached(self, name: str, build: Any) -> Any:
+        """A value computed once from the configuration and kept on this instance."""
+        cache = self.__dict__.setdefault("_derived_cache", {})
+        if name not in cache:
+            cache[name] = build()
+        return cache[name]
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Dynamics:
+        return self  # immutable: copies of an env share their dynamics (and its model)
+
+    def __copy__(self) -> Dynamics:
+        return self
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state.pop("_derived_cache", None)  # rebuilt on demand; can be large
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
