@@ -60,6 +60,11 @@ class Dynamics(ABC, Generic[StateType, ObsType]):
 
     #: ``critical`` is ``action_gap > critical_tolerance`` (0: exact routine).
     critical_tolerance: ClassVar[float] = 0.0
+    #: routine is only approximate: every step's ``info`` carries the exact ``action_gap``.
+    approximate_routine: ClassVar[bool] = False
+    #: some actions are invalid somewhere: :meth:`action_mask` returns arrays, and ``info``
+    #: carries ``action_mask`` and ``invalid_action``.
+    has_action_masks: ClassVar[bool] = False
 
     # ------------------------------------------------------------------------ required
     @property

@@ -61,6 +61,89 @@ class TabularModel:
         """Reachable, non-terminal ids (where an action is taken), shape ``(num_states,)`` bool."""
         return self.reachable & ~self.terminal
 
+    def layers(self) -> ModelLayers | None:
+        """The backward-pass schedule of this model (computed once), or ``None`` when the model
+        has a cycle other than self-loops (dynamic programming then sweeps to a fixed point)."""
+        cache = self.__dict__.setdefault("_layers_cache", [])
+        if not cache:
+            cache.append(model_layers(self))
+        return cache[0]
+
+
+@dataclass(frozen=True)
+class ModelLayers:
+    """A schedule for one exact backward pass over an acyclic model (self-loops allowed).
+
+    A state's *height* is the longest chain of non-self-loop, non-terminating transitions from
+    it; every such transition goes to a lower height, so evaluating heights in increasing order
+    sees every successor's value before it is needed. States and transitions are stored sorted
+    by height (transitions stably, so each ``(state, action)`` sums its outcomes in the model's
+    order: the values are bit-identical to sweeping to the fixed point).
+
+    Attributes:
+        states: decision ids sorted by height, shape ``(K,)``.
+        state_bounds: ``states[state_bounds[h]:state_bounds[h + 1]]`` have height ``h``.
+        transitions: transition indices sorted by their source's height, shape ``(M,)``.
+        transition_bounds: the same slicing for ``transitions``.
+        local_index: ``rank of the source within its height * num_actions + action`` for each
+            sorted transition, shape ``(M,)``.
+    """
+
+    states: np.ndarray
+    state_bounds: np.ndarray
+    transitions: np.ndarray
+    transition_bounds: np.ndarray
+    local_index: np.ndarray
+
+    @property
+    def depth(self) -> int:
+        """Number of heights (passes)."""
+        return len(self.state_bounds) - 1
+
+
+def model_layers(model: TabularModel) -> ModelLayers | None:
+    """Heights of every decision state by layered topological peeling (linear in the
+    transitions, one vectorized pass per height); ``None`` if a cycle remains."""
+    n = model.num_states
+    decide = model.decision_states
+    from_decision = decide[model.state]
+    continuing = from_decision & ~model.terminated & (model.next_state != model.state)
+    src, dst = model.state[continuing], model.next_state[continuing]
+    # one edge per distinct (src, dst) pair, so out-degrees count successors, not outcomes
+    pairs = np.unique(src * np.int64(n) + dst)
+    src, dst = pairs // n, pairs % n
+    out_degree = np.bincount(src, minlength=n)
+    order = np.argsort(dst, kind="stable")  # predecessors of each node, grouped
+    pred, pred_ptr = src[order], np.searchsorted(dst[order], np.arange(n + 1))
+    height = np.full(n, -1, dtype=np.int64)
+    layer = np.flatnonzero(decide & (out_degree == 0))
+    remaining = out_degree.copy()
+    h = 0
+    while layer.size:
+        height[layer] = h
+        starts, ends = pred_ptr[layer], pred_ptr[layer + 1]
+        counts = ends - starts
+        if counts.sum() == 0:
+            break
+        idx = np.repeat(ends - counts.cumsum(), counts) + np.arange(counts.sum())
+        candidates, hits = np.unique(pred[idx], return_counts=True)
+        remaining[candidates] -= hits
+        layer = candidates[remaining[candidates] == 0]
+        h += 1
+    if np.any(height[decide] < 0):
+        return None
+    states = np.flatnonzero(decide)
+    states = states[np.argsort(height[states], kind="stable")]
+    top = int(height[states].max()) + 1 if states.size else 0
+    state_bounds = np.searchsorted(height[states], np.arange(top + 1))
+    rank = np.zeros(n, dtype=np.int64)
+    rank[states] = np.arange(states.size) - state_bounds[height[states]]
+    tr = np.flatnonzero(from_decision)
+    tr = tr[np.argsort(height[model.state[tr]], kind="stable")]
+    transition_bounds = np.searchsorted(height[model.state[tr]], np.arange(top + 1))
+    local = rank[model.state[tr]] * model.num_actions + model.action[tr]
+    return ModelLayers(states, state_bounds, tr, transition_bounds, local)
+
 
 def build_model(
     initial: Sequence[tuple[float, Hashable]],
@@ -190,10 +273,12 @@ def _self_loops(model: TabularModel) -> tuple[np.ndarray, np.ndarray]:
     return loop, mass.reshape(model.num_states, model.num_actions)
 
 
-def _backup(model: TabularModel, v: np.ndarray, gamma: float, loop: np.ndarray) -> np.ndarray:
+def _backup(
+    model: TabularModel, v: np.ndarray, gamma: float, loop: np.ndarray, reward: np.ndarray
+) -> np.ndarray:
     """``Q'(s, a) = sum_s' p (r + gamma (1 - done) V(s'))`` over the transitions that are not
     self-loops (their rewards are kept), shape ``(num_states, num_actions)``."""
-    target = model.reward + gamma * np.where(model.terminated | loop, 0.0, v[model.next_state])
+    target = reward + gamma * np.where(model.terminated | loop, 0.0, v[model.next_state])
     flat = np.bincount(
         model.state * model.num_actions + model.action,
         weights=model.prob * target,
@@ -204,22 +289,30 @@ def _backup(model: TabularModel, v: np.ndarray, gamma: float, loop: np.ndarray) 
 
 def _iterate(
     model: TabularModel,
-    improve: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    improve: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
     gamma: float,
     max_iterations: int | None,
     tol: float,
+    reward: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Sweep ``V <- improve(Q', gamma * self-loop mass)`` to a fixed point; return ``(Q, V)``
-    with ``Q = Q' + gamma * self-loop mass * V``."""
-    v = np.zeros(model.num_states)
+    """Solve ``V = improve(Q', gamma * self-loop mass)`` and return ``(Q, V)`` with
+    ``Q = Q' + gamma * self-loop mass * V``. ``improve(q_rest, stay, ids)`` gets the rows of the
+    decision ids ``ids``. An acyclic model (self-loops allowed) takes one exact backward pass in
+    order of height, linear in the transitions; a model with cycles is swept to a fixed point."""
+    reward = model.reward if reward is None else reward
     loop, loop_mass = _self_loops(model)
     stay = gamma * loop_mass
+    layers = model.layers()
+    if layers is not None and max_iterations is None and tol == 0.0:
+        return _backward_pass(model, layers, improve, gamma, reward, loop, stay)
+    v = np.zeros(model.num_states)
+    all_ids = np.arange(model.num_states)
     if max_iterations is None:  # depth of an acyclic model, or enough sweeps to contract to ~1e-17
         contraction = math.ceil(40 / -math.log(gamma)) if gamma < 1 else 0
         max_iterations = 10 * model.num_states + 100 + contraction
     for _ in range(max_iterations):
-        q_rest = _backup(model, v, gamma, loop)
-        v_new = improve(q_rest, stay)
+        q_rest = _backup(model, v, gamma, loop, reward)
+        v_new = improve(q_rest, stay, all_ids)
         # An acyclic model converges exactly (to the bit) after as many sweeps as its depth.
         delta = np.max(np.abs(v_new - v)) if v.size else 0.0
         v = v_new
@@ -229,6 +322,37 @@ def _iterate(
         f"dynamic programming did not converge in {max_iterations} sweeps "
         f"(gamma={gamma}); pass gamma < 1 for a model with cycles"
     )
+
+
+def _backward_pass(
+    model: TabularModel,
+    layers: ModelLayers,
+    improve: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+    gamma: float,
+    reward: np.ndarray,
+    loop: np.ndarray,
+    stay: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One pass over the heights of an acyclic model: exact, linear in the transitions."""
+    n, m = model.num_states, model.num_actions
+    v = np.zeros(n)
+    q_rest = np.zeros((n, m))
+    tr = layers.transitions
+    # per sorted transition: the weight of its reward and whether it bootstraps
+    prob, rew = model.prob[tr], reward[tr]
+    nxt = model.next_state[tr]
+    cut = model.terminated[tr] | loop[tr]
+    local = layers.local_index
+    sb, tb = layers.state_bounds, layers.transition_bounds
+    for h in range(layers.depth):
+        s0, s1, t0, t1 = sb[h], sb[h + 1], tb[h], tb[h + 1]
+        ids = layers.states[s0:s1]
+        target = rew[t0:t1] + gamma * np.where(cut[t0:t1], 0.0, v[nxt[t0:t1]])
+        q = np.bincount(local[t0:t1], weights=prob[t0:t1] * target, minlength=(s1 - s0) * m)
+        q = q.reshape(s1 - s0, m)
+        q_rest[ids] = q
+        v[ids] = improve(q, stay[ids], ids)
+    return q_rest + stay * v[:, None], v
 
 
 def _expectation(pi: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -247,34 +371,41 @@ def evaluate_policy(
     gamma: float = 1.0,
     max_iterations: int | None = None,
     tol: float = 0.0,
+    reward: np.ndarray | None = None,
 ) -> OracleValues:
     """Exact ``Q^pi``, ``V^pi`` (and so ``A^pi``) of a tabular policy, without sampling.
+
+    Acyclic models (every model of the suite: self-loops are solved in closed form) take one
+    backward pass, linear in the transitions; models with cycles are swept to a fixed point.
 
     Args:
         model: the environment's model, ``env.unwrapped.model()``.
         policy: action probabilities per ``state_id`` (array or function, see :data:`PolicyLike`).
         gamma: discount factor in ``(0, 1]``.
-        max_iterations: cap on sweeps (default ``10 * num_states + 100``).
-        tol: stop when no value changes by more than this; 0 demands a fixed point.
+        max_iterations: cap on sweeps (default ``10 * num_states + 100``); given, it forces sweeps.
+        tol: stop sweeping when no value changes by more than this; 0 demands a fixed point.
+        reward: per-transition rewards to use instead of ``model.reward``, shape
+            ``(num_transitions,)`` (e.g. success indicators).
     """
     if not 0 < gamma <= 1:
         raise ValueError(f"gamma must be in (0, 1], got {gamma}")
     pi = policy_table(policy, model)
     decide = model.decision_states
 
-    def improve(q_rest: np.ndarray, stay: np.ndarray) -> np.ndarray:
+    def improve(q_rest: np.ndarray, stay: np.ndarray, ids: np.ndarray) -> np.ndarray:
         # V = sum_a pi (Q' + stay V)  =>  V = sum_a pi Q' / (1 - sum_a pi stay)
-        leave = 1.0 - (pi * stay).sum(axis=1)
-        trapped = decide & (leave <= 0)
+        rows, here = pi[ids], decide[ids]
+        leave = 1.0 - (rows * stay).sum(axis=1)
+        trapped = here & (leave <= 0)
         if trapped.any():
             raise ValueError(
-                f"the policy never leaves state_id {int(np.flatnonzero(trapped)[0])} "
+                f"the policy never leaves state_id {int(ids[np.flatnonzero(trapped)[0]])} "
                 "(it only takes actions that loop back there): its value is "
                 "undefined"
             )
-        return np.where(decide, _expectation(pi, q_rest) / np.where(decide, leave, 1.0), 0.0)
+        return np.where(here, _expectation(rows, q_rest) / np.where(here, leave, 1.0), 0.0)
 
-    q, v = _iterate(model, improve, gamma, max_iterations, tol)
+    q, v = _iterate(model, improve, gamma, max_iterations, tol, reward)
     q = np.where(decide[:, None], q, 0.0)
     return OracleValues(q=q, v=v, reachable=model.reachable.copy())
 
@@ -287,12 +418,12 @@ def optimal_values(
         raise ValueError(f"gamma must be in (0, 1], got {gamma}")
     decide = model.decision_states
 
-    def improve(q_rest: np.ndarray, stay: np.ndarray) -> np.ndarray:
+    def improve(q_rest: np.ndarray, stay: np.ndarray, ids: np.ndarray) -> np.ndarray:
         # repeating a until it leaves is worth Q'(s, a) / (1 - stay); a pure loop never wins
         with np.errstate(divide="ignore", invalid="ignore"):
             resolved = np.where(stay < 1, q_rest / (1 - stay), -np.inf)
-        best = resolved.max(axis=1)
-        return np.where(decide & np.isfinite(best), best, 0.0)
+        best = resolved.max(axis=1) if resolved.size else np.zeros(len(ids))
+        return np.where(decide[ids] & np.isfinite(best), best, 0.0)
 
     q, v = _iterate(model, improve, gamma, max_iterations, tol)
     q = np.where(decide[:, None], q, 0.0)
@@ -324,6 +455,14 @@ def occupancy(
     )
 
 
+def success_values(model: TabularModel, success: np.ndarray, policy: PolicyLike) -> float:
+    """Exact probability that an episode under ``policy`` ends in a state with
+    ``success[state_id]`` (bool, shape ``(num_states,)``), from the initial distribution."""
+    hits = model.terminated & success[model.next_state]
+    values = evaluate_policy(model, policy, reward=hits.astype(np.float64))
+    return float(model.initial @ values.v)
+
+
 def expected_return(model: TabularModel, values: OracleValues) -> float:
     """Expected return from the initial distribution: ``sum_s mu(s) V(s)``."""
     return float(model.initial @ values.v)
@@ -335,6 +474,7 @@ def uniform_policy(model: TabularModel) -> np.ndarray:
 
 
 __all__: Iterable[str] = [
+    "ModelLayers",
     "OracleValues",
     "Outcome",
     "PolicyLike",
@@ -345,5 +485,6 @@ __all__: Iterable[str] = [
     "occupancy",
     "optimal_values",
     "policy_table",
+    "success_values",
     "uniform_policy",
 ]

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from routine_envs import annotations as keys
+from routine_envs.rendering.doors import chosen_doors
 from routine_envs.envs import DilutedDoorsEnv, DoorsState, InvalidActionError
 from tests.utils import (
     assert_oracle_matches_rollouts,
@@ -103,7 +104,7 @@ def test_state_ids_are_canonical_and_invertible():
     assert ids.max() < env.num_states
     for sid in range(env.num_states):
         state = env.describe_state(sid)
-        assert env._state_id(state) == sid
+        assert env.dynamics.state_id(state) == sid
     with pytest.raises(ValueError, match="state_id"):
         env.describe_state(env.num_states)
 
@@ -113,9 +114,10 @@ def test_annotation_matches_optimal_action_gap_of_the_model():
         env = DilutedDoorsEnv(num_floors=3, num_doors=3, routine_length=(0, 2), reward=reward)
         model, gap = env.model(), env.optimal().action_gap
         for sid in np.flatnonzero(model.decision_states):
-            assert (gap[sid] > 0) == env._is_critical(env.describe_state(int(sid))), sid
+            assert (gap[sid] > 0) == env.dynamics.is_critical(env.describe_state(int(sid))), sid
         assert not any(
-            env._is_critical(env.describe_state(int(s))) for s in np.flatnonzero(model.terminal)
+            env.dynamics.is_critical(env.describe_state(int(s)))
+            for s in np.flatnonzero(model.terminal)
         )
 
 
@@ -155,14 +157,14 @@ def test_oracle_closed_forms_for_uniform_policy():
     env = DilutedDoorsEnv(num_floors=F, num_doors=D, routine_length=5)
     values = env.oracle(np.full((env.num_states, D), 1 / D))
     for f in range(F):
-        door = env._state_id(DoorsState(f, 0, 0, f))
+        door = env.dynamics.state_id(DoorsState(f, 0, 0, f))
         assert values.v[door] == pytest.approx(D ** -(F - f), rel=1e-12)
         q = values.q[door]
         assert q[env.correct_doors[f]] == pytest.approx(D ** -(F - f - 1), rel=1e-12)
         assert np.delete(q, env.correct_doors[f]) == pytest.approx(0.0)
     model = env.model()
     routine = model.decision_states & ~np.array(
-        [env._is_critical(env.describe_state(s)) for s in range(env.num_states)]
+        [env.dynamics.is_critical(env.describe_state(s)) for s in range(env.num_states)]
     )
     assert np.abs(values.advantage[routine]).max() == 0.0
     assert model.initial @ values.v == pytest.approx(D**-F)
@@ -351,7 +353,7 @@ def test_property_fraction_rho_formula_and_annotation_truth(kwargs, seed):
     rng = np.random.default_rng(seed)
     rec = run_episode(env, uniform_policy(env.num_doors), rng, seed=seed)
     end = rec["final_info"]
-    lengths = env._corridor_lengths
+    chosen, lengths = chosen_doors(env.history)
     assert end["episode_length"] == env.num_floors + sum(lengths) == len(rec["actions"])
     low, high = env.routine_range
     assert all(low <= n <= high for n in lengths)
@@ -361,7 +363,7 @@ def test_property_fraction_rho_formula_and_annotation_truth(kwargs, seed):
         if low == high:
             assert end["decision_density"] == pytest.approx(1 / (1 + low), rel=1e-15)
     else:  # success: critical exactly until the first wrong door
-        doors_ok = [d == c for d, c in zip(env._chosen_doors, env.correct_doors, strict=False)]
+        doors_ok = [d == c for d, c in zip(chosen, env.correct_doors, strict=False)]
         first_wrong = doors_ok.index(False) + 1 if False in doors_ok else env.num_floors
         assert end["num_critical"] == first_wrong
         assert end["success"] == all(doors_ok) == (rec["return"] == 1.0)

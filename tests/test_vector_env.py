@@ -146,7 +146,7 @@ def test_observation_table_matches_single_env_for_every_state():
         assert native._obs_table is not None
         assert native._obs_table.shape == (single.num_states, *single.observation_space.shape)
         for sid in range(single.num_states):
-            obs = single._observe(single.describe_state(sid))
+            obs = single.dynamics.observe(single.describe_state(sid))
             np.testing.assert_array_equal(native._obs_table[sid], obs, err_msg=str(sid))
 
 

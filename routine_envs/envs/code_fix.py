@@ -14,7 +14,8 @@ import numpy as np
 from routine_envs import annotations as keys
 from routine_envs.annotations import ACTION_MASK, INVALID_ACTION
 from routine_envs.envs import validation
-from routine_envs.envs.base import InvalidActionError, RoutineEnv
+from routine_envs.envs.base import InvalidActionError
+from routine_envs.envs.legacy_base import RoutineEnv
 from routine_envs.oracle import OracleValues, Outcome
 
 OBS_MODES = ("vector", "text")

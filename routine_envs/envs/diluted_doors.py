@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import gymnasium as gym
 import numpy as np
 
+from routine_envs.dynamics import Dynamics
 from routine_envs.envs import validation
 from routine_envs.envs.base import RoutineEnv
-from routine_envs.oracle import Outcome
+from routine_envs.oracle import Outcome, TabularModel
+from routine_envs.rendering.doors import render_doors
 
 REWARD_MODES = ("success", "fraction")
 
@@ -27,6 +30,182 @@ class DoorsState(NamedTuple):
     position: int
     corridor_length: int
     num_correct: int
+
+
+@dataclass(frozen=True)
+class DoorsDynamics(Dynamics[DoorsState, np.ndarray]):
+    """The exact MDP of Diluted Doors (see :class:`DilutedDoorsEnv` for the rules).
+
+    ``state_id`` layout: the doors ``floor * (num_floors + 1) + num_correct``, then the terminal
+    states (one per ``num_correct``), then the corridor cells, block by block.
+    """
+
+    num_floors: int = 3
+    num_doors: int = 3
+    routine_length: int | tuple[int, int] = 10
+    reward: str = "success"
+    layout_seed: int = 0
+
+    def __post_init__(self) -> None:
+        floors = validation.integer("num_floors", self.num_floors, minimum=1)
+        doors = validation.integer("num_doors", self.num_doors, minimum=2)
+        low, high = validation.int_or_range("routine_length", self.routine_length, minimum=0)
+        seed = validation.integer("layout_seed", self.layout_seed, minimum=0)
+        self._derive(
+            num_floors=floors,
+            num_doors=doors,
+            routine_length=low if low == high else (low, high),
+            reward=validation.choice("reward", self.reward, REWARD_MODES),
+            layout_seed=seed,
+        )
+        rng = np.random.default_rng(seed)
+        counts = floors + 1  # num_correct takes values 0..num_floors
+        min_corridor = max(low, 1)
+        cells_per_block = sum(range(min_corridor, high + 1))
+        self._derive(
+            #: the correct door of each floor, length ``num_floors``.
+            correct_doors=tuple(int(d) for d in rng.integers(doors, size=floors)),
+            #: the routine lengths a floor can draw, ``(low, high)``.
+            routine_range=(low, high),
+            lengths=tuple(range(low, high + 1)),
+            length_probability=1.0 / (high - low + 1),
+            #: observation scale of corridor positions, ``1 / max(1, high)``.
+            position_scale=1.0 / max(1, high),
+            num_door_ids=floors * counts,
+            corridor_base=floors * counts + counts,
+            min_corridor=min_corridor,
+            cells_per_block=cells_per_block,
+            _num_states=floors * counts + counts + floors * counts * cells_per_block,
+            _door_outcomes={},  # memo of the door transitions (derived, never observable)
+        )
+
+    # ----------------------------------------------------------------------------- sizes
+    @property
+    def num_states(self) -> int:
+        return self._num_states
+
+    @property
+    def num_actions(self) -> int:
+        return self.num_doors
+
+    @property
+    def observation_space(self) -> gym.spaces.Box:
+        return gym.spaces.Box(0.0, 1.0, (self.num_floors + 5,), np.float32)
+
+    @property
+    def decision_density(self) -> float:
+        """Expected rho of the configuration, ``E[num_floors / T]`` with every door critical
+        (exact; ``1 / (1 + L)`` for a fixed ``L``). With ``reward="success"`` this is the density
+        of an episode without a wrong door; see the env's docstring for the others."""
+        low, high = self.routine_range
+        dist = np.ones(1)
+        for _ in range(self.num_floors):  # distribution of the total routine steps
+            dist = np.convolve(dist, np.full(high - low + 1, self.length_probability))
+        totals = self.num_floors * (1 + low) + np.arange(dist.size)
+        return float(np.sum(dist * self.num_floors / totals))
+
+    @property
+    def max_episode_length(self) -> int:
+        """The longest possible episode, ``num_floors * (1 + high)`` steps."""
+        return self.num_floors * (1 + self.routine_range[1])
+
+    # ----------------------------------------------------------------------- the dynamics
+    def initial_outcomes(self) -> Sequence[tuple[float, DoorsState]]:
+        return ((1.0, DoorsState(0, 0, 0, 0)),)
+
+    def outcomes(self, state: DoorsState, action: int) -> Sequence[Outcome]:
+        floor, position, length, correct = state
+        if position == 0:  # at the doors: the decision
+            key = (state, action)
+            cached = self._door_outcomes.get(key)
+            if cached is None:
+                correct += action == self.correct_doors[floor]
+                cached = tuple(
+                    self._after_floor(floor, correct, routine, self.length_probability)
+                    for routine in self.lengths
+                )
+                self._door_outcomes[key] = cached
+            return cached
+        if position < length:  # routine: every action walks one cell
+            return ((1.0, DoorsState(floor, position + 1, length, correct), 0.0, False),)
+        return (self._after_floor(floor, correct, 0, 1.0),)
+
+    def _after_floor(self, floor: int, correct: int, routine: int, prob: float) -> Outcome:
+        """Outcome of leaving ``floor``'s doors into a corridor of ``routine`` cells (0: none)."""
+        if routine > 0:
+            return prob, DoorsState(floor, 1, routine, correct), 0.0, False
+        if floor + 1 < self.num_floors:
+            return prob, DoorsState(floor + 1, 0, 0, correct), 0.0, False
+        return prob, DoorsState(self.num_floors, 0, 0, correct), self.final_reward(correct), True
+
+    def final_reward(self, num_correct: int) -> float:
+        """The reward of the last step after ``num_correct`` correct doors."""
+        if self.reward == "success":
+            return 1.0 if num_correct == self.num_floors else 0.0
+        return num_correct / self.num_floors
+
+    def state_id(self, state: DoorsState) -> int:
+        floor, position, length, correct = state
+        block = floor * (self.num_floors + 1) + correct
+        if position == 0:
+            return block if floor < self.num_floors else self.num_door_ids + correct
+        m = self.min_corridor
+        offset = (length - 1) * length // 2 - (m - 1) * m // 2
+        return self.corridor_base + block * self.cells_per_block + offset + position - 1
+
+    def state_from_id(self, state_id: int) -> DoorsState:
+        if not 0 <= state_id < self.num_states:
+            raise ValueError(f"state_id must be in [0, {self.num_states}), got {state_id}")
+        counts = self.num_floors + 1
+        if state_id < self.num_door_ids:
+            return DoorsState(state_id // counts, 0, 0, state_id % counts)
+        if state_id < self.corridor_base:
+            return DoorsState(self.num_floors, 0, 0, state_id - self.num_door_ids)
+        block, cell = divmod(state_id - self.corridor_base, self.cells_per_block)
+        length = self.min_corridor
+        while cell >= length:
+            cell -= length
+            length += 1
+        return DoorsState(block // counts, cell + 1, length, block % counts)
+
+    def observe(self, state: DoorsState) -> np.ndarray:
+        floor, position, length, correct = state
+        n = self.num_floors
+        obs = np.zeros(n + 5, dtype=np.float32)
+        if floor < n:
+            obs[floor] = 1.0
+            if position == 0:
+                obs[n] = 1.0
+            else:
+                obs[n + 1] = position * self.position_scale
+                obs[n + 2] = (length - position) * self.position_scale
+        else:
+            obs[n + 4] = 1.0
+        obs[n + 3] = correct / n
+        return obs
+
+    def is_critical(self, state: DoorsState) -> bool:
+        """At a door while the return can still change (cheaper than the model; a test checks
+        it against the exact action gap)."""
+        floor, position, _, correct = state
+        if position != 0 or floor >= self.num_floors:
+            return False
+        return self.reward == "fraction" or correct == floor
+
+    def is_success(self, state: DoorsState) -> bool:
+        return state.num_correct == self.num_floors
+
+    def describe(self, state: DoorsState) -> str:
+        floor, position, length, correct = state
+        n = self.num_floors
+        if floor >= n:
+            return f"finished all {n} floors; {correct} of {n} doors were correct"
+        where = (
+            f"at the {self.num_doors} doors"
+            if position == 0
+            else f"in the corridor, cell {position} of {length}"
+        )
+        return f"floor {floor + 1} of {n}, {where}; {correct} doors correct so far"
 
 
 class DilutedDoorsEnv(RoutineEnv[np.ndarray, DoorsState]):
@@ -103,15 +282,20 @@ class DilutedDoorsEnv(RoutineEnv[np.ndarray, DoorsState]):
     - ``layout_seed`` (int >= 0): fixes the correct door of every floor.
     - ``render_mode`` (``None``, ``"ansi"`` or ``"rgb_array"``).
 
-    The exact model is exposed: ``env.unwrapped.model()`` (every transition, indexed by
-    ``state_id``), ``env.unwrapped.oracle(policy)`` (exact ``Q^pi``, ``V^pi``, ``A^pi``),
-    ``env.unwrapped.decision_density`` (the configuration's expected rho) and
-    ``copy.deepcopy(env)`` (an independent branch with the same future for the same actions).
+    The MDP is public: ``env.unwrapped.dynamics`` is an immutable :class:`DoorsDynamics`
+    (outcomes, ``state_id`` and its inverse, observations, criticality, ``decision_density``,
+    ``max_episode_length``, state descriptions), with the exact model ``dynamics.model()`` (every
+    transition, indexed by ``state_id``) and the perfect critic ``dynamics.oracle(policy)``
+    (exact ``Q^pi``, ``V^pi``, ``A^pi``), also forwarded by the env. ``copy.deepcopy(env)`` is an
+    independent branch with the same future for the same actions.
 
     ## Version History
 
     - v0: initial release.
     """
+
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    renderer = staticmethod(render_doors)
 
     def __init__(
         self,
@@ -122,175 +306,22 @@ class DilutedDoorsEnv(RoutineEnv[np.ndarray, DoorsState]):
         layout_seed: int = 0,
         render_mode: str | None = None,
     ) -> None:
-        super().__init__(render_mode=render_mode)
-        self.num_floors = validation.integer("num_floors", num_floors, minimum=1)
-        self.num_doors = validation.integer("num_doors", num_doors, minimum=2)
-        self.routine_range = validation.int_or_range("routine_length", routine_length, minimum=0)
-        self.reward_mode = validation.choice("reward", reward, REWARD_MODES)
-        self.layout_seed = validation.integer("layout_seed", layout_seed, minimum=0)
-        rng = np.random.default_rng(self.layout_seed)
-        #: the correct door of each floor, shape ``(num_floors,)``.
-        self.correct_doors: tuple[int, ...] = tuple(
-            int(d) for d in rng.integers(self.num_doors, size=self.num_floors)
-        )
-
-        low, high = self.routine_range
-        self._lengths = tuple(range(low, high + 1))
-        self._length_prob = 1.0 / len(self._lengths)
-        self._obs_scale = 1.0 / max(1, high)
-        # state_id layout: doors, then terminal states, then corridor cells (see _state_id).
-        counts = self.num_floors + 1  # num_correct takes values 0..num_floors
-        self._num_door_ids = self.num_floors * counts
-        self._corridor_base = self._num_door_ids + counts
-        self._min_corridor = max(low, 1)
-        self._cells_per_block = sum(range(self._min_corridor, high + 1))
-        self.num_states = self._corridor_base + self._num_door_ids * self._cells_per_block
-
-        self.action_space = gym.spaces.Discrete(self.num_doors)
-        self.observation_space = gym.spaces.Box(0.0, 1.0, (self.num_floors + 5,), np.float32)
-        self._door_outcomes: dict[tuple[DoorsState, int], tuple[Outcome, ...]] = {}
-        self._chosen_doors: list[int] = []
-        self._corridor_lengths: list[int] = []
-
-    _shared_attributes = RoutineEnv._shared_attributes | {
-        "_door_outcomes",
-        "correct_doors",
-        "_lengths",
-        "routine_range",
-    }
-
-    # ---------------------------------------------------------------------------- config
-    @property
-    def routine_length(self) -> int | tuple[int, int]:
-        """The configured routine length: an int, or the ``(low, high)`` range."""
-        low, high = self.routine_range
-        return low if low == high else (low, high)
+        dynamics = DoorsDynamics(num_floors, num_doors, routine_length, reward, layout_seed)
+        super().__init__(dynamics, render_mode=render_mode)
 
     @property
-    def decision_density(self) -> float:
-        """Expected rho of the configuration, ``E[num_floors / T]`` with every door critical
-        (exact; ``1 / (1 + L)`` for a fixed ``L``). With ``reward="success"`` this is the density
-        of an episode without a wrong door; see the class docstring for the others."""
-        low, high = self.routine_range
-        dist = np.ones(1)
-        for _ in range(self.num_floors):  # distribution of the total routine steps
-            dist = np.convolve(dist, np.full(high - low + 1, self._length_prob))
-        totals = self.num_floors * (1 + low) + np.arange(dist.size)
-        return float(np.sum(dist * self.num_floors / totals))
-
-    @property
-    def max_episode_length(self) -> int:
-        """The longest possible episode, ``num_floors * (1 + high)`` steps."""
-        return self.num_floors * (1 + self.routine_range[1])
-
-    # ----------------------------------------------------------------------------- hooks
-    def _initial_outcomes(self) -> Sequence[tuple[float, DoorsState]]:
-        return ((1.0, DoorsState(0, 0, 0, 0)),)
-
-    def _outcomes(self, state: DoorsState, action: int) -> Sequence[Outcome]:
-        floor, position, length, correct = state
-        if position == 0:  # at the doors: the decision
-            key = (state, action)
-            cached = self._door_outcomes.get(key)
-            if cached is None:
-                correct += action == self.correct_doors[floor]
-                cached = tuple(
-                    self._after_floor(floor, correct, routine, self._length_prob)
-                    for routine in self._lengths
-                )
-                self._door_outcomes[key] = cached
-            return cached
-        if position < length:  # routine: every action walks one cell
-            return ((1.0, DoorsState(floor, position + 1, length, correct), 0.0, False),)
-        return (self._after_floor(floor, correct, 0, 1.0),)
-
-    def _after_floor(self, floor: int, correct: int, routine: int, prob: float) -> Outcome:
-        """Outcome of leaving ``floor``'s doors into a corridor of ``routine`` cells (0: none)."""
-        if routine > 0:
-            return prob, DoorsState(floor, 1, routine, correct), 0.0, False
-        if floor + 1 < self.num_floors:
-            return prob, DoorsState(floor + 1, 0, 0, correct), 0.0, False
-        return prob, DoorsState(self.num_floors, 0, 0, correct), self._final_reward(correct), True
-
-    def _final_reward(self, correct: int) -> float:
-        if self.reward_mode == "success":
-            return 1.0 if correct == self.num_floors else 0.0
-        return correct / self.num_floors
-
-    def _state_id(self, state: DoorsState) -> int:
-        floor, position, length, correct = state
-        block = floor * (self.num_floors + 1) + correct
-        if position == 0:
-            return block if floor < self.num_floors else self._num_door_ids + correct
-        m = self._min_corridor
-        offset = (length - 1) * length // 2 - (m - 1) * m // 2
-        return self._corridor_base + block * self._cells_per_block + offset + position - 1
+    def reward_mode(self) -> str:
+        """``"success"`` or ``"fraction"`` (the ``reward`` argument)."""
+        return self.dynamics.reward
 
     def describe_state(self, state_id: int) -> DoorsState:
         """Inverse of ``state_id``: the :class:`DoorsState` with that id."""
-        if not 0 <= state_id < self.num_states:
-            raise ValueError(f"state_id must be in [0, {self.num_states}), got {state_id}")
-        counts = self.num_floors + 1
-        if state_id < self._num_door_ids:
-            return DoorsState(state_id // counts, 0, 0, state_id % counts)
-        if state_id < self._corridor_base:
-            return DoorsState(self.num_floors, 0, 0, state_id - self._num_door_ids)
-        block, cell = divmod(state_id - self._corridor_base, self._cells_per_block)
-        length = self._min_corridor
-        while cell >= length:
-            cell -= length
-            length += 1
-        return DoorsState(block // counts, cell + 1, length, block % counts)
-
-    def _observe(self, state: DoorsState) -> np.ndarray:
-        floor, position, length, correct = state
-        n = self.num_floors
-        obs = np.zeros(n + 5, dtype=np.float32)
-        if floor < n:
-            obs[floor] = 1.0
-            if position == 0:
-                obs[n] = 1.0
-            else:
-                obs[n + 1] = position * self._obs_scale
-                obs[n + 2] = (length - position) * self._obs_scale
-        else:
-            obs[n + 4] = 1.0
-        obs[n + 3] = correct / n
-        return obs
-
-    def _is_critical(self, state: DoorsState) -> bool:
-        floor, position, _, correct = state
-        if position != 0 or floor >= self.num_floors:
-            return False
-        return self.reward_mode == "fraction" or correct == floor
-
-    def _is_success(self, state: DoorsState) -> bool:
-        return state.num_correct == self.num_floors
-
-    # ------------------------------------------------------------------------- rendering
-    def _after_reset(self) -> None:
-        self._chosen_doors = []
-        self._corridor_lengths = []
-
-    def _after_step(self, state: DoorsState, action: int, next_state: DoorsState) -> None:
-        if state.position == 0:  # a door was chosen: remember it and the corridor it opened
-            self._chosen_doors.append(action)
-            same_floor = next_state.floor == state.floor
-            self._corridor_lengths.append(next_state.corridor_length if same_floor else 0)
-
-    def _render_ansi(self) -> str:
-        from routine_envs.rendering.doors import render_doors_ansi
-
-        return render_doors_ansi(self)
-
-    def _render_rgb(self) -> np.ndarray:
-        from routine_envs.rendering.doors import render_doors_rgb
-
-        return render_doors_rgb(self)
+        return self.dynamics.state_from_id(state_id)
 
     def __repr__(self) -> str:
+        d = self.dynamics
         return (
-            f"DilutedDoorsEnv(num_floors={self.num_floors}, num_doors={self.num_doors}, "
-            f"routine_length={self.routine_length!r}, reward={self.reward_mode!r}, "
-            f"layout_seed={self.layout_seed})"
+            f"DilutedDoorsEnv(num_floors={d.num_floors}, num_doors={d.num_doors}, "
+            f"routine_length={d.routine_length!r}, reward={d.reward!r}, "
+            f"layout_seed={d.layout_seed})"
         )

@@ -20,7 +20,7 @@ from gymnasium.vector.utils import batch_space
 from routine_envs import annotations as keys
 from routine_envs.envs import validation
 from routine_envs.envs.base import InvalidActionError
-from routine_envs.envs.diluted_doors import DilutedDoorsEnv, DoorsState
+from routine_envs.envs.diluted_doors import DilutedDoorsEnv, DoorsDynamics, DoorsState
 
 #: uniforms drawn ahead per sub-environment at a time (only for a ``(low, high)`` routine length).
 _DRAW_BLOCK = 32
@@ -114,24 +114,26 @@ class DilutedDoorsVectorEnv(gym.vector.VectorEnv):
                 f"render_mode must be None for the vector env, got {render_mode!r}: render single "
                 "environments (gym.make) instead"
             )
-        env = DilutedDoorsEnv(
+        single = DilutedDoorsEnv(
             num_floors=num_floors,
             num_doors=num_doors,
             routine_length=routine_length,
             reward=reward,
             layout_seed=layout_seed,
         )
-        env.max_steps = max_episode_steps
-        self.single_env = env
+        single.max_steps = max_episode_steps
+        self.single_env = single
+        #: the shared, immutable MDP (the single env's own).
+        self.dynamics = env = single.dynamics
         self.max_episode_steps = max_episode_steps
         self.autoreset_mode = mode
         self.metadata = {**type(self).metadata, "autoreset_mode": mode}
         self.render_mode = None
 
-        self.single_observation_space = env.observation_space
-        self.single_action_space = env.action_space
-        self.observation_space = batch_space(env.observation_space, self.num_envs)
-        self.action_space = batch_space(env.action_space, self.num_envs)
+        self.single_observation_space = single.observation_space
+        self.single_action_space = single.action_space
+        self.observation_space = batch_space(single.observation_space, self.num_envs)
+        self.action_space = batch_space(single.action_space, self.num_envs)
 
         # configuration: constants and small lookup tables
         n = env.num_floors
@@ -140,15 +142,15 @@ class DilutedDoorsVectorEnv(gym.vector.VectorEnv):
         #: correct door per floor, padded with -1 for the terminal "floor" ``num_floors``.
         self._correct_doors = np.array([*env.correct_doors, -1], dtype=np.int64)
         self._low = env.routine_range[0]
-        self._obs_scale = env._obs_scale
+        self._obs_scale = env.position_scale
         self._build_tables(env)
-        # routine lengths: fixed, or drawn as RoutineEnv._sample does (the first outcome whose
+        # routine lengths: fixed, or drawn as base.sample_item does (the first outcome whose
         # cumulative probability, accumulated in the same float order, exceeds a uniform).
-        self._lengths = np.asarray(env._lengths, dtype=np.int64)
-        self._draws = len(env._lengths) > 1
+        self._lengths = np.asarray(env.lengths, dtype=np.int64)
+        self._draws = len(env.lengths) > 1
         cumulative, acc = [], 0.0
-        for _ in env._lengths:
-            acc += env._length_prob
+        for _ in env.lengths:
+            acc += env.length_probability
             cumulative.append(acc)
         self._cumulative = np.asarray(cumulative)
 
@@ -170,7 +172,7 @@ class DilutedDoorsVectorEnv(gym.vector.VectorEnv):
         self._uniforms = np.zeros((self.num_envs, _DRAW_BLOCK)) if self._draws else None
         self._next_uniform = np.full(shape, _DRAW_BLOCK, dtype=np.int64)
 
-    def _build_tables(self, env: DilutedDoorsEnv) -> None:
+    def _build_tables(self, env: DoorsDynamics) -> None:
         """Lookup tables over ``key = 2 * (floor * (num_floors + 1) + correct) + at_doors``
         (see :meth:`_key`), and over ``state_id`` when small enough."""
         n = env.num_floors
@@ -191,21 +193,21 @@ class DilutedDoorsVectorEnv(gym.vector.VectorEnv):
                     if floor == n and not at_doors:
                         continue  # no corridor after the last floor
                     state = DoorsState(floor, position, position, correct)
-                    row = env._observe(state)  # the single env's own numbers
+                    row = env.observe(state)  # the dynamics' own numbers
                     row[n + 1 : n + 3] = 0.0
                     self._rows[key] = row
-                    self._critical_table[key] = env._is_critical(state)
+                    self._critical_table[key] = env.is_critical(state)
                     if at_doors:
-                        self._id_base[key] = env._state_id(state)
+                        self._id_base[key] = env.state_id(state)
                     else:
-                        self._id_base[key] = env._corridor_base + block * env._cells_per_block
+                        self._id_base[key] = env.corridor_base + block * env.cells_per_block
                     if floor == n:
                         self._terminated_table[key] = True
-                        self._reward_table[key] = env._final_reward(correct)
+                        self._reward_table[key] = env.final_reward(correct)
         self._initial_key = self._key(np.zeros(1, np.int64), np.zeros(1, np.int64), True)[0]
         self._initial_critical = bool(self._critical_table[self._initial_key])
         #: per corridor length l >= 1: offset of its cells in a block, minus 1 (0 for l = 0).
-        m, high = env._min_corridor, env.routine_range[1]
+        m, high = env.min_corridor, env.routine_range[1]
         lengths = np.arange(high + 1, dtype=np.int64)
         offset = (lengths - 1) * lengths // 2 - (m - 1) * m // 2 - 1
         offset[0] = 0

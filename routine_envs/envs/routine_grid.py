@@ -12,7 +12,7 @@ import numpy as np
 
 from routine_envs import annotations as keys
 from routine_envs.envs import validation
-from routine_envs.envs.base import RoutineEnv
+from routine_envs.envs.legacy_base import RoutineEnv
 from routine_envs.oracle import Outcome
 
 #: the dithering cost that ``soft_routine=True`` stands for.

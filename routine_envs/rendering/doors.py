@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from routine_envs.envs.diluted_doors import DilutedDoorsEnv
 
 CELL = 12  # pixels per cell edge
 COLORS = {
@@ -22,14 +19,40 @@ COLORS = {
 }
 
 
-def render_doors_ansi(env: DilutedDoorsEnv) -> str:
+def render_doors(dynamics: Any, state: Any, history: Any, mode: str) -> str | np.ndarray:
+    """The renderer of Diluted Doors: ``render_mode`` ``"ansi"`` or ``"rgb_array"``."""
+    if mode == "ansi":
+        return render_doors_ansi(dynamics, state, history)
+    return render_doors_rgb(dynamics, state, history)
+
+
+def chosen_doors(history: Any) -> tuple[list[int], list[int]]:
+    """From an episode history: the door chosen on each floor passed so far, and the corridor
+    length each of those doors opened (0: none)."""
+    doors, lengths = [], []
+    for i, action in enumerate(history.actions):
+        before, after = history.states[i], history.states[i + 1]
+        if before.position == 0:  # a door was chosen
+            doors.append(action)
+            lengths.append(after.corridor_length if after.floor == before.floor else 0)
+    return doors, lengths
+
+
+def render_doors_ansi(dynamics: Any, state: Any, history: Any) -> str:
     """One line per floor: the doors (``[k]`` the one chosen, ``+``/``x`` right or wrong, ``@``
-    the agent deciding, ``!`` a critical state) and the corridor (``=`` walked, ``@`` the agent)."""
-    state = env.state
+    the agent deciding, ``!`` a critical state) and the corridor (``=`` walked, ``@`` the agent).
+
+    Args:
+        dynamics: a ``DoorsDynamics``; state: its current ``DoorsState``; history: the episode's
+            ``EpisodeHistory``.
+    """
+    env = dynamics
+    chosen, corridor_lengths = chosen_doors(history)
+    critical = dynamics.is_critical(state)
     header = (
-        f"Diluted Doors  step {env._episode_length}  floor "
+        f"Diluted Doors  step {len(history.actions)}  floor "
         f"{min(state.floor, env.num_floors - 1) + 1}/{env.num_floors}  "
-        f"correct {state.num_correct}  reward={env.reward_mode}  "
+        f"correct {state.num_correct}  reward={env.reward}  "
         f"rho={env.decision_density:.4f}"
     )
     lines = [header]
@@ -37,14 +60,14 @@ def render_doors_ansi(env: DilutedDoorsEnv) -> str:
         doors = []
         here = floor == state.floor
         for door in range(env.num_doors):
-            if floor < len(env._chosen_doors) and env._chosen_doors[floor] == door:
+            if floor < len(chosen) and chosen[floor] == door:
                 mark = "+" if door == env.correct_doors[floor] else "x"
                 doors.append(f"[{door}]{mark}")
             else:
                 doors.append(f" {door}  ")
-        door_mark = ("@!" if env.critical else "@ ") if here and state.position == 0 else "  "
-        if floor < len(env._corridor_lengths):
-            length = env._corridor_lengths[floor]
+        door_mark = ("@!" if critical else "@ ") if here and state.position == 0 else "  "
+        if floor < len(corridor_lengths):
+            length = corridor_lengths[floor]
             walked = state.position if here else length
             cells = "=" * max(0, walked - 1) + ("@" if here else "=" * min(1, walked))
             cells += "." * (length - len(cells))
@@ -63,11 +86,13 @@ def render_doors_ansi(env: DilutedDoorsEnv) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_doors_rgb(env: DilutedDoorsEnv) -> np.ndarray:
+def render_doors_rgb(dynamics: Any, state: Any, history: Any) -> np.ndarray:
     """An ``(H, W, 3)`` uint8 picture: a row per floor, doors on the left, the corridor on the
     right; the agent in blue, chosen doors green (correct) or red (wrong), a yellow frame around
     the agent when its state is critical."""
-    state = env.state
+    env = dynamics
+    chosen_list, corridor_lengths = chosen_doors(history)
+    critical = dynamics.is_critical(state)
     max_len = env.routine_range[1]
     width_cells = env.num_doors + 1 + max_len
     img = np.empty((env.num_floors * (CELL + 2) + 2, width_cells * CELL + 2, 3), dtype=np.uint8)
@@ -87,14 +112,14 @@ def render_doors_rgb(env: DilutedDoorsEnv) -> np.ndarray:
         ]
 
     for floor in range(env.num_floors):
-        chosen = env._chosen_doors[floor] if floor < len(env._chosen_doors) else None
+        chosen = chosen_list[floor] if floor < len(chosen_list) else None
         for door in range(env.num_doors):
             color = "door"
             if chosen == door:
                 color = "correct" if door == env.correct_doors[floor] else "wrong"
             fill(floor, door, color)
-        if floor < len(env._corridor_lengths):
-            length = env._corridor_lengths[floor]
+        if floor < len(corridor_lengths):
+            length = corridor_lengths[floor]
             walked = state.position if floor == state.floor else length
             for cell in range(length):
                 fill(floor, env.num_doors + 1 + cell, "walked" if cell < walked else "corridor")
@@ -103,7 +128,7 @@ def render_doors_rgb(env: DilutedDoorsEnv) -> np.ndarray:
         if col is None:  # at the doors: the agent stands over the whole row of doors
             for door in range(env.num_doors):
                 fill(state.floor, door, "agent", inset=4)
-                if env.critical:
+                if critical:
                     frame(state.floor, door)
         else:
             fill(state.floor, col, "agent", inset=3)
