@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from routine_envs import annotations as keys
-from routine_envs.rendering.doors import chosen_doors
 from routine_envs.envs import DilutedDoorsEnv, DoorsState, InvalidActionError
+from routine_envs.rendering.doors import chosen_doors
 from tests.utils import (
     assert_oracle_matches_rollouts,
     counterfactual_returns,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -12,7 +12,7 @@ import numpy as np
 from routine_envs.dynamics import Dynamics
 from routine_envs.envs import validation
 from routine_envs.envs.base import RoutineEnv
-from routine_envs.oracle import Outcome, TabularModel
+from routine_envs.oracle import Outcome
 from routine_envs.rendering.doors import render_doors
 
 REWARD_MODES = ("success", "fraction")
@@ -294,7 +294,7 @@ class DilutedDoorsEnv(RoutineEnv[np.ndarray, DoorsState]):
     - v0: initial release.
     """
 
-    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
     renderer = staticmethod(render_doors)
 
     def __init__(
