@@ -294,17 +294,19 @@ def _iterate(
     max_iterations: int | None,
     tol: float,
     reward: np.ndarray | None = None,
+    layer_improve: LayerImprove | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Solve ``V = improve(Q', gamma * self-loop mass)`` and return ``(Q, V)`` with
     ``Q = Q' + gamma * self-loop mass * V``. ``improve(q_rest, stay, ids)`` gets the rows of the
-    decision ids ``ids``. An acyclic model (self-loops allowed) takes one exact backward pass in
-    order of height, linear in the transitions; a model with cycles is swept to a fixed point."""
+    ids ``ids``. An acyclic model (self-loops allowed) takes one exact backward pass in order of
+    height, linear in the transitions, with ``layer_improve`` (the same formula on rows already
+    gathered in height order); a model with cycles is swept to a fixed point."""
     reward = model.reward if reward is None else reward
     loop, loop_mass = _self_loops(model)
     stay = gamma * loop_mass
     layers = model.layers()
-    if layers is not None and max_iterations is None and tol == 0.0:
-        return _backward_pass(model, layers, improve, gamma, reward, loop, stay)
+    if layers is not None and layer_improve is not None and max_iterations is None and tol == 0:
+        return _backward_pass(model, layers, layer_improve, gamma, reward, loop, stay)
     v = np.zeros(model.num_states)
     all_ids = np.arange(model.num_states)
     if max_iterations is None:  # depth of an acyclic model, or enough sweeps to contract to ~1e-17
@@ -324,34 +326,45 @@ def _iterate(
     )
 
 
+LayerImprove = Callable[[np.ndarray], Callable[[np.ndarray, np.ndarray, slice], np.ndarray]]
+"""``layer_improve(order)`` prepares per-state arrays gathered in ``order`` (the decision ids by
+height) and returns ``improve(q_rest, stay, rows)`` for the rows ``rows`` (a slice) of them."""
+
+
 def _backward_pass(
     model: TabularModel,
     layers: ModelLayers,
-    improve: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+    layer_improve: LayerImprove,
     gamma: float,
     reward: np.ndarray,
     loop: np.ndarray,
     stay: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """One pass over the heights of an acyclic model: exact, linear in the transitions."""
+    """One pass over the heights of an acyclic model: exact, linear in the transitions. Every
+    array is gathered once in height order, so a height costs a handful of slice operations."""
     n, m = model.num_states, model.num_actions
+    order = layers.states
+    improve = layer_improve(order)
     v = np.zeros(n)
-    q_rest = np.zeros((n, m))
+    q_sorted = np.zeros((order.size, m))
+    stay_sorted = stay[order]
     tr = layers.transitions
-    # per sorted transition: the weight of its reward and whether it bootstraps
-    prob, rew = model.prob[tr], reward[tr]
-    nxt = model.next_state[tr]
-    cut = model.terminated[tr] | loop[tr]
+    prob, rew, nxt = model.prob[tr], reward[tr], model.next_state[tr]
+    # gamma where the transition bootstraps, 0 where it ends or loops: ``r + g * V(s')`` equals
+    # the sweep's ``r + gamma * where(cut, 0, V(s'))`` to the bit
+    bootstrap = np.where(model.terminated[tr] | loop[tr], 0.0, gamma)
     local = layers.local_index
-    sb, tb = layers.state_bounds, layers.transition_bounds
+    sb, tb = layers.state_bounds.tolist(), layers.transition_bounds.tolist()
     for h in range(layers.depth):
         s0, s1, t0, t1 = sb[h], sb[h + 1], tb[h], tb[h + 1]
-        ids = layers.states[s0:s1]
-        target = rew[t0:t1] + gamma * np.where(cut[t0:t1], 0.0, v[nxt[t0:t1]])
+        target = rew[t0:t1] + bootstrap[t0:t1] * v[nxt[t0:t1]]
         q = np.bincount(local[t0:t1], weights=prob[t0:t1] * target, minlength=(s1 - s0) * m)
         q = q.reshape(s1 - s0, m)
-        q_rest[ids] = q
-        v[ids] = improve(q, stay[ids], ids)
+        q_sorted[s0:s1] = q
+        rows = slice(s0, s1)
+        v[order[s0:s1]] = improve(q, stay_sorted[rows], rows)
+    q_rest = np.zeros((n, m))
+    q_rest[order] = q_sorted
     return q_rest + stay * v[:, None], v
 
 
@@ -405,7 +418,22 @@ def evaluate_policy(
             )
         return np.where(here, _expectation(rows, q_rest) / np.where(here, leave, 1.0), 0.0)
 
-    q, v = _iterate(model, improve, gamma, max_iterations, tol, reward)
+    def layer_improve(order: np.ndarray) -> Callable[[np.ndarray, np.ndarray, slice], np.ndarray]:
+        pi_o = pi[order]
+        support = pi_o > 0
+        loops = _self_loops(model)[1][order] * gamma
+        leave_o = 1.0 - (pi_o * loops).sum(axis=1)
+        if np.any(leave_o <= 0):
+            improve(np.zeros((order.size, model.num_actions)), loops, order)  # raises, names it
+
+        def improve_rows(q: np.ndarray, stay: np.ndarray, rows: slice) -> np.ndarray:
+            # the decision rows of _expectation (every row has support), divided by leave
+            q_min = np.where(support[rows], q, np.inf).min(axis=1)
+            return (q_min + (pi_o[rows] * (q - q_min[:, None])).sum(axis=1)) / leave_o[rows]
+
+        return improve_rows
+
+    q, v = _iterate(model, improve, gamma, max_iterations, tol, reward, layer_improve)
     q = np.where(decide[:, None], q, 0.0)
     return OracleValues(q=q, v=v, reachable=model.reachable.copy())
 
@@ -425,7 +453,10 @@ def optimal_values(
         best = resolved.max(axis=1) if resolved.size else np.zeros(len(ids))
         return np.where(decide[ids] & np.isfinite(best), best, 0.0)
 
-    q, v = _iterate(model, improve, gamma, max_iterations, tol)
+    def layer_improve(order: np.ndarray) -> Callable[[np.ndarray, np.ndarray, slice], np.ndarray]:
+        return lambda q, stay, rows: improve(q, stay, order[rows])
+
+    q, v = _iterate(model, improve, gamma, max_iterations, tol, layer_improve=layer_improve)
     q = np.where(decide[:, None], q, 0.0)
     return OracleValues(q=q, v=v, reachable=model.reachable.copy())
 

@@ -2,32 +2,45 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from routine_envs.envs.routine_grid import DEAD_END, GOAL, LAVA
 
-if TYPE_CHECKING:
-    from routine_envs.multiagent.team_doors import TeamDilutedDoorsEnv
-    from routine_envs.multiagent.team_grid import TeamRoutineGridEnv
+
+def agent_flags(dynamics: Any, state: Any) -> dict[str, bool]:
+    """``{agent name: is_agent_critical}`` of every agent in ``state``."""
+    return {
+        f"agent_{i}": dynamics.is_agent_critical(state, i) for i in range(dynamics.team_size)
+    }
 
 
-def render_team_doors_ansi(env: TeamDilutedDoorsEnv) -> str:
+def render_team_doors(dynamics: Any, state: Any, history: Any, mode: str) -> str:
     """One line per floor: its chooser, the doors (``[k]`` the door chosen, ``+``/``x`` right or
-    wrong, ``@`` the team at the doors, ``!`` the chooser critical) and the corridor progress."""
-    state = env.joint_state
-    critical = env.critical
+    wrong, ``@`` the team at the doors, ``!`` the chooser critical) and the corridor progress.
+
+    Args:
+        dynamics: a ``TeamDoorsDynamics``; state: the joint ``DoorsState``; history: the
+            episode's ``EpisodeHistory`` (joint actions as tuples); mode: ``"ansi"``.
+    """
+    env = dynamics
+    critical = agent_flags(dynamics, state)
+    chosen = [
+        actions[env.choosers[before.floor]]
+        for before, actions in zip(history.states, history.actions, strict=False)
+        if before.position == 0 and before.floor < env.num_floors
+    ]
     header = (
-        f"Team Diluted Doors  step {env._rounds}  agents {env.team_size}  "
+        f"Team Diluted Doors  step {len(history.actions)}  agents {env.team_size}  "
         f"correct {state.num_correct}/{env.num_floors}  reward={env.reward_mode}  "
         f"rho per agent={env.decision_density:.4f}"
     )
     lines = [header]
     for floor in range(env.num_floors):
-        chooser = env.possible_agents[env.choosers[floor]]
+        chooser = f"agent_{env.choosers[floor]}"
         here = floor == state.floor
         doors = []
         for door in range(env.num_doors):
-            if floor < len(env._chosen_doors) and env._chosen_doors[floor] == door:
+            if floor < len(chosen) and chosen[floor] == door:
                 doors.append(f"[{door}]" + ("+" if door == env.correct_doors[floor] else "x"))
             else:
                 doors.append(f" {door}  ")
@@ -42,20 +55,26 @@ def render_team_doors_ansi(env: TeamDilutedDoorsEnv) -> str:
             corridor = ""
         lines.append(f"floor {floor + 1:>2} {chooser:>9} {mark} {''.join(doors)} | {corridor}")
     if state.floor >= env.num_floors:
-        lines.append("finished: " + ("success" if env._is_success(state) else "failure"))
+        lines.append("finished: " + ("success" if env.is_success(state) else "failure"))
     return "\n".join(lines) + "\n"
 
 
-def render_team_grid_ansi(env: TeamRoutineGridEnv) -> str:
+def render_team_grid(dynamics: Any, state: Any, history: Any, mode: str) -> str:
     """Every agent's maze (``@`` the agent; ``#`` wall, ``.`` corridor, ``+`` junction, ``S``
-    start, ``G`` goal, ``~`` lava, ``x`` dead end), with its status and criticality."""
-    state = env.joint_state
-    critical = env.critical
+    start, ``G`` goal, ``~`` lava, ``x`` dead end), with its status and criticality.
+
+    Args:
+        dynamics: a ``TeamGridDynamics``; state: every agent's cell; history: the episode's
+            ``EpisodeHistory``; mode: ``"ansi"``.
+    """
+    env = dynamics
+    critical = agent_flags(dynamics, state)
     blocks = [
-        f"Team Routine Grid  step {env._rounds}  agents {env.team_size}  "
+        f"Team Routine Grid  step {len(history.actions)}  agents {env.team_size}  "
         f"reward={env.reward_mode}  rho per agent={env.decision_density:.4f}"
     ]
-    for i, (core, name) in enumerate(zip(env.cores, env.possible_agents, strict=True)):
+    for i, core in enumerate(env.cores):
+        name = f"agent_{i}"
         cell = core.layout.cells[state[i]]
         if cell.kind == GOAL:
             status = "at its goal"

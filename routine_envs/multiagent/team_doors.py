@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 from pettingzoo import AECEnv
 
 from routine_envs.envs import validation
-from routine_envs.envs.diluted_doors import DilutedDoorsEnv, DoorsState
-from routine_envs.multiagent.base import TeamEnv, to_aec
+from routine_envs.envs.diluted_doors import DoorsDynamics, DoorsState
+from routine_envs.multiagent.base import TeamDynamics, TeamEnv, agent_name, to_aec
+from routine_envs.multiagent.rendering import render_team_doors
 from routine_envs.oracle import Outcome
 
 
@@ -42,6 +44,133 @@ def _chooser_table(chooser: Any, num_agents: int, num_floors: int) -> tuple[int,
         f"chooser must be 'rotate', an agent index or a sequence of {num_floors} agent indices, "
         f"got {chooser!r} ({type(chooser).__name__})"
     )
+
+
+@dataclass(frozen=True)
+class TeamDoorsDynamics(TeamDynamics[DoorsState]):
+    """The exact MDP of Team Diluted Doors: the single-agent :class:`DoorsDynamics` ``core``
+    (same joint states, ``state_id``, rewards), moved by the floor's chooser's action alone.
+
+    Fields: ``core`` (the single-agent dynamics), ``num_agents``, ``chooser`` (``"rotate"``, an
+    agent index or a sequence of ``num_floors`` agent indices).
+    """
+
+    core: DoorsDynamics
+    num_agents: int = 2
+    chooser: str | int | tuple[int, ...] = "rotate"
+
+    def __post_init__(self) -> None:
+        n = validation.integer("num_agents", self.num_agents, minimum=1)
+        choosers = _chooser_table(self.chooser, n, self.core.num_floors)
+        chooser = tuple(self.chooser) if isinstance(self.chooser, list) else self.chooser
+        self._derive(num_agents=n, chooser=chooser)
+        #: the chooser (agent index) of every floor, length ``num_floors``.
+        self._derive(choosers=choosers)
+
+    # ---------------------------------------------------------------------------- config
+    @property
+    def team_size(self) -> int:
+        return self.num_agents
+
+    @property
+    def agent_num_actions(self) -> int:
+        return self.core.num_doors
+
+    @property
+    def agent_observation_size(self) -> int:
+        return self.core.num_floors + 5 + self.num_agents + 1
+
+    @property
+    def num_states(self) -> int:
+        return self.core.num_states
+
+    @property
+    def num_floors(self) -> int:
+        return self.core.num_floors
+
+    @property
+    def num_doors(self) -> int:
+        return self.core.num_doors
+
+    @property
+    def routine_length(self) -> int | tuple[int, int]:
+        """The configured routine length: an int, or the ``(low, high)`` range."""
+        return self.core.routine_length
+
+    @property
+    def reward_mode(self) -> str:
+        return self.core.reward
+
+    @property
+    def correct_doors(self) -> tuple[int, ...]:
+        return self.core.correct_doors
+
+    @property
+    def team_decision_density(self) -> float:
+        """Expected share of steps at which some agent is critical: the single-agent rho,
+        ``1 / (1 + L)`` for a fixed ``L`` (an episode without a wrong door)."""
+        return self.core.decision_density
+
+    @property
+    def agent_decision_density(self) -> dict[str, float]:
+        """Expected ``rho_i`` of every agent: ``n_i / num_floors * team rho`` with ``n_i`` the
+        floors agent ``i`` chooses (``n_i / (num_floors * (1 + L))`` for a fixed ``L``)."""
+        team = self.team_decision_density
+        return {
+            agent_name(i): self.choosers.count(i) / self.num_floors * team
+            for i in range(self.num_agents)
+        }
+
+    @property
+    def decision_density(self) -> float:
+        """The mean per-agent rho, ``team rho / num_agents`` (``1 / (num_agents * (1 + L))``
+        for a fixed ``L``)."""
+        return self.team_decision_density / self.num_agents
+
+    @property
+    def max_episode_length(self) -> int:
+        """The longest possible episode in steps (rounds), ``num_floors * (1 + high)``."""
+        return self.core.max_episode_length
+
+    # ----------------------------------------------------------------------- the dynamics
+    def initial_outcomes(self) -> Sequence[tuple[float, DoorsState]]:
+        return self.core.initial_outcomes()
+
+    def joint_outcomes(self, state: DoorsState, actions: tuple[int, ...]) -> Sequence[Outcome]:
+        if state.floor >= self.core.num_floors:
+            return self.core.outcomes(state, 0)
+        return self.core.outcomes(state, actions[self.choosers[state.floor]])
+
+    def state_id(self, state: DoorsState) -> int:
+        return self.core.state_id(state)
+
+    def state_from_id(self, state_id: int) -> DoorsState:
+        return self.core.state_from_id(state_id)
+
+    def observe_agent(self, state: DoorsState, agent: int) -> np.ndarray:
+        base = self.core.observe(state)
+        extra = np.zeros(self.num_agents + 1, dtype=np.float32)
+        extra[agent] = 1.0
+        if state.floor < self.core.num_floors and self.choosers[state.floor] == agent:
+            extra[-1] = 1.0
+        return np.concatenate([base, extra])
+
+    def is_agent_critical(self, state: DoorsState, agent: int) -> bool:
+        """The core's criticality, for the floor's chooser only (cheaper than the joint model;
+        a test checks it against the exact per-agent action gap)."""
+        return self.core.is_critical(state) and self.choosers[state.floor] == agent
+
+    def is_critical(self, state: DoorsState) -> bool:
+        return self.core.is_critical(state)
+
+    def is_success(self, state: DoorsState) -> bool:
+        return self.core.is_success(state)
+
+    def describe(self, state: DoorsState) -> str:
+        text = self.core.describe(state)
+        if state.floor < self.core.num_floors:
+            text += f"; {agent_name(self.choosers[state.floor])} chooses on this floor"
+        return text
 
 
 class TeamDilutedDoorsEnv(TeamEnv[DoorsState]):
@@ -122,7 +251,7 @@ class TeamDilutedDoorsEnv(TeamEnv[DoorsState]):
     agent: ``success`` (the team's), ``num_critical`` (this agent's critical steps),
     ``episode_length`` (steps of the team episode) and ``decision_density`` (``num_critical /
     episode_length``, this agent's realized rho). Exact definition of ``critical``:
-    :meth:`~routine_envs.multiagent.base.TeamEnv.action_gaps` ``> 0``.
+    :meth:`~routine_envs.multiagent.base.TeamDynamics.action_gaps_per_agent` ``> 0``.
 
     ## Arguments
 
@@ -146,6 +275,7 @@ class TeamDilutedDoorsEnv(TeamEnv[DoorsState]):
     """
 
     metadata: ClassVar[dict[str, Any]] = {**TeamEnv.metadata, "name": "diluted_doors_v0"}
+    renderer = staticmethod(render_team_doors)
 
     def __init__(
         self,
@@ -159,131 +289,21 @@ class TeamDilutedDoorsEnv(TeamEnv[DoorsState]):
         max_cycles: int | None = None,
         render_mode: str | None = None,
     ) -> None:
-        core = DilutedDoorsEnv(
-            num_floors=num_floors,
-            num_doors=num_doors,
-            routine_length=routine_length,
-            reward=reward,
-            layout_seed=layout_seed,
-        )
-        n = validation.integer("num_agents", num_agents, minimum=1)
-        super().__init__(
-            num_agents=n,
-            observation_size=core.observation_space.shape[0] + n + 1,
-            num_actions=core.num_doors,
-            max_cycles=max_cycles,
-            render_mode=render_mode,
-        )
-        #: the single-agent core whose transition function, ids and observations are reused.
-        self.core = core
-        self._cores = (core,)
-        #: the chooser (agent index) of every floor, shape ``(num_floors,)``.
-        self.choosers: tuple[int, ...] = _chooser_table(chooser, n, core.num_floors)
-        self.num_states = core.num_states
-        self._chosen_doors: list[int] = []
-
-    _shared_attributes = TeamEnv._shared_attributes | {"core", "choosers"}
-
-    # ---------------------------------------------------------------------------- config
-    @property
-    def num_floors(self) -> int:
-        return self.core.num_floors
-
-    @property
-    def num_doors(self) -> int:
-        return self.core.num_doors
-
-    @property
-    def routine_length(self) -> int | tuple[int, int]:
-        """The configured routine length: an int, or the ``(low, high)`` range."""
-        return self.core.routine_length
-
-    @property
-    def reward_mode(self) -> str:
-        return self.core.reward_mode
-
-    @property
-    def correct_doors(self) -> tuple[int, ...]:
-        return self.core.correct_doors
-
-    @property
-    def team_decision_density(self) -> float:
-        """Expected share of steps at which some agent is critical: the single-agent rho,
-        ``1 / (1 + L)`` for a fixed ``L`` (an episode without a wrong door)."""
-        return self.core.decision_density
-
-    @property
-    def agent_decision_density(self) -> dict[str, float]:
-        """Expected ``rho_i`` of every agent: ``n_i / num_floors * team rho`` with ``n_i`` the
-        floors agent ``i`` chooses (``n_i / (num_floors * (1 + L))`` for a fixed ``L``)."""
-        team = self.team_decision_density
-        return {
-            name: self.choosers.count(i) / self.num_floors * team
-            for i, name in enumerate(self.possible_agents)
-        }
-
-    @property
-    def decision_density(self) -> float:
-        """The mean per-agent rho, ``team rho / num_agents`` (``1 / (num_agents * (1 + L))``
-        for a fixed ``L``)."""
-        return self.team_decision_density / self.team_size
-
-    @property
-    def max_episode_length(self) -> int:
-        """The longest possible episode in steps (rounds), ``num_floors * (1 + high)``."""
-        return self.core.max_episode_length
-
-    # ----------------------------------------------------------------------------- hooks
-    def _initial_outcomes(self) -> Sequence[tuple[float, DoorsState]]:
-        return self.core._initial_outcomes()
-
-    def _outcomes(self, state: DoorsState, actions: tuple[int, ...]) -> Sequence[Outcome]:
-        if state.floor >= self.core.num_floors:
-            return self.core._outcomes(state, 0)
-        return self.core._outcomes(state, actions[self.choosers[state.floor]])
-
-    def _state_id(self, state: DoorsState) -> int:
-        return self.core._state_id(state)
-
-    def _observe(self, state: DoorsState, agent: int) -> np.ndarray:
-        base = self.core._observe(state)
-        extra = np.zeros(self.team_size + 1, dtype=np.float32)
-        extra[agent] = 1.0
-        if state.floor < self.core.num_floors and self.choosers[state.floor] == agent:
-            extra[-1] = 1.0
-        return np.concatenate([base, extra])
-
-    def _is_critical(self, state: DoorsState, agent: int) -> bool:
-        return self.core._is_critical(state) and self.choosers[state.floor] == agent
-
-    def _is_success(self, state: DoorsState) -> bool:
-        return self.core._is_success(state)
+        core = DoorsDynamics(num_floors, num_doors, routine_length, reward, layout_seed)
+        dynamics = TeamDoorsDynamics(core, num_agents, chooser)
+        super().__init__(dynamics, max_cycles=max_cycles, render_mode=render_mode)
 
     def describe_state(self, state_id: int) -> DoorsState:
         """Inverse of ``state_id``: the joint :class:`DoorsState` with that id."""
-        return self.core.describe_state(state_id)
-
-    # ------------------------------------------------------------------------- rendering
-    def _after_reset(self) -> None:
-        self._chosen_doors = []
-
-    def _after_step(
-        self, state: DoorsState, actions: tuple[int, ...], next_state: DoorsState
-    ) -> None:
-        if state.position == 0 and state.floor < self.core.num_floors:
-            self._chosen_doors.append(actions[self.choosers[state.floor]])
-
-    def _render_ansi(self) -> str:
-        from routine_envs.multiagent.rendering import render_team_doors_ansi
-
-        return render_team_doors_ansi(self)
+        return self.dynamics.state_from_id(state_id)
 
     def __repr__(self) -> str:
+        d = self.dynamics
         return (
-            f"TeamDilutedDoorsEnv(num_agents={self.team_size}, num_floors={self.num_floors}, "
-            f"num_doors={self.num_doors}, routine_length={self.routine_length!r}, "
-            f"choosers={self.choosers}, reward={self.reward_mode!r}, "
-            f"layout_seed={self.core.layout_seed})"
+            f"TeamDilutedDoorsEnv(num_agents={d.team_size}, num_floors={d.num_floors}, "
+            f"num_doors={d.num_doors}, routine_length={d.routine_length!r}, "
+            f"choosers={d.choosers}, reward={d.reward_mode!r}, "
+            f"layout_seed={d.core.layout_seed})"
         )
 
 

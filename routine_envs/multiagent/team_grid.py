@@ -2,21 +2,179 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 from pettingzoo import AECEnv
 
 from routine_envs.envs import validation
-from routine_envs.envs.routine_grid import GOAL, JUNCTION, TERMINAL_KINDS, RoutineGridEnv
-from routine_envs.multiagent.base import TeamEnv, to_aec
+from routine_envs.envs.routine_grid import GOAL, JUNCTION, TERMINAL_KINDS, GridDynamics
+from routine_envs.multiagent.base import TeamDynamics, TeamEnv, agent_name, to_aec
+from routine_envs.multiagent.rendering import render_team_grid
 from routine_envs.oracle import Outcome
 
 REWARD_MODES = ("success", "fraction")
 
 JointCells = tuple[int, ...]
 """The joint state: every agent's cell (its single-agent ``state_id``), agent 0 first."""
+
+
+@dataclass(frozen=True)
+class TeamGridDynamics(TeamDynamics[JointCells]):
+    """The exact MDP of Team Routine Grid: one single-agent :class:`GridDynamics` per agent
+    (``cores[i]``, the maze of ``layout_seed + i``), stepped side by side on a shared reward.
+
+    ``state_id`` of the joint state ``(c_0, ..., c_{k-1})`` is ``sum_i c_i * prod_{j<i} n_j``
+    with ``n_j`` the states of maze ``j``.
+    """
+
+    cores: tuple[GridDynamics, ...]
+    reward: str = "success"
+    layout_seed: int = 0
+
+    def __post_init__(self) -> None:
+        validation.choice("reward", self.reward, REWARD_MODES)
+        sizes = [core.num_states for core in self.cores]
+        self._derive(
+            strides=tuple(math.prod(sizes[:i]) for i in range(len(sizes))),
+            _num_states=math.prod(sizes),
+            terminal=tuple(
+                tuple(cell.kind in TERMINAL_KINDS for cell in core.layout.cells)
+                for core in self.cores
+            ),
+            goal=tuple(tuple(cell.kind == GOAL for cell in core.layout.cells) for core in self.cores),
+            on_track=tuple(frozenset(core.layout.spine) for core in self.cores),
+        )
+
+    # ---------------------------------------------------------------------------- config
+    @property
+    def team_size(self) -> int:
+        return len(self.cores)
+
+    @property
+    def agent_num_actions(self) -> int:
+        return self.cores[0].branching
+
+    @property
+    def agent_observation_size(self) -> int:
+        return self.cores[0].observation_space.shape[0] + self.team_size + 1
+
+    @property
+    def num_states(self) -> int:
+        return self._num_states
+
+    @property
+    def reward_mode(self) -> str:
+        return self.reward
+
+    @property
+    def num_junctions(self) -> int:
+        return self.cores[0].num_junctions
+
+    @property
+    def branching(self) -> int:
+        return self.cores[0].branching
+
+    @property
+    def corridor_length(self) -> int | tuple[int, int]:
+        """The configured corridor length: an int, or the ``(low, high)`` range."""
+        return self.cores[0].corridor_length
+
+    def junction_steps(self, agent: int) -> list[int]:
+        """The steps at which agent ``agent`` stands on a junction on its way to the goal."""
+        core = self.cores[agent]
+        cells = core.layout.cells
+        return [t for t, sid in enumerate(core.layout.spine[:-1]) if cells[sid].kind == JUNCTION]
+
+    @property
+    def max_episode_length(self) -> int:
+        """The longest possible episode in steps: the longest way to a goal."""
+        return max(len(core.layout.spine) - 1 for core in self.cores)
+
+    @property
+    def agent_decision_density(self) -> dict[str, float]:
+        """Every agent's rho in the episode where every agent reaches its goal:
+        ``num_junctions / max_episode_length`` (``1 / (1 + L)`` for a fixed ``L``)."""
+        length = self.max_episode_length
+        return {
+            agent_name(i): len(self.junction_steps(i)) / length for i in range(self.team_size)
+        }
+
+    @property
+    def team_decision_density(self) -> float:
+        """Share of the steps with some agent critical in the episode where every agent reaches
+        its goal (``1 / (1 + L)`` for a fixed ``L``)."""
+        steps = set().union(*(self.junction_steps(i) for i in range(self.team_size)))
+        return len(steps) / self.max_episode_length
+
+    @property
+    def decision_density(self) -> float:
+        """The mean per-agent rho (``1 / (1 + L)`` for a fixed ``L``)."""
+        values = self.agent_decision_density.values()
+        return float(sum(values) / len(values))
+
+    # ----------------------------------------------------------------------- the dynamics
+    def initial_outcomes(self) -> Sequence[tuple[float, JointCells]]:
+        return ((1.0, tuple(core.layout.start for core in self.cores)),)
+
+    def joint_outcomes(self, state: JointCells, actions: tuple[int, ...]) -> Sequence[Outcome]:
+        nxt = list(state)
+        arrived = 0.0
+        for i, cell in enumerate(state):
+            if self.terminal[i][cell]:
+                continue  # this agent's maze has ended: it waits
+            ((_, nxt[i], reward, _),) = self.cores[i].outcomes(cell, actions[i])
+            arrived += reward
+        done = all(self.terminal[i][c] for i, c in enumerate(nxt))
+        if self.reward == "fraction":
+            team = arrived / self.team_size
+        else:
+            team = 1.0 if done and all(self.goal[i][c] for i, c in enumerate(nxt)) else 0.0
+        return ((1.0, tuple(nxt), team, done),)
+
+    def state_id(self, state: JointCells) -> int:
+        return sum(cell * stride for cell, stride in zip(state, self.strides, strict=True))
+
+    def state_from_id(self, state_id: int) -> JointCells:
+        if not 0 <= state_id < self.num_states:
+            raise ValueError(f"state_id must be in [0, {self.num_states}), got {state_id}")
+        cells = []
+        for core in self.cores:
+            state_id, cell = divmod(state_id, core.num_states)
+            cells.append(cell)
+        return tuple(cells)
+
+    def teammates_on_track(self, state: JointCells, agent: int) -> float:
+        """Share of agent ``agent``'s teammates still on their way to their goal."""
+        others = [i for i in range(self.team_size) if i != agent]
+        if not others:
+            return 1.0
+        return sum(state[i] in self.on_track[i] for i in others) / len(others)
+
+    def observe_agent(self, state: JointCells, agent: int) -> np.ndarray:
+        base = self.cores[agent].observe(state[agent])
+        extra = np.zeros(self.team_size + 1, dtype=np.float32)
+        extra[agent] = 1.0
+        extra[-1] = self.teammates_on_track(state, agent)
+        return np.concatenate([base, extra])
+
+    def is_agent_critical(self, state: JointCells, agent: int) -> bool:
+        """The agent's own maze criticality while the team can still win (cheaper than the
+        joint model; a test checks it against the exact per-agent action gap)."""
+        if not self.cores[agent].is_critical(state[agent]):
+            return False
+        return self.reward == "fraction" or all(
+            state[i] in self.on_track[i] for i in range(self.team_size)
+        )
+
+    def is_critical(self, state: JointCells) -> bool:
+        return any(self.is_agent_critical(state, i) for i in range(self.team_size))
+
+    def is_success(self, state: JointCells) -> bool:
+        return all(self.goal[i][c] for i, c in enumerate(state))
 
 
 class TeamRoutineGridEnv(TeamEnv[JointCells]):
@@ -120,6 +278,7 @@ class TeamRoutineGridEnv(TeamEnv[JointCells]):
     """
 
     metadata: ClassVar[dict[str, Any]] = {**TeamEnv.metadata, "name": "routine_grid_v0"}
+    renderer = staticmethod(render_team_grid)
 
     def __init__(
         self,
@@ -134,9 +293,9 @@ class TeamRoutineGridEnv(TeamEnv[JointCells]):
     ) -> None:
         n = validation.integer("num_agents", num_agents, minimum=1)
         seed = validation.integer("layout_seed", layout_seed, minimum=0)
-        self.reward_mode = validation.choice("reward", reward, REWARD_MODES)
+        reward = validation.choice("reward", reward, REWARD_MODES)
         cores = tuple(
-            RoutineGridEnv(
+            GridDynamics(
                 num_junctions=num_junctions,
                 branching=branching,
                 corridor_length=corridor_length,
@@ -144,158 +303,20 @@ class TeamRoutineGridEnv(TeamEnv[JointCells]):
             )
             for i in range(n)
         )
-        super().__init__(
-            num_agents=n,
-            observation_size=cores[0].observation_space.shape[0] + n + 1,
-            num_actions=cores[0].branching,
-            max_cycles=max_cycles,
-            render_mode=render_mode,
-        )
-        #: the single-agent cores, one maze per agent (``cores[i].layout``).
-        self.cores: tuple[RoutineGridEnv, ...] = cores
-        self._cores = cores
-        self.layout_seed = seed
-        sizes = [core.num_states for core in cores]
-        self._strides = tuple(int(np.prod(sizes[:i])) for i in range(n))
-        self.num_states = int(np.prod(sizes))
-        self._terminal = tuple(
-            tuple(cell.kind in TERMINAL_KINDS for cell in core.layout.cells) for core in cores
-        )
-        self._goal = tuple(tuple(cell.kind == GOAL for cell in core.layout.cells) for core in cores)
-        self._on_track = tuple(frozenset(core.layout.spine) for core in cores)
-        self._history: list[JointCells] = []
-
-    _shared_attributes = TeamEnv._shared_attributes | {
-        "cores",
-        "_strides",
-        "_terminal",
-        "_goal",
-        "_on_track",
-    }
-
-    # ---------------------------------------------------------------------------- config
-    @property
-    def num_junctions(self) -> int:
-        return self.cores[0].num_junctions
-
-    @property
-    def branching(self) -> int:
-        return self.cores[0].branching
-
-    @property
-    def corridor_length(self) -> int | tuple[int, int]:
-        """The configured corridor length: an int, or the ``(low, high)`` range."""
-        return self.cores[0].corridor_length
-
-    def _junction_steps(self, agent: int) -> list[int]:
-        """The steps at which agent ``agent`` stands on a junction on its way to the goal."""
-        core = self.cores[agent]
-        cells = core.layout.cells
-        return [t for t, sid in enumerate(core.layout.spine[:-1]) if cells[sid].kind == JUNCTION]
-
-    @property
-    def max_episode_length(self) -> int:
-        """The longest possible episode in steps: the longest way to a goal."""
-        return max(len(core.layout.spine) - 1 for core in self.cores)
-
-    @property
-    def agent_decision_density(self) -> dict[str, float]:
-        """Every agent's rho in the episode where every agent reaches its goal:
-        ``num_junctions / max_episode_length`` (``1 / (1 + L)`` for a fixed ``L``)."""
-        length = self.max_episode_length
-        return {
-            name: len(self._junction_steps(i)) / length
-            for i, name in enumerate(self.possible_agents)
-        }
-
-    @property
-    def team_decision_density(self) -> float:
-        """Share of the steps with some agent critical in the episode where every agent reaches
-        its goal (``1 / (1 + L)`` for a fixed ``L``)."""
-        steps = set().union(*(self._junction_steps(i) for i in range(self.team_size)))
-        return len(steps) / self.max_episode_length
-
-    @property
-    def decision_density(self) -> float:
-        """The mean per-agent rho (``1 / (1 + L)`` for a fixed ``L``)."""
-        values = self.agent_decision_density.values()
-        return float(sum(values) / len(values))
-
-    # ----------------------------------------------------------------------------- hooks
-    def _initial_outcomes(self) -> Sequence[tuple[float, JointCells]]:
-        return ((1.0, tuple(core.layout.start for core in self.cores)),)
-
-    def _outcomes(self, state: JointCells, actions: tuple[int, ...]) -> Sequence[Outcome]:
-        nxt = list(state)
-        arrived = 0.0
-        for i, cell in enumerate(state):
-            if self._terminal[i][cell]:
-                continue  # this agent's maze has ended: it waits
-            ((_, nxt[i], reward, _),) = self.cores[i]._outcomes(cell, actions[i])
-            arrived += reward
-        done = all(self._terminal[i][c] for i, c in enumerate(nxt))
-        if self.reward_mode == "fraction":
-            team = arrived / self.team_size
-        else:
-            team = 1.0 if done and all(self._goal[i][c] for i, c in enumerate(nxt)) else 0.0
-        return ((1.0, tuple(nxt), team, done),)
-
-    def _state_id(self, state: JointCells) -> int:
-        return sum(cell * stride for cell, stride in zip(state, self._strides, strict=True))
+        dynamics = TeamGridDynamics(cores, reward=reward, layout_seed=seed)
+        super().__init__(dynamics, max_cycles=max_cycles, render_mode=render_mode)
 
     def describe_state(self, state_id: int) -> JointCells:
         """Inverse of ``state_id``: every agent's cell (its single-agent ``state_id``)."""
-        if not 0 <= state_id < self.num_states:
-            raise ValueError(f"state_id must be in [0, {self.num_states}), got {state_id}")
-        cells = []
-        for core in self.cores:
-            state_id, cell = divmod(state_id, core.num_states)
-            cells.append(cell)
-        return tuple(cells)
-
-    def _teammates_on_track(self, state: JointCells, agent: int) -> float:
-        others = [i for i in range(self.team_size) if i != agent]
-        if not others:
-            return 1.0
-        return sum(state[i] in self._on_track[i] for i in others) / len(others)
-
-    def _observe(self, state: JointCells, agent: int) -> np.ndarray:
-        base = self.cores[agent]._observe(state[agent])
-        extra = np.zeros(self.team_size + 1, dtype=np.float32)
-        extra[agent] = 1.0
-        extra[-1] = self._teammates_on_track(state, agent)
-        return np.concatenate([base, extra])
-
-    def _is_critical(self, state: JointCells, agent: int) -> bool:
-        if not self.cores[agent]._is_critical(state[agent]):
-            return False
-        return self.reward_mode == "fraction" or all(
-            state[i] in self._on_track[i] for i in range(self.team_size)
-        )
-
-    def _is_success(self, state: JointCells) -> bool:
-        return all(self._goal[i][c] for i, c in enumerate(state))
-
-    # ------------------------------------------------------------------------- rendering
-    def _after_reset(self) -> None:
-        self._history = [self.joint_state]
-
-    def _after_step(
-        self, state: JointCells, actions: tuple[int, ...], next_state: JointCells
-    ) -> None:
-        self._history.append(next_state)
-
-    def _render_ansi(self) -> str:
-        from routine_envs.multiagent.rendering import render_team_grid_ansi
-
-        return render_team_grid_ansi(self)
+        return self.dynamics.state_from_id(state_id)
 
     def __repr__(self) -> str:
+        d = self.dynamics
         return (
-            f"TeamRoutineGridEnv(num_agents={self.team_size}, "
-            f"num_junctions={self.num_junctions}, branching={self.branching}, "
-            f"corridor_length={self.corridor_length!r}, reward={self.reward_mode!r}, "
-            f"layout_seed={self.layout_seed})"
+            f"TeamRoutineGridEnv(num_agents={d.team_size}, "
+            f"num_junctions={d.num_junctions}, branching={d.branching}, "
+            f"corridor_length={d.corridor_length!r}, reward={d.reward_mode!r}, "
+            f"layout_seed={d.layout_seed})"
         )
 
 
