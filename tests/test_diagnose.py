@@ -14,6 +14,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
+from scipy.stats import binomtest
 
 import routine_envs
 from routine_envs.diagnose import (
@@ -260,6 +261,19 @@ def test_cluster_interval_widens_with_correlated_episodes():
     assert hi_b - lo_b > hi_a - lo_a
     (lo, hi), _ = cluster_wilson_interval(np.zeros(5), np.full(5, 10))
     assert lo == 0.0 and 0.0 < hi < 0.1  # no collapse to a point at rho = 0
+
+
+@pytest.mark.parametrize("confidence", [0.8, 0.95, 0.99])
+def test_cluster_interval_without_clustering_is_scipys_wilson_interval(confidence):
+    """With a design effect of 1 the interval is the plain Wilson score interval."""
+    lengths = np.full(20, 10)
+    critical = np.array([2, 3, 1, 2, 2, 3, 1, 2, 2, 2] * 2)
+    (low, high), deff = cluster_wilson_interval(critical, lengths, confidence)
+    assert deff == 1.0
+    wilson = binomtest(int(critical.sum()), int(lengths.sum())).proportion_ci(
+        confidence, method="wilson"
+    )
+    assert (low, high) == pytest.approx((wilson.low, wilson.high), rel=1e-12)
 
 
 # --------------------------------------------------------------------------- reading, output

@@ -57,7 +57,19 @@ Modules: :mod:`~routine_envs.diagnose.algorithm` (sampling, branching, :func:`di
 :mod:`~routine_envs.diagnose.results` (result types), :mod:`~routine_envs.diagnose.report` (the
 reading and the text report) and :mod:`~routine_envs.diagnose.cli` (``python -m routine_envs
 diagnose``).
+
+Needs the ``diagnose`` extra (scipy for the t and normal distributions, tqdm for the progress
+bar), which the core package does not: ``pip install "routine-envs[diagnose]"``.
 """
+
+try:  # the diagnose extra, before the modules that use it: fail with how to install it
+    import scipy.stats  # noqa: F401
+    import tqdm  # noqa: F401
+except ImportError as error:
+    raise ImportError(
+        f"routine_envs.diagnose needs {(error.name or 'scipy').split('.')[0]}: "
+        'pip install "routine-envs[diagnose]"'
+    ) from error
 
 from routine_envs.diagnose.algorithm import ContinuationPolicy, branch, check_arguments, diagnose
 from routine_envs.diagnose.cli import add_arguments, run
@@ -76,7 +88,6 @@ from routine_envs.diagnose.statistics import (
     min_rollouts,
     minimum_detectable_effect,
     smallest_p_value,
-    t_quantile,
     t_two_sided_p,
 )
 
@@ -100,6 +111,5 @@ __all__ = [
     "reading",
     "run",
     "smallest_p_value",
-    "t_quantile",
     "t_two_sided_p",
 ]

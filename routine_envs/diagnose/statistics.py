@@ -1,13 +1,13 @@
 """The statistics of the diagnosis: the paired action-dependence test, its minimum detectable
-effect, and the cluster-robust Wilson interval of rho."""
+effect, and the cluster-robust Wilson interval of rho. Distributions from ``scipy.stats``."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from statistics import NormalDist
 
 import numpy as np
+from scipy import stats
 
 #: power at which the minimum detectable effect is reported.
 MDE_POWER = 0.8
@@ -15,76 +15,11 @@ MDE_POWER = 0.8
 _ZERO_TOLERANCE = 1e-9
 
 
-def _betacf(a: float, b: float, x: float) -> float:
-    """Continued fraction of the incomplete beta function (modified Lentz)."""
-    tiny = 1e-300
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 1000):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < 1e-15:
-            break
-    return h
-
-
-def _betainc(a: float, b: float, x: float) -> float:
-    """Regularized incomplete beta function ``I_x(a, b)`` for ``a, b > 0``, ``x`` in [0, 1]."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    log_front = (
-        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
-    )
-    front = math.exp(log_front)
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _betacf(a, b, x) / a
-    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
-
-
-def t_two_sided_p(t: float, df: float) -> float:
-    """Two-sided p-value ``P(|T| >= |t|)`` of Student's t distribution with ``df`` degrees of
-    freedom (``df > 0``)."""
-    if math.isinf(t):
-        return 0.0
-    return _betainc(df / 2.0, 0.5, df / (df + t * t))
-
-
-def t_quantile(probability: float, df: float) -> float:
-    """The ``probability`` quantile (``0 < probability < 1``) of Student's t distribution."""
-    if not 0.0 < probability < 1.0:
-        raise ValueError(f"probability must be in (0, 1), got {probability}")
-    if probability == 0.5:
-        return 0.0
-    tail = 2.0 * min(probability, 1.0 - probability)  # two-sided p of the quantile
-    low, high = 0.0, 1.0
-    while t_two_sided_p(high, df) > tail:
-        high *= 2.0
-    for _ in range(200):  # bisection: p is decreasing in |t|
-        mid = 0.5 * (low + high)
-        if t_two_sided_p(mid, df) > tail:
-            low = mid
-        else:
-            high = mid
-        if high - low < 1e-12 * max(1.0, high):
-            break
-    value = 0.5 * (low + high)
-    return value if probability > 0.5 else -value
+def t_two_sided_p(t: float | np.ndarray, df: float) -> float | np.ndarray:
+    """Two-sided p-value ``P(|T| >= |t|)`` of Student's t distribution with ``df > 0`` degrees of
+    freedom (``scipy.stats.t``); 0 for infinite ``t``. Elementwise for an array."""
+    p = 2.0 * stats.t.sf(np.abs(t), df)
+    return float(p) if np.ndim(p) == 0 else p
 
 
 @dataclass(frozen=True)
@@ -133,13 +68,10 @@ def action_dependence_test(returns: np.ndarray, reference: int = 0) -> ActionTes
     means = diffs.mean(axis=1)
     sds = diffs.std(axis=1, ddof=1)
     sds[sds <= _ZERO_TOLERANCE * scale] = 0.0  # constant differences, up to rounding
-    floor = smallest_p_value(n)
-    p_values = np.ones(len(diffs))
-    for k in range(len(diffs)):
-        if not diffs[k].any():
-            continue
-        t = math.inf if sds[k] == 0.0 else means[k] / (sds[k] / math.sqrt(n))
-        p_values[k] = max(floor, t_two_sided_p(t, n - 1))
+    moved = diffs.any(axis=1)  # all-zero differences: p = 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(sds > 0.0, means / (sds / math.sqrt(n)), math.inf)
+    p_values = np.where(moved, np.maximum(smallest_p_value(n), t_two_sided_p(t, n - 1)), 1.0)
     adjusted = min(1.0, len(diffs) * float(p_values.min()))
     return ActionTest(adjusted, p_values, means, sds)
 
@@ -164,7 +96,8 @@ def minimum_detectable_effect(
     differences (the usual approximation, ``n - 1`` degrees of freedom)."""
     df = num_rollouts - 1
     level = alpha / (num_actions - 1)
-    return (t_quantile(1.0 - level / 2.0, df) + t_quantile(power, df)) / math.sqrt(num_rollouts)
+    quantiles = stats.t.ppf([1.0 - level / 2.0, power], df)
+    return float(quantiles.sum()) / math.sqrt(num_rollouts)
 
 
 def cluster_wilson_interval(
@@ -183,6 +116,10 @@ def cluster_wilson_interval(
         ``V_cluster = m / (m - 1) * sum_e (c_e - p n_e)^2 / n^2`` is the episode-clustered
         (linearized ratio-estimator) variance and ``V_binom = p (1 - p) / n``. With one episode,
         or ``p`` in {0, 1}, ``deff = 1``.
+
+    The Wilson bounds are written out because ``n_eff`` is not an integer in general, which
+    ``scipy.stats.binomtest(k, n).proportion_ci(method="wilson")`` requires; with ``deff = 1``
+    they are that interval (tested). The normal quantile is ``scipy.stats.norm.ppf``.
     """
     c = np.asarray(critical, dtype=np.float64)
     n_e = np.asarray(lengths, dtype=np.float64)
@@ -195,7 +132,7 @@ def cluster_wilson_interval(
         clustered = m / (m - 1) * float(np.sum((c - p * n_e) ** 2)) / n**2
         deff = max(1.0, clustered / binomial)
     n_eff = n / deff
-    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    z = float(stats.norm.ppf(0.5 + confidence / 2.0))
     denominator = 1.0 + z * z / n_eff
     center = (p + z * z / (2.0 * n_eff)) / denominator
     half = z / denominator * math.sqrt(p * (1.0 - p) / n_eff + z * z / (4.0 * n_eff * n_eff))
