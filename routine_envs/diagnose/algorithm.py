@@ -13,6 +13,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from tqdm import tqdm
 
 from routine_envs import annotations as keys
 from routine_envs.diagnose.results import (
@@ -31,46 +32,6 @@ from routine_envs.diagnose.statistics import (
 ContinuationPolicy = Callable[[Any, dict[str, Any], np.random.Generator], int]
 """A policy for sampling states and continuing rollouts: ``(observation, info, rng) -> action``.
 It must draw all its randomness from ``rng`` (that is how common random numbers are kept)."""
-
-
-class _Progress:
-    """A progress bar over tested states: tqdm when importable, else a line on stderr."""
-
-    def __init__(self, total: int, enabled: bool) -> None:
-        self.enabled = enabled
-        self.total = total
-        self.count = 0
-        self._bar: Any = None
-        self._last = 0.0
-        if not enabled:
-            return
-        try:
-            from tqdm.auto import tqdm
-        except ImportError:
-            return
-        self._bar = tqdm(total=total, desc="diagnose", unit="state", file=sys.stderr)
-
-    def update(self) -> None:
-        if not self.enabled:
-            return
-        self.count += 1
-        if self.count > self.total:  # the last episode runs past num_states
-            self.total = self.count
-            if self._bar is not None:
-                self._bar.total = self.total
-        if self._bar is not None:
-            self._bar.update(1)
-            return
-        now = time.monotonic()
-        if now - self._last >= 0.5:
-            self._last = now
-            print(f"\rdiagnose: {self.count}/{self.total} states", end="", file=sys.stderr)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
-        elif self.enabled:
-            print(f"\rdiagnose: {self.count}/{self.total} states", file=sys.stderr)
 
 
 def _uniform_policy(space: gym.spaces.Discrete) -> ContinuationPolicy:
@@ -205,7 +166,7 @@ def diagnose(
         seed: seeds everything: episode resets, the sampling policy and the rollouts.
         continuation_policy: ``(obs, info, rng) -> action``, used both to sample states and to
             continue rollouts; ``None`` is the uniform random policy.
-        progress: show a progress bar on stderr (tqdm if installed).
+        progress: show a progress bar (tqdm) on stderr.
         max_steps: step budget of an episode (a time limit): a sampled episode is cut after
             ``max_steps`` steps and a continuation from step ``t`` after ``max_steps - t`` steps;
             cuts are counted and warned about.
@@ -230,7 +191,9 @@ def diagnose(
     truncated_episodes = 0
     truncated_rollouts = 0
     variances: list[np.ndarray] = []
-    bar = _Progress(num_states, progress)
+    bar = tqdm(
+        total=num_states, desc="diagnose", unit="state", file=sys.stderr, disable=not progress
+    )
     try:
         episode = 0
         while len(records) < num_states:
@@ -264,6 +227,8 @@ def diagnose(
                 )
                 records.append(record)
                 critical_count += record.critical
+                if len(records) > bar.total:  # the last episode runs past num_states
+                    bar.total = len(records)
                 bar.update()
                 obs, reward, terminated, truncated, info = env.step(policy(obs, info, sample_rng))
                 total += float(reward)
