@@ -7,6 +7,7 @@ import json
 import math
 import subprocess
 import sys
+import textwrap
 import threading
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
+from scipy.stats import binomtest
 
 import routine_envs
 from routine_envs.diagnose import (
@@ -262,6 +264,19 @@ def test_cluster_interval_widens_with_correlated_episodes():
     assert lo == 0.0 and 0.0 < hi < 0.1  # no collapse to a point at rho = 0
 
 
+@pytest.mark.parametrize("confidence", [0.8, 0.95, 0.99])
+def test_cluster_interval_without_clustering_is_scipys_wilson_interval(confidence):
+    """With a design effect of 1 the interval is the plain Wilson score interval."""
+    lengths = np.full(20, 10)
+    critical = np.array([2, 3, 1, 2, 2, 3, 1, 2, 2, 2] * 2)
+    (low, high), deff = cluster_wilson_interval(critical, lengths, confidence)
+    assert deff == 1.0
+    wilson = binomtest(int(critical.sum()), int(lengths.sum())).proportion_ci(
+        confidence, method="wilson"
+    )
+    assert (low, high) == pytest.approx((wilson.low, wilson.high), rel=1e-12)
+
+
 # --------------------------------------------------------------------------- reading, output
 def _doors(routine_length: int) -> DiagnosisResult:
     env = gym.make("DilutedDoors-v0", routine_length=routine_length, reward="fraction")
@@ -311,14 +326,40 @@ def test_cli(tmp_path):
     assert "Traceback" not in few.stderr
 
 
-def test_progress_line_without_tqdm(monkeypatch, capsys):
-    """The core package does not need tqdm: without it, progress is a line on stderr."""
-    monkeypatch.setitem(sys.modules, "tqdm", None)
-    monkeypatch.setitem(sys.modules, "tqdm.auto", None)
-    result = diagnose(EveryKthStep(), num_states=12, num_rollouts=8, seed=0, progress=True)
+def test_progress_bar_on_stderr(capsys):
+    """The tqdm bar writes to stderr only, and counts the states of the last, finished episode."""
+    result = diagnose(EveryKthStep(), num_states=13, num_rollouts=8, seed=0, progress=True)
     captured = capsys.readouterr()
-    assert f"diagnose: {result.num_states}/{result.num_states} states" in captured.err
+    assert result.num_states == 24  # two whole episodes of 12
+    assert "diagnose" in captured.err
+    assert f"{result.num_states}/{result.num_states}" in captured.err
     assert captured.out == ""
+    diagnose(EveryKthStep(), num_states=12, num_rollouts=8, seed=0, progress=False)
+    assert capsys.readouterr() == ("", "")
+
+
+def test_core_package_does_not_need_the_diagnose_extra():
+    """``import routine_envs`` loads neither scipy nor tqdm; without them, importing the diagnosis
+    fails with an ImportError naming the extra to install."""
+    code = textwrap.dedent(
+        """
+        import sys
+        import routine_envs
+        loaded = [m for m in sys.modules if m.split(".")[0] in ("scipy", "tqdm")]
+        assert not loaded, loaded
+        sys.modules["scipy"] = None  # as if not installed
+        try:
+            import routine_envs.diagnose
+        except ImportError as error:
+            print(error)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert 'pip install "routine-envs[diagnose]"' in done.stdout
+    assert "scipy" in done.stdout
 
 
 def test_min_rollouts_is_where_a_state_can_first_be_critical():
