@@ -10,7 +10,7 @@ states are critical.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,6 +21,27 @@ Outcome = tuple[float, Hashable, float, bool]
 PolicyLike = np.ndarray | Callable[[int], Sequence[float] | np.ndarray]
 """A tabular policy: an array of shape ``(num_states, num_actions)`` of action probabilities, or a
 function from ``state_id`` to a probability vector of shape ``(num_actions,)``."""
+
+
+class StatesById(Mapping[int, Hashable]):
+    """``{state_id: state}`` over the reachable ids, decoding each state on access (for models
+    built in bulk, where a dict of every state would cost more than the model itself)."""
+
+    def __init__(self, reachable: np.ndarray, decode: Callable[[int], Hashable]) -> None:
+        self._ids = np.flatnonzero(reachable)
+        self._reachable = reachable
+        self._decode = decode
+
+    def __getitem__(self, state_id: int) -> Hashable:
+        if not 0 <= state_id < self._reachable.size or not self._reachable[state_id]:
+            raise KeyError(state_id)
+        return self._decode(int(state_id))
+
+    def __iter__(self) -> Iterator[int]:
+        return (int(i) for i in self._ids)
+
+    def __len__(self) -> int:
+        return int(self._ids.size)
 
 
 @dataclass(frozen=True)
@@ -40,7 +61,8 @@ class TabularModel:
         state, action, next_state: int64 arrays of shape ``(num_transitions,)``.
         prob, reward: float64 arrays of shape ``(num_transitions,)``.
         terminated: bool array of shape ``(num_transitions,)``.
-        states: the underlying state of every reachable id, ``{state_id: state}``.
+        states: the underlying state of every reachable id, ``{state_id: state}`` (a dict, or
+            a :class:`StatesById` that decodes on access).
     """
 
     num_states: int
@@ -54,7 +76,7 @@ class TabularModel:
     next_state: np.ndarray
     reward: np.ndarray
     terminated: np.ndarray
-    states: dict[int, Hashable] = field(default_factory=dict, compare=False, repr=False)
+    states: Mapping[int, Hashable] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def decision_states(self) -> np.ndarray:
@@ -74,19 +96,29 @@ class TabularModel:
 class ModelLayers:
     """A schedule for one exact backward pass over an acyclic model (self-loops allowed).
 
-    A state's *height* is the longest chain of non-self-loop, non-terminating transitions from
-    it; every such transition goes to a lower height, so evaluating heights in increasing order
-    sees every successor's value before it is needed. States and transitions are stored sorted
-    by height (transitions stably, so each ``(state, action)`` sums its outcomes in the model's
-    order: the values are bit-identical to sweeping to the fixed point).
+    *Pass-through* states, where every action has the same single outcome (a routine corridor
+    cell), are folded into affine maps ``V(s) = offset[s] + scale[s] * V(exit[s])`` to the
+    first other state ``exit[s]`` (by pointer doubling, ``log2`` of the longest corridor in
+    vectorized steps); their values follow from it, whatever the policy. Every other decision
+    state gets a *height*, the longest chain of transitions (through pass-through states) from it
+    to the end; evaluating heights in increasing order sees every successor's value before it is
+    needed, so the depth of the pass is the number of decisions on the longest path, not its
+    length. States and transitions are sorted by height (transitions stably, so each
+    ``(state, action)`` sums its outcomes in the model's order: bit-identical to sweeping to the
+    fixed point wherever the folded corridors pay 0 with ``gamma = 1``, and equal to rounding
+    otherwise).
 
     Attributes:
-        states: decision ids sorted by height, shape ``(K,)``.
+        states: the other decision ids sorted by height, shape ``(K,)``.
         state_bounds: ``states[state_bounds[h]:state_bounds[h + 1]]`` have height ``h``.
-        transitions: transition indices sorted by their source's height, shape ``(M,)``.
+        transitions: their transition indices sorted by height, shape ``(M,)``.
         transition_bounds: the same slicing for ``transitions``.
         local_index: ``rank of the source within its height * num_actions + action`` for each
             sorted transition, shape ``(M,)``.
+        passing: the pass-through ids, shape ``(P,)``; ``passing_reward``/``passing_done`` their
+            single outcome's reward and termination, shape ``(P,)``.
+        offset, scale, exit: the affine map of every id, shape ``(num_states,)`` (the identity
+            ``0 + 1 * V(s)`` for the others; ``exit = -1`` where a corridor ends the episode).
     """
 
     states: np.ndarray
@@ -94,21 +126,99 @@ class ModelLayers:
     transitions: np.ndarray
     transition_bounds: np.ndarray
     local_index: np.ndarray
+    passing: np.ndarray
+    passing_reward: np.ndarray
+    passing_next: np.ndarray
+    passing_done: np.ndarray
 
     @property
     def depth(self) -> int:
-        """Number of heights (passes)."""
+        """Number of heights (vectorized steps of the pass)."""
         return len(self.state_bounds) - 1
+
+    def fold(self, gamma: float, num_states: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(offset, scale, exit)`` of every id for the discount ``gamma`` (see the class)."""
+        offset = np.zeros(num_states)
+        scale = np.ones(num_states)
+        exit_ = np.arange(num_states, dtype=np.int64)
+        p = self.passing
+        if p.size == 0:
+            return offset, scale, exit_
+        is_passing = np.zeros(num_states, dtype=bool)
+        is_passing[p] = True
+        a = self.passing_reward.copy()
+        b = np.where(self.passing_done, 0.0, gamma)
+        x = np.where(self.passing_done, -1, self.passing_next)
+        position = np.full(num_states, -1, dtype=np.int64)
+        position[p] = np.arange(p.size)
+        for _ in range(64):  # pointer doubling: 2**64 cells is more than any model
+            inner = (x >= 0) & is_passing[np.maximum(x, 0)]
+            if not inner.any():
+                break
+            j = position[x[inner]]
+            a[inner] = a[inner] + b[inner] * a[j]
+            b[inner] = b[inner] * b[j]
+            x[inner] = x[j]
+        offset[p], scale[p], exit_[p] = a, b, x
+        return offset, scale, exit_
+
+
+def _pass_through(model: TabularModel, decide: np.ndarray) -> np.ndarray:
+    """Decision ids whose every action has one transition, all with the same next state, reward
+    and termination, not a self-loop: bool ``(num_states,)``."""
+    n, m = model.num_states, model.num_actions
+    sa = model.state * m + model.action
+    counts = np.bincount(sa, minlength=n * m).reshape(n, m)
+    single = decide & np.all(counts == 1, axis=1)
+    first = np.full(n * m, -1, dtype=np.int64)
+    first[sa[::-1]] = np.arange(sa.size)[::-1]  # a transition of each (state, action)
+    idx = first.reshape(n, m)[single]
+    same = np.ones(idx.shape[0], dtype=bool)
+    for column in (model.next_state, model.reward, model.terminated):
+        values = column[idx]
+        same &= np.all(values == values[:, :1], axis=1)
+    ids = np.flatnonzero(single)[same]
+    ok = model.next_state[first.reshape(n, m)[ids, 0]] != ids
+    result = np.zeros(n, dtype=bool)
+    result[ids[ok]] = True
+    return result
 
 
 def model_layers(model: TabularModel) -> ModelLayers | None:
-    """Heights of every decision state by layered topological peeling (linear in the
-    transitions, one vectorized pass per height); ``None`` if a cycle remains."""
+    """The backward-pass schedule: pass-through corridors folded, then heights of the other
+    decision states by layered topological peeling (linear in the transitions, one vectorized
+    step per height); ``None`` if a cycle remains."""
     n = model.num_states
     decide = model.decision_states
-    from_decision = decide[model.state]
-    continuing = from_decision & ~model.terminated & (model.next_state != model.state)
-    src, dst = model.state[continuing], model.next_state[continuing]
+    passing_mask = _pass_through(model, decide)
+    passing = np.flatnonzero(passing_mask)
+    m = model.num_actions
+    sa = model.state * m + model.action
+    first = np.full(n * m, -1, dtype=np.int64)
+    first[sa[::-1]] = np.arange(sa.size)[::-1]
+    one = first[passing * m] if passing.size else np.zeros(0, dtype=np.int64)
+    p_next, p_reward, p_done = model.next_state[one], model.reward[one], model.terminated[one]
+    # where each corridor leads (gamma-free: only the structure matters for the heights)
+    exit_ = np.arange(n, dtype=np.int64)
+    x = np.where(p_done, -1, p_next)
+    position = np.full(n, -1, dtype=np.int64)
+    position[passing] = np.arange(passing.size)
+    for _ in range(64):
+        inner = (x >= 0) & passing_mask[np.maximum(x, 0)]
+        if not inner.any():
+            break
+        x[inner] = x[position[x[inner]]]
+    else:
+        return None  # a cycle of pass-through states
+    exit_[passing] = x
+    others = decide & ~passing_mask
+    from_decision = others[model.state]
+    through = np.where(model.terminated, -1, exit_[model.next_state])
+    continuing = from_decision & (through >= 0) & (model.next_state != model.state)
+    continuing &= through != model.state  # a corridor back to its own start is a loop...
+    if np.any(from_decision & (through == model.state) & (model.next_state != model.state)):
+        return None  # ...through other states: a cycle
+    src, dst = model.state[continuing], through[continuing]
     # one edge per distinct (src, dst) pair, so out-degrees count successors, not outcomes
     pairs = np.unique(src * np.int64(n) + dst)
     src, dst = pairs // n, pairs % n
@@ -116,7 +226,7 @@ def model_layers(model: TabularModel) -> ModelLayers | None:
     order = np.argsort(dst, kind="stable")  # predecessors of each node, grouped
     pred, pred_ptr = src[order], np.searchsorted(dst[order], np.arange(n + 1))
     height = np.full(n, -1, dtype=np.int64)
-    layer = np.flatnonzero(decide & (out_degree == 0))
+    layer = np.flatnonzero(others & (out_degree == 0))
     remaining = out_degree.copy()
     h = 0
     while layer.size:
@@ -130,9 +240,9 @@ def model_layers(model: TabularModel) -> ModelLayers | None:
         remaining[candidates] -= hits
         layer = candidates[remaining[candidates] == 0]
         h += 1
-    if np.any(height[decide] < 0):
+    if np.any(height[others] < 0):
         return None
-    states = np.flatnonzero(decide)
+    states = np.flatnonzero(others)
     states = states[np.argsort(height[states], kind="stable")]
     top = int(height[states].max()) + 1 if states.size else 0
     state_bounds = np.searchsorted(height[states], np.arange(top + 1))
@@ -142,7 +252,9 @@ def model_layers(model: TabularModel) -> ModelLayers | None:
     tr = tr[np.argsort(height[model.state[tr]], kind="stable")]
     transition_bounds = np.searchsorted(height[model.state[tr]], np.arange(top + 1))
     local = rank[model.state[tr]] * model.num_actions + model.action[tr]
-    return ModelLayers(states, state_bounds, tr, transition_bounds, local)
+    return ModelLayers(
+        states, state_bounds, tr, transition_bounds, local, passing, p_reward, p_next, p_done
+    )
 
 
 def build_model(
@@ -345,11 +457,16 @@ def _backward_pass(
     n, m = model.num_states, model.num_actions
     order = layers.states
     improve = layer_improve(order)
-    v = np.zeros(n)
+    # V with one extra slot (index -1 = n) that stays 0: where a corridor ends the episode
+    v = np.zeros(n + 1)
     q_sorted = np.zeros((order.size, m))
     stay_sorted = stay[order]
     tr = layers.transitions
     prob, rew, nxt = model.prob[tr], reward[tr], model.next_state[tr]
+    offset, scale, exit_ = layers.fold(gamma, n)
+    exit_ = np.where(exit_ < 0, n, exit_)
+    # V(s') = offset + scale * V(exit): the identity 0 + 1 * V(s') unless s' is a corridor
+    off, sc, ex = offset[nxt], scale[nxt], exit_[nxt]
     # gamma where the transition bootstraps, 0 where it ends or loops: ``r + g * V(s')`` equals
     # the sweep's ``r + gamma * where(cut, 0, V(s'))`` to the bit
     bootstrap = np.where(model.terminated[tr] | loop[tr], 0.0, gamma)
@@ -357,14 +474,19 @@ def _backward_pass(
     sb, tb = layers.state_bounds.tolist(), layers.transition_bounds.tolist()
     for h in range(layers.depth):
         s0, s1, t0, t1 = sb[h], sb[h + 1], tb[h], tb[h + 1]
-        target = rew[t0:t1] + bootstrap[t0:t1] * v[nxt[t0:t1]]
+        after = off[t0:t1] + sc[t0:t1] * v[ex[t0:t1]]
+        target = rew[t0:t1] + bootstrap[t0:t1] * after
         q = np.bincount(local[t0:t1], weights=prob[t0:t1] * target, minlength=(s1 - s0) * m)
         q = q.reshape(s1 - s0, m)
         q_sorted[s0:s1] = q
         rows = slice(s0, s1)
         v[order[s0:s1]] = improve(q, stay_sorted[rows], rows)
+    p = layers.passing
+    v[p] = offset[p] + scale[p] * v[exit_[p]]
+    v = v[:n]
     q_rest = np.zeros((n, m))
     q_rest[order] = q_sorted
+    q_rest[p] = v[p, None]  # every action of a corridor cell has its one outcome
     return q_rest + stay * v[:, None], v
 
 
@@ -509,6 +631,7 @@ __all__: Iterable[str] = [
     "OracleValues",
     "Outcome",
     "PolicyLike",
+    "StatesById",
     "TabularModel",
     "build_model",
     "evaluate_policy",

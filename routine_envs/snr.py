@@ -133,7 +133,7 @@ class ModelSampler:
         self.critical = np.zeros(s, dtype=bool)
         for sid, state in model.states.items():
             if not model.terminal[sid]:
-                self.critical[sid] = bool(base._is_critical(state))
+                self.critical[sid] = bool(base.dynamics.is_critical(state))
 
     def _draw_outcome(self, sa: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         if self.width == 1:

@@ -66,12 +66,12 @@ def test_model_sampler_matches_the_environment():
     assert batch.lengths.mean() == pytest.approx(2 + 2 * 2.0, rel=0.02)  # E[T] = F(1 + E[L])
     assert np.all(
         batch.critical
-        == np.array([env._is_critical(env.describe_state(int(s))) for s in batch.state_ids])
+        == np.array([env.dynamics.is_critical(env.describe_state(int(s))) for s in batch.state_ids])
     )
     starts = batch.state_ids[batch.episode_starts[:-1]]
     assert np.all(starts == 0)
     # the Monte-Carlo critic converges to the exact values
-    states = np.array([0, env._state_id(env.describe_state(0))])
+    states = np.array([0, env.dynamics.state_id(env.describe_state(0))])
     est = sampler.rollout_values(states, probs, 20_000, np.random.default_rng(4))
     np.testing.assert_allclose(est, env.oracle(probs).v[states], atol=0.01)
     assert sampler.rollout_steps == pytest.approx(2 * 20_000 * 6, rel=0.02)

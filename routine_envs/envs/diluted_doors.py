@@ -12,7 +12,7 @@ import numpy as np
 from routine_envs.dynamics import Dynamics
 from routine_envs.envs import validation
 from routine_envs.envs.base import RoutineEnv
-from routine_envs.oracle import Outcome
+from routine_envs.oracle import Outcome, StatesById, TabularModel
 from routine_envs.rendering.doors import render_doors
 
 REWARD_MODES = ("success", "fraction")
@@ -143,6 +143,104 @@ class DoorsDynamics(Dynamics[DoorsState, np.ndarray]):
         if self.reward == "success":
             return 1.0 if num_correct == self.num_floors else 0.0
         return num_correct / self.num_floors
+
+    def build_model(self) -> TabularModel:
+        """The exact model built in bulk with numpy (the same transitions, in the same order
+        within every ``(state, action)``, as the generic search; a test checks it)."""
+        n, doors = self.num_floors, self.num_doors
+        counts = n + 1
+        lengths = np.asarray(self.lengths, dtype=np.int64)
+        m = self.min_corridor
+        correct_doors = np.asarray(self.correct_doors, dtype=np.int64)
+        final = np.array([self.final_reward(c) for c in range(counts)])
+
+        def door_id(floor: np.ndarray, correct: np.ndarray) -> np.ndarray:
+            return floor * counts + correct
+
+        def cell_id(
+            floor: np.ndarray, correct: np.ndarray, length: np.ndarray, position: np.ndarray | int
+        ) -> np.ndarray:
+            offset = (length - 1) * length // 2 - (m - 1) * m // 2
+            return (
+                self.corridor_base
+                + door_id(floor, correct) * self.cells_per_block
+                + (offset + position - 1)
+            )
+
+        def leave(floor: np.ndarray, correct: np.ndarray) -> tuple[np.ndarray, ...]:
+            """Next id, reward, terminated of leaving ``floor``'s corridor (or its doors)."""
+            last = floor + 1 >= n
+            nxt = np.where(last, self.num_door_ids + correct, door_id(floor + 1, correct))
+            return nxt, np.where(last, final[correct], 0.0), last
+
+        # doors (floor f, c <= f correct so far) x action x routine length, in that order
+        f, c = np.nonzero(np.tril(np.ones((n, counts), dtype=bool)))
+        f_a = np.repeat(f, doors)
+        c_a = np.repeat(c, doors)
+        a_a = np.tile(np.arange(doors), f.size)
+        c2 = c_a + (a_a == correct_doors[f_a])
+        k = lengths.size
+        f_d, c_d, a_d = np.repeat(f_a, k), np.repeat(c2, k), np.repeat(a_a, k)
+        length_d = np.tile(lengths, f_a.size)
+        nxt_leave, reward_leave, done_leave = leave(f_d, c_d)
+        corridor = length_d > 0
+        door_next = np.where(corridor, cell_id(f_d, c_d, length_d, 1), nxt_leave)
+        door_reward = np.where(corridor, 0.0, reward_leave)
+        door_done = np.where(corridor, False, done_leave)
+        door_state = np.repeat(door_id(f_a, c_a), k)
+        # corridor cells: (floor, c <= floor + 1, length >= 1, position), every action
+        walked = lengths[lengths > 0]
+        cells = [
+            (ff, cc, ll, pp)
+            for ff in range(n)
+            for cc in range(min(ff + 1, n) + 1)
+            for ll in walked.tolist()
+            for pp in range(1, ll + 1)
+        ]
+        cf, cc, cl, cp = (
+            np.array(col, dtype=np.int64)
+            for col in (zip(*cells, strict=True) if cells else [()] * 4)
+        )
+        here = cell_id(cf, cc, cl, cp)
+        end_next, end_reward, end_done = leave(cf, cc)
+        inside = cp < cl
+        cell_next = np.where(inside, here + 1, end_next)
+        cell_reward = np.where(inside, 0.0, end_reward)
+        cell_done = np.where(inside, False, end_done)
+
+        def per_action(column: np.ndarray) -> np.ndarray:
+            return np.repeat(column, doors)
+
+        state = np.concatenate([door_state, per_action(here)])
+        action = np.concatenate([a_d, np.tile(np.arange(doors), here.size)])
+        prob = np.concatenate(
+            [np.full(door_state.size, self.length_probability), np.ones(here.size * doors)]
+        )
+        next_state = np.concatenate([door_next, per_action(cell_next)])
+        reward = np.concatenate([door_reward, per_action(cell_reward)])
+        terminated = np.concatenate([door_done, per_action(cell_done)])
+        reachable = np.zeros(self.num_states, dtype=bool)
+        reachable[door_id(f, c)] = True
+        reachable[here] = True
+        reachable[next_state] = True
+        terminal = np.zeros(self.num_states, dtype=bool)
+        terminal[next_state[terminated]] = True
+        initial = np.zeros(self.num_states)
+        initial[0] = 1.0
+        return TabularModel(
+            num_states=self.num_states,
+            num_actions=doors,
+            initial=initial,
+            reachable=reachable,
+            terminal=terminal,
+            state=state.astype(np.int64),
+            action=action.astype(np.int64),
+            prob=prob,
+            next_state=next_state.astype(np.int64),
+            reward=reward.astype(np.float64),
+            terminated=terminated.astype(bool),
+            states=StatesById(reachable, self.state_from_id),
+        )
 
     def state_id(self, state: DoorsState) -> int:
         floor, position, length, correct = state

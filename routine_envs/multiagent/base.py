@@ -98,9 +98,7 @@ class TeamDynamics(Dynamics[StateType, np.ndarray]):
         """Every joint action, in index order (agent 0's action varies slowest)."""
         return self._cached(
             "joint_actions",
-            lambda: tuple(
-                itertools.product(range(self.agent_num_actions), repeat=self.team_size)
-            ),
+            lambda: tuple(itertools.product(range(self.agent_num_actions), repeat=self.team_size)),
         )
 
     def joint_action_index(self, actions: Sequence[int]) -> int:
@@ -115,9 +113,7 @@ class TeamDynamics(Dynamics[StateType, np.ndarray]):
     @property
     def observation_space(self) -> gym.spaces.Box:
         """The global observation (every agent's, concatenated): ``state_space``."""
-        return gym.spaces.Box(
-            0.0, 1.0, (self.team_size * self.agent_observation_size,), np.float32
-        )
+        return gym.spaces.Box(0.0, 1.0, (self.team_size * self.agent_observation_size,), np.float32)
 
     def agent_observation_space(self) -> gym.spaces.Box:
         """A fresh observation space of one agent."""
@@ -335,7 +331,9 @@ class TeamEnv(ParallelEnv[str, np.ndarray, int], Generic[StateType]):
         self._critical_now = self._critical_flags(state)
         self.history = EpisodeHistory([state], [])
         sid = dynamics.state_id(state)
-        observations = {name: dynamics.observe_agent(state, i) for i, name in enumerate(self.agents)}
+        observations = {
+            name: dynamics.observe_agent(state, i) for i, name in enumerate(self.agents)
+        }
         infos = {name: self._step_info(sid, i) for i, name in enumerate(self.agents)}
         return observations, infos
 
@@ -442,9 +440,7 @@ class TeamEnv(ParallelEnv[str, np.ndarray, int], Generic[StateType]):
         return self._rounds
 
     def _critical_flags(self, state: StateType) -> tuple[bool, ...]:
-        return tuple(
-            bool(self.dynamics.is_agent_critical(state, i)) for i in range(self.team_size)
-        )
+        return tuple(bool(self.dynamics.is_agent_critical(state, i)) for i in range(self.team_size))
 
     def _step_info(self, state_id: int, agent: int) -> dict[str, Any]:
         return {keys.CRITICAL: self._critical_now[agent], keys.STATE_ID: state_id}

@@ -9,9 +9,7 @@ from routine_envs.envs.routine_grid import DEAD_END, GOAL, LAVA
 
 def agent_flags(dynamics: Any, state: Any) -> dict[str, bool]:
     """``{agent name: is_agent_critical}`` of every agent in ``state``."""
-    return {
-        f"agent_{i}": dynamics.is_agent_critical(state, i) for i in range(dynamics.team_size)
-    }
+    return {f"agent_{i}": dynamics.is_agent_critical(state, i) for i in range(dynamics.team_size)}
 
 
 def render_team_doors(dynamics: Any, state: Any, history: Any, mode: str) -> str:

@@ -45,7 +45,9 @@ class TeamGridDynamics(TeamDynamics[JointCells]):
                 tuple(cell.kind in TERMINAL_KINDS for cell in core.layout.cells)
                 for core in self.cores
             ),
-            goal=tuple(tuple(cell.kind == GOAL for cell in core.layout.cells) for core in self.cores),
+            goal=tuple(
+                tuple(cell.kind == GOAL for cell in core.layout.cells) for core in self.cores
+            ),
             on_track=tuple(frozenset(core.layout.spine) for core in self.cores),
         )
 
@@ -99,9 +101,7 @@ class TeamGridDynamics(TeamDynamics[JointCells]):
         """Every agent's rho in the episode where every agent reaches its goal:
         ``num_junctions / max_episode_length`` (``1 / (1 + L)`` for a fixed ``L``)."""
         length = self.max_episode_length
-        return {
-            agent_name(i): len(self.junction_steps(i)) / length for i in range(self.team_size)
-        }
+        return {agent_name(i): len(self.junction_steps(i)) / length for i in range(self.team_size)}
 
     @property
     def team_decision_density(self) -> float:
