@@ -118,3 +118,100 @@ def test_self_loops_are_solved_exactly(cost):
     assert mixed.v[0] == pytest.approx(1.0 - cost)
     with pytest.raises(ValueError, match="never leaves"):
         evaluate_policy(model, np.array([[1.0, 0.0], [0.5, 0.5]]))
+
+
+# ------------------------------------------------------------------- the one backward pass
+def _sweeps(model):
+    return 10 * model.num_states + 100  # passing max_iterations forces the fixed-point sweeps
+
+
+@pytest.mark.parametrize(
+    "env_id, kwargs",
+    [
+        ("DilutedDoors-v0", {}),
+        ("DilutedDoors-v0", {"routine_length": (0, 4), "reward": "fraction"}),
+        ("RoutineGrid-v0", {}),
+        ("RoutineGridSoft-v0", {}),
+        ("CodeFix-v0", {"max_attempts": 2, "step_cost": 0.01}),
+    ],
+)
+def test_backward_pass_equals_the_fixed_point_to_the_bit(env_id, kwargs):
+    import gymnasium as gym
+
+    import routine_envs  # noqa: F401
+
+    model = gym.make(env_id, **kwargs).unwrapped.model()
+    assert model.layers() is not None  # acyclic once self-loops are solved
+    rng = np.random.default_rng(0)
+    pi = rng.dirichlet(np.ones(model.num_actions), size=model.num_states)
+    one, swept = (
+        evaluate_policy(model, pi),
+        evaluate_policy(model, pi, max_iterations=_sweeps(model)),
+    )
+    np.testing.assert_array_equal(one.q, swept.q)
+    np.testing.assert_array_equal(one.v, swept.v)
+    best, best_swept = optimal_values(model), optimal_values(model, max_iterations=_sweeps(model))
+    np.testing.assert_array_equal(best.q, best_swept.q)
+    discounted = evaluate_policy(model, pi, gamma=0.9)
+    np.testing.assert_allclose(
+        discounted.q,
+        evaluate_policy(model, pi, gamma=0.9, max_iterations=_sweeps(model)).q,
+        rtol=0,
+        atol=1e-12,
+    )
+
+
+def test_corridors_are_folded_so_the_pass_has_one_step_per_decision():
+    from routine_envs.envs.diluted_doors import DoorsDynamics
+
+    model = DoorsDynamics(num_floors=7, routine_length=30).model()
+    layers = model.layers()
+    assert layers.depth == 7  # one height per floor, not 7 * 31 steps
+    # every reachable corridor cell: 30 per (floor f, 0 <= correct <= f + 1)
+    assert layers.passing.size == 30 * sum(f + 2 for f in range(7))
+    values = evaluate_policy(model, np.full((model.num_states, 3), 1 / 3))
+    assert np.all(values.advantage[layers.passing] == 0.0)  # exactly zero, not to rounding
+
+
+def test_a_model_with_a_cycle_falls_back_to_sweeps():
+    # s0 -a0-> s1 -a0-> s0 (a cycle through two states); a1 ends the episode from either
+    ids = {"s0": 0, "s1": 1, "end": 2}
+
+    def outcomes(s, a):
+        if a == 1:
+            return [(1.0, "end", 1.0, True)]
+        return [(1.0, "s1" if s == "s0" else "s0", 0.0, False)]
+
+    model = build_model([(1.0, "s0")], outcomes, ids.__getitem__, num_states=3, num_actions=2)
+    assert model.layers() is None
+    values = evaluate_policy(model, np.full((3, 2), 0.5), gamma=0.5)
+    # V = 0.5 * 1 + 0.5 * 0.5 * V  =>  V = 0.5 / 0.75
+    assert values.v[0] == pytest.approx(2 / 3)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"routine_length": 0},
+        {"routine_length": (0, 3), "reward": "fraction"},
+        {"num_floors": 1, "num_doors": 2, "routine_length": 5},
+        {"num_floors": 4, "routine_length": (2, 4), "layout_seed": 7},
+    ],
+)
+def test_diluted_doors_bulk_model_equals_the_generic_search(kwargs):
+    from routine_envs.dynamics import Dynamics
+    from routine_envs.envs.diluted_doors import DoorsDynamics
+
+    dynamics = DoorsDynamics(**kwargs)
+    bulk, search = dynamics.build_model(), Dynamics.build_model(dynamics)
+
+    def by_state_action(m):  # the order that matters: within every (state, action)
+        order = np.argsort(m.state * m.num_actions + m.action, kind="stable")
+        return [x[order] for x in (m.state, m.action, m.prob, m.next_state, m.reward, m.terminated)]
+
+    for a, b in zip(by_state_action(bulk), by_state_action(search), strict=True):
+        np.testing.assert_array_equal(a, b)
+    for name in ("initial", "reachable", "terminal"):
+        np.testing.assert_array_equal(getattr(bulk, name), getattr(search, name))
+    assert dict(bulk.states) == search.states
