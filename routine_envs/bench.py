@@ -8,7 +8,9 @@ Prints, measured in one run on the same machine, with ratios:
    vector env beside Gymnasium's natively vectorized ``CartPole-v1`` and beside a
    ``SyncVectorEnv`` over single Diluted Doors, at several numbers of sub-environments;
 3. the cost of ``copy.deepcopy(env)`` (branching an episode) in microseconds;
-4. the speed goals of the suite, met or not.
+4. the exact model of Diluted Doors at 10, 30 and 100 floors (``routine_length=50``): states
+   per second of building the model and of one evaluation of the uniform policy;
+5. the speed goals of the suite, met or not.
 
 Actions are drawn in advance so that only ``step`` (and ``reset`` at episode ends) is timed; each
 figure is the best of ``--repeats`` timed runs, each capped at ``--seconds``. Numbers on a shared
@@ -48,6 +50,9 @@ GOAL_SINGLE = 1.5  # DilutedDoors-v0 unwrapped / FrozenLake-v1 unwrapped
 GOAL_VECTOR = 1.0  # native vector env / CartPole-v1's vector env, per sub-env step, at 4096
 GOAL_SYNC = 50.0  # native vector env / SyncVectorEnv over single envs, at 4096
 GOAL_DEEPCOPY_US = 50.0  # copy.deepcopy of an env, microseconds
+GOAL_MODEL_STATES_PER_S = 1e6  # exact model: building it, and one policy evaluation
+MODEL_FLOORS = (10, 30, 100)
+MODEL_ROUTINE_LENGTH = 50
 
 
 def suite() -> tuple[Case, ...]:
@@ -275,9 +280,64 @@ def report_deepcopy(costs: dict[str, float], print_fn: PrintFn = print) -> None:
         print_fn(f"{label:<36} {us:>12.1f}")
 
 
+# ----------------------------------------------------------------------------- exact model
+@dataclass(frozen=True)
+class ModelTiming:
+    """States per second of building the exact model and of one policy evaluation (the first,
+    which includes the backward-pass schedule), best of several runs."""
+
+    label: str
+    num_states: int
+    build_per_s: float
+    evaluate_per_s: float
+
+
+def measure_model(
+    floors: Sequence[int] = MODEL_FLOORS,
+    routine_length: int = MODEL_ROUTINE_LENGTH,
+    repeats: int = 3,
+) -> list[ModelTiming]:
+    """Diluted Doors' exact model at each number of floors (fresh dynamics for every run, so
+    nothing is cached between them)."""
+    from routine_envs.envs.diluted_doors import DoorsDynamics
+    from routine_envs.oracle import evaluate_policy, uniform_policy
+
+    out = []
+    for num_floors in floors:
+        build, evaluate = [], []
+        for _ in range(repeats):
+            dynamics = DoorsDynamics(num_floors=num_floors, routine_length=routine_length)
+            start = time.perf_counter()
+            model = dynamics.model()
+            build.append(time.perf_counter() - start)
+            policy = uniform_policy(model)
+            start = time.perf_counter()
+            evaluate_policy(model, policy)
+            evaluate.append(time.perf_counter() - start)
+        label = f"DilutedDoors floors={num_floors} L={routine_length}"
+        n = model.num_states
+        out.append(ModelTiming(label, n, n / min(build), n / min(evaluate)))
+    return out
+
+
+def report_model(timings: list[ModelTiming], print_fn: PrintFn = print) -> dict[str, float]:
+    print_fn(f"{'exact model':<36} {'states':>9} {'build states/s':>15} {'evaluate states/s':>18}")
+    out = {}
+    for t in timings:
+        print_fn(
+            f"{t.label:<36} {t.num_states:>9} {t.build_per_s:>15,.0f} {t.evaluate_per_s:>18,.0f}"
+        )
+        out[f"build {t.label}"] = t.build_per_s
+        out[f"evaluate {t.label}"] = t.evaluate_per_s
+    return out
+
+
 # ------------------------------------------------------------------------------------ goals
 def goals(
-    single: dict[str, float], vector: dict[str, float], copies: dict[str, float]
+    single: dict[str, float],
+    vector: dict[str, float],
+    copies: dict[str, float],
+    model: dict[str, float] | None = None,
 ) -> dict[str, tuple[float, float, bool]]:
     """``{goal: (measured, target, met)}`` from the ratios of :func:`report`,
     :func:`report_vector` and the costs of :func:`measure_deepcopy` (missing figures skipped)."""
@@ -303,6 +363,12 @@ def goals(
             GOAL_DEEPCOPY_US,
             us < GOAL_DEEPCOPY_US,
         )
+    for label, rate in (model or {}).items():
+        out[f"{label} >= {GOAL_MODEL_STATES_PER_S:.0e} states/s"] = (
+            rate,
+            GOAL_MODEL_STATES_PER_S,
+            rate >= GOAL_MODEL_STATES_PER_S,
+        )
     return out
 
 
@@ -312,7 +378,7 @@ def report_goals(results: dict[str, tuple[float, float, bool]], print_fn: PrintF
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    """Run every table; return ``{"single": ..., "vector": ..., "deepcopy": ..., "goals": ...}``."""
+    """Run every table; return ``{"single", "vector", "deepcopy", "model", "goals"}``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=100_000, help="steps per timed run")
     parser.add_argument("--repeats", type=int, default=5, help="timed runs; the best is kept")
@@ -327,6 +393,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     parser.add_argument("--seconds", type=float, default=1.0, help="cap on one timed run (s)")
     parser.add_argument("--copies", type=int, default=2000, help="deep copies per timed run")
+    parser.add_argument(
+        "--model-floors",
+        type=int,
+        nargs="+",
+        default=list(MODEL_FLOORS),
+        help="numbers of floors of the exact-model table (routine_length 50)",
+    )
     args = parser.parse_args(argv)
     print_fn = print
 
@@ -343,10 +416,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print_fn("\n== branching")
     copies = measure_deepcopy(args.copies, args.repeats)
     report_deepcopy(copies, print_fn)
+    print_fn("\n== exact model (states per second)")
+    model = report_model(measure_model(args.model_floors, repeats=args.repeats), print_fn)
     print_fn("\n== goals (ratios measured in this run)")
-    results = goals(single, vector, copies)
+    results = goals(single, vector, copies, model)
     report_goals(results, print_fn)
-    return {"single": single, "vector": vector, "deepcopy": copies, "goals": results}
+    return {
+        "single": single,
+        "vector": vector,
+        "deepcopy": copies,
+        "model": model,
+        "goals": results,
+    }
 
 
 if __name__ == "__main__":

@@ -420,6 +420,7 @@ def test_bench_smoke(capsys):
         [
             *("--steps", "300", "--repeats", "1", "--sizes", "1", "4"),
             *("--vector-steps", "40", "--copies", "20", "--seconds", "0.2"),
+            *("--model-floors", "2", "3"),
         ]
     )
     out = capsys.readouterr().out
@@ -433,5 +434,8 @@ def test_bench_smoke(capsys):
     }
     assert all(v > 0 for v in results["vector"].values())
     assert set(results["deepcopy"]) == {"DilutedDoors-v0 gym.make", "DilutedDoors-v0 unwrapped"}
-    assert len(results["goals"]) == 5
+    assert set(results["model"]) == {
+        f"{what} DilutedDoors floors={n} L=50" for what in ("build", "evaluate") for n in (2, 3)
+    }
+    assert len(results["goals"]) == 5 + 4
     assert all(isinstance(met, bool) for _, _, met in results["goals"].values())
