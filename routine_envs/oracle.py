@@ -115,10 +115,9 @@ class ModelLayers:
         transition_bounds: the same slicing for ``transitions``.
         local_index: ``rank of the source within its height * num_actions + action`` for each
             sorted transition, shape ``(M,)``.
-        passing: the pass-through ids, shape ``(P,)``; ``passing_reward``/``passing_done`` their
-            single outcome's reward and termination, shape ``(P,)``.
-        offset, scale, exit: the affine map of every id, shape ``(num_states,)`` (the identity
-            ``0 + 1 * V(s)`` for the others; ``exit = -1`` where a corridor ends the episode).
+        passing: the pass-through ids, shape ``(P,)``; ``passing_transition`` the index of one
+            of their (identical) transitions, ``passing_next``/``passing_done`` its next state and
+            termination, shape ``(P,)``.
     """
 
     states: np.ndarray
@@ -127,7 +126,7 @@ class ModelLayers:
     transition_bounds: np.ndarray
     local_index: np.ndarray
     passing: np.ndarray
-    passing_reward: np.ndarray
+    passing_transition: np.ndarray
     passing_next: np.ndarray
     passing_done: np.ndarray
 
@@ -136,8 +135,13 @@ class ModelLayers:
         """Number of heights (vectorized steps of the pass)."""
         return len(self.state_bounds) - 1
 
-    def fold(self, gamma: float, num_states: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(offset, scale, exit)`` of every id for the discount ``gamma`` (see the class)."""
+    def fold(
+        self, gamma: float, reward: np.ndarray, num_states: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(offset, scale, exit)`` of every id, shape ``(num_states,)``, for the discount
+        ``gamma`` and the per-transition ``reward``: ``V(s) = offset + scale * V(exit)``, the
+        identity for the states that are not pass-through, ``exit = -1`` where a corridor ends
+        the episode."""
         offset = np.zeros(num_states)
         scale = np.ones(num_states)
         exit_ = np.arange(num_states, dtype=np.int64)
@@ -146,7 +150,7 @@ class ModelLayers:
             return offset, scale, exit_
         is_passing = np.zeros(num_states, dtype=bool)
         is_passing[p] = True
-        a = self.passing_reward.copy()
+        a = reward[self.passing_transition].astype(np.float64)
         b = np.where(self.passing_done, 0.0, gamma)
         x = np.where(self.passing_done, -1, self.passing_next)
         position = np.full(num_states, -1, dtype=np.int64)
@@ -197,7 +201,7 @@ def model_layers(model: TabularModel) -> ModelLayers | None:
     first = np.full(n * m, -1, dtype=np.int64)
     first[sa[::-1]] = np.arange(sa.size)[::-1]
     one = first[passing * m] if passing.size else np.zeros(0, dtype=np.int64)
-    p_next, p_reward, p_done = model.next_state[one], model.reward[one], model.terminated[one]
+    p_next, p_done = model.next_state[one], model.terminated[one]
     # where each corridor leads (gamma-free: only the structure matters for the heights)
     exit_ = np.arange(n, dtype=np.int64)
     x = np.where(p_done, -1, p_next)
@@ -253,7 +257,7 @@ def model_layers(model: TabularModel) -> ModelLayers | None:
     transition_bounds = np.searchsorted(height[model.state[tr]], np.arange(top + 1))
     local = rank[model.state[tr]] * model.num_actions + model.action[tr]
     return ModelLayers(
-        states, state_bounds, tr, transition_bounds, local, passing, p_reward, p_next, p_done
+        states, state_bounds, tr, transition_bounds, local, passing, one, p_next, p_done
     )
 
 
@@ -463,7 +467,7 @@ def _backward_pass(
     stay_sorted = stay[order]
     tr = layers.transitions
     prob, rew, nxt = model.prob[tr], reward[tr], model.next_state[tr]
-    offset, scale, exit_ = layers.fold(gamma, n)
+    offset, scale, exit_ = layers.fold(gamma, reward, n)
     exit_ = np.where(exit_ < 0, n, exit_)
     # V(s') = offset + scale * V(exit): the identity 0 + 1 * V(s') unless s' is a corridor
     off, sc, ex = offset[nxt], scale[nxt], exit_[nxt]

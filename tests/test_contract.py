@@ -17,7 +17,13 @@ import pytest
 from routine_envs import annotations as keys
 from routine_envs.dynamics import Dynamics
 from routine_envs.envs.base import InvalidActionError
-from tests.utils import all_env_ids, assert_oracle_matches_rollouts, run_episode, uniform_policy
+from tests.utils import (
+    all_env_ids,
+    assert_oracle_matches_rollouts,
+    register_contributed_example,
+    run_episode,
+    uniform_policy,
+)
 
 #: the keys an info dict may hold: the contract's, and the documented optional ones.
 KNOWN_KEYS = set(keys.ALL_KEYS) | set(keys.OPTIONAL_KEYS)
@@ -64,7 +70,11 @@ def same(a: object, b: object) -> bool:
     return a == b
 
 
-@pytest.fixture(params=all_env_ids())
+#: every registered id, and the worked example of docs/contributing-an-env.md
+CONTRACT_IDS = [*all_env_ids(), register_contributed_example()]
+
+
+@pytest.fixture(params=CONTRACT_IDS)
 def env_id(request: pytest.FixtureRequest) -> str:
     return request.param
 

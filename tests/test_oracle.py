@@ -215,3 +215,22 @@ def test_diluted_doors_bulk_model_equals_the_generic_search(kwargs):
     for name in ("initial", "reachable", "terminal"):
         np.testing.assert_array_equal(getattr(bulk, name), getattr(search, name))
     assert dict(bulk.states) == search.states
+
+
+def test_reward_override_reaches_folded_corridors():
+    """``evaluate_policy(reward=...)`` (the success probability uses it) must pay the given
+    rewards on the corridors folded into the pass, not the model's own."""
+    import dataclasses
+
+    from routine_envs.envs.diluted_doors import DoorsDynamics
+
+    dynamics = DoorsDynamics(num_floors=2, routine_length=(0, 2), reward="fraction")
+    model = dynamics.model()
+    pi = np.full((model.num_states, 3), 1 / 3)
+    hits = (model.terminated & dynamics.success_table()[model.next_state]).astype(float)
+    override = evaluate_policy(model, pi, reward=hits)
+    swept = evaluate_policy(
+        dataclasses.replace(model, reward=hits), pi, max_iterations=_sweeps(model)
+    )
+    np.testing.assert_array_equal(override.v, swept.v)
+    assert dynamics.success_probability(pi) == pytest.approx(1 / 9, rel=1e-12)

@@ -154,3 +154,27 @@ def assert_oracle_matches_rollouts(
         assert abs(v_mc - values.v[sid]) <= 4.5 * v_se + 1e-9, sid
         checked += 1
     return checked
+
+
+CONTRIBUTED_ID = "ContributedButton-v0"
+"""The worked example of ``docs/contributing-an-env.md``, registered by
+:func:`register_contributed_example` so the contract suite runs over it too."""
+
+
+def register_contributed_example() -> str:
+    """Execute the first Python block of ``docs/contributing-an-env.md`` as a module and register
+    its env as :data:`CONTRIBUTED_ID` (idempotent); returns the id."""
+    import re
+    import sys
+    import types
+    from pathlib import Path
+
+    if CONTRIBUTED_ID in gym.registry:
+        return CONTRIBUTED_ID
+    page = Path(__file__).resolve().parents[1] / "docs" / "contributing-an-env.md"
+    code = re.search(r"```python\n(.*?)```", page.read_text(), re.S).group(1)
+    module = types.ModuleType("contributed_button")
+    sys.modules[module.__name__] = module  # so dataclasses and pickle can find it
+    exec(compile(code, str(page), "exec"), module.__dict__)
+    gym.register(CONTRIBUTED_ID, entry_point=module.ButtonEnv)
+    return CONTRIBUTED_ID
