@@ -293,6 +293,10 @@ class DoorsDynamics(Dynamics[DoorsState, np.ndarray]):
     def is_success(self, state: DoorsState) -> bool:
         return state.num_correct == self.num_floors
 
+    def num_correct(self, state: DoorsState) -> int:
+        """Doors chosen correctly so far in ``state``."""
+        return state.num_correct
+
     def describe(self, state: DoorsState) -> str:
         floor, position, length, correct = state
         n = self.num_floors

@@ -52,7 +52,7 @@ def render_doors_ansi(dynamics: Any, state: Any, history: Any) -> str:
     header = (
         f"Diluted Doors  step {len(history.actions)}  floor "
         f"{min(state.floor, env.num_floors - 1) + 1}/{env.num_floors}  "
-        f"correct {state.num_correct}  reward={env.reward}  "
+        f"correct {dynamics.num_correct(state)}  reward={env.reward}  "
         f"rho={env.decision_density:.4f}"
     )
     lines = [header]
@@ -79,8 +79,8 @@ def render_doors_ansi(dynamics: Any, state: Any, history: Any) -> str:
             "finished: "
             + (
                 "success"
-                if state.num_correct == env.num_floors
-                else f"{state.num_correct}/{env.num_floors} doors correct"
+                if dynamics.num_correct(state) == env.num_floors
+                else f"{dynamics.num_correct(state)}/{env.num_floors} doors correct"
             )
         )
     return "\n".join(lines) + "\n"
