@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import re
 import sys
 from pathlib import Path
 
@@ -19,9 +18,9 @@ from routine_envs.registration import ENVIRONMENTS, EnvEntry  # noqa: E402
 
 
 def page_name(entry: EnvEntry) -> str:
-    """``DilutedDoors-v0`` -> ``diluted_doors``."""
-    name = entry.id.rsplit("-v", 1)[0]
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+    """The page of an entry point's module: ``routine_envs.envs.diluted_doors:...`` ->
+    ``diluted_doors`` (``diluted_doors_v1`` for the v1 module)."""
+    return entry.entry_point.split(":")[0].rsplit(".", 1)[-1]
 
 
 def render_page(entries: list[EnvEntry]) -> str:

@@ -42,6 +42,20 @@ ENVIRONMENTS: tuple[EnvEntry, ...] = (
         rho="routine_length L: rho = 1/(1+L)",
         density_kwarg="routine_length",
     ),
+    EnvEntry(
+        id="DilutedDoors-v1",
+        entry_point="routine_envs.envs.diluted_doors_v1:DilutedDoorsV1Env",
+        kwargs={
+            "num_floors": 3,
+            "num_doors": 3,
+            "routine_length": 10,
+            "reward": "success",
+            "layout_seed": 0,
+            "observation": "actions",
+        },
+        rho="routine_length L: rho = 1/(1+L)",
+        density_kwarg="routine_length",
+    ),
     *(
         EnvEntry(
             id=env_id,
