@@ -23,7 +23,7 @@ PATH = ROOT / "docs" / "envs" / "routine_grid.png"
 def main(path: Path = PATH) -> None:
     """Save the default RoutineGrid-v0 maze with the agent at the start."""
     gym.register_envs(routine_envs)
-    save_layout_png(gym.make("RoutineGrid-v0").unwrapped, path)
+    save_layout_png(gym.make("RoutineGrid-v0").unwrapped.dynamics, path)
     print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import importlib.util
 import math
 import pickle
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 
 from routine_envs import annotations as keys
 from routine_envs.annotations import ACTION_GAP
+from routine_envs.dynamics import Dynamics
 from routine_envs.envs import InvalidActionError, RoutineGridEnv
 from routine_envs.envs.routine_grid import (
     CORRIDOR,
@@ -26,6 +28,7 @@ from routine_envs.envs.routine_grid import (
     GOAL,
     JUNCTION,
     LAVA,
+    GridDynamics,
     make_layout,
 )
 from routine_envs.oracle import optimal_values
@@ -153,13 +156,80 @@ def test_annotations_equal_value_iteration_over_the_model(kwargs):
     gap = optimal_values(model).action_gap  # the oracle's own value iteration
     np.testing.assert_allclose(env.action_gaps(), gap, rtol=0, atol=1e-12)
     decide = model.decision_states
-    flags = np.array([env._is_critical(s) for s in range(env.num_states)])
+    flags = np.array([env.unwrapped.dynamics.is_critical(s) for s in range(env.num_states)])
     np.testing.assert_array_equal(flags[decide], gap[decide] > env.critical_tolerance)
     assert not flags[model.terminal].any()
     kinds = np.array([env.describe_state(s).kind for s in range(env.num_states)])
     # closed forms: the right branch is worth 1 and a wrong one 0; dithering costs c
     np.testing.assert_allclose(gap[kinds == JUNCTION], 1.0, atol=1e-12)
     np.testing.assert_allclose(gap[kinds == CORRIDOR], env.step_cost, atol=1e-12)
+
+
+EDGE_CONFIGS = [  # a tolerance equal to the dithering cost: the gap's rounding decides
+    {"soft_routine": 0.01, "critical_tolerance": 0.01},
+    {"soft_routine": 0.1, "critical_tolerance": 0.1, "branching": 2, "corridor_length": (1, 3)},
+]
+
+
+@pytest.mark.parametrize("kwargs", ANNOTATION_CONFIGS + EDGE_CONFIGS)
+def test_dynamics_is_critical_and_state_from_id_agree_with_the_definitions(kwargs):
+    dyn = RoutineGridEnv(**kwargs).unwrapped.dynamics
+    assert isinstance(dyn, GridDynamics) and dyn == GridDynamics(**kwargs)
+    model = dyn.model()
+    gap = optimal_values(model).action_gap  # the exact action gap, from the oracle directly
+    for sid in np.flatnonzero(model.reachable):
+        state = model.states[int(sid)]
+        own = dyn.is_critical(state)
+        assert type(own) is bool and own == Dynamics.is_critical(dyn, state), sid
+        assert own == (bool(gap[sid] > dyn.critical_tolerance) and not model.terminal[sid]), sid
+        assert dyn.action_gap(state) == gap[sid] == Dynamics.action_gap(dyn, state)
+        assert dyn.state_id(dyn.state_from_id(int(sid))) == sid
+        assert dyn.state_from_id(dyn.state_id(state)) == state
+        assert dyn.cell(state) == dyn.layout.cells[int(sid)]
+    for bad in (-1, dyn.num_states):
+        with pytest.raises(ValueError, match="state_id"):
+            dyn.state_from_id(bad)
+    assert dyn.approximate_routine == (dyn.step_cost > 0)
+
+
+def test_dynamics_are_immutable_shared_and_normalized():
+    dyn = GridDynamics(corridor_length=[4, 4], soft_routine=True, layout_seed=2)
+    assert (dyn.corridor_length, dyn.corridor_range, dyn.soft_routine) == (4, (4, 4), 0.01)
+    assert dyn.step_cost == 0.01 and dyn == GridDynamics(corridor_length=4, soft_routine=0.01,
+                                                         layout_seed=2)  # fmt: skip
+    assert hash(dyn) == hash(GridDynamics(corridor_length=4, soft_routine=0.01, layout_seed=2))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        dyn.branching = 2
+    replaced = dataclasses.replace(dyn, critical_tolerance=0.005)
+    assert replaced.layout.desc == dyn.layout.desc and replaced.decision_density == 1.0
+    env = RoutineGridEnv(corridor_length=4, soft_routine=True, layout_seed=2)
+    assert env.dynamics == dyn and copy.deepcopy(env).dynamics is env.dynamics
+    assert pickle.loads(pickle.dumps(dyn)) == dyn
+    with pytest.raises(ValueError, match="view_size"):
+        GridDynamics(view_size=6)
+
+
+def test_describe_tells_the_way_but_not_the_correct_branch():
+    dyn = GridDynamics(num_junctions=3, branching=3, corridor_length=3, soft_routine=0.05)
+    texts = {sid: dyn.describe(sid) for sid in range(dyn.num_states)}
+    for sid, text in texts.items():
+        cell = dyn.cell(sid)
+        heading = ("east", "south", "west", "north")[cell.heading]
+        assert f"heading {heading}" in text, text
+        if cell.kind == JUNCTION:
+            assert f"junction {cell.junction + 1} of 3" in text
+            assert "left (north), action 1: ahead (east), action 2: right (south)" in text
+            for word in ("goal", "lava", "dead end", "correct", "wrong", "trap"):
+                assert word not in text, text
+        elif cell.kind == CORRIDOR:
+            assert "corridor" in text and "cost 0.05" in text
+    # the junctions of mazes whose correct branches differ read the same
+    junction_texts = {
+        GridDynamics(layout_seed=seed).describe(GridDynamics(layout_seed=seed).layout.start)
+        for seed in range(20)
+    }
+    assert len(junction_texts) == 1
+    assert len({make_layout(3, 3, (5, 5), seed).correct_actions for seed in range(20)}) > 1
 
 
 def test_soft_routine_rewards_gap_and_tolerance():
@@ -228,7 +298,7 @@ def test_oracle_closed_forms_for_uniform_policy():
         assert values.v[sid] == pytest.approx(B ** -(J - j), rel=1e-12)
         q = values.q[sid]
         assert q[env.layout.correct_actions[j]] == pytest.approx(B ** -(J - j - 1), rel=1e-12)
-    routine = env.model().decision_states & ~np.array(env._critical_table)
+    routine = env.model().decision_states & ~env.unwrapped.dynamics.critical_table()
     assert routine.sum() > 20 and np.abs(values.advantage[routine]).max() == 0.0
 
 
@@ -416,7 +486,7 @@ def test_invalid_action_raises_and_changes_nothing(action):
     env.reset(seed=0)
     with pytest.raises(InvalidActionError, match="action"):
         env.step(action)
-    assert env.state == env.layout.start and env._episode_length == 0
+    assert env.state == env.layout.start and len(env.history.actions) == 0
 
 
 # ---------------------------------------------------------------------- rendering, docs
@@ -432,7 +502,7 @@ def test_render_modes_mark_critical_cells():
     u = env.unwrapped
     assert frame.shape == (u.layout.kinds.shape[0] * 10, u.layout.kinds.shape[1] * 10, 3)
     yellow = np.all(frame == (250, 200, 0), axis=-1)
-    junctions = [u.describe_state(s) for s in u.layout.spine if u._critical_table[s]]
+    junctions = [u.describe_state(s) for s in u.layout.spine if u.dynamics.critical_table()[s]]
     assert len(junctions) == 3
     for cell in junctions:  # a 2-pixel yellow frame on each junction's 10-pixel square
         square = yellow[cell.row * 10 : cell.row * 10 + 10, cell.col * 10 : cell.col * 10 + 10]

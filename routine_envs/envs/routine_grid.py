@@ -5,15 +5,16 @@ from __future__ import annotations
 import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import gymnasium as gym
 import numpy as np
 
-from routine_envs import annotations as keys
+from routine_envs.dynamics import Dynamics
 from routine_envs.envs import validation
-from routine_envs.envs.legacy_base import RoutineEnv
+from routine_envs.envs.base import RoutineEnv
 from routine_envs.oracle import Outcome
+from routine_envs.rendering.grid import render_grid
 
 #: the dithering cost that ``soft_routine=True`` stands for.
 DEFAULT_SOFT_COST = 0.01
@@ -93,10 +94,15 @@ class GridLayout:
         """The grid as text, one string per row (FrozenLake's ``desc``): ``#`` wall, ``.``
         corridor, ``+`` junction, ``S`` the start junction, ``G`` goal, ``~`` lava, ``x`` dead
         end."""
-        rows = [[KIND_CHARS[k] for k in row] for row in self.kinds.tolist()]
+        rows = self.chars()
         start = self.cells[self.start]
         rows[start.row][start.col] = "S"
         return tuple("".join(row) for row in rows)
+
+    def chars(self) -> list[list[str]]:
+        """The grid as a fresh character array, one list per row: :attr:`desc` without the start
+        mark (``+`` there like any junction), for pictures to draw on."""
+        return [[KIND_CHARS[k] for k in row] for row in self.kinds.tolist()]
 
 
 def _feasible_exits(branching: int, length: int) -> list[tuple[tuple[int, ...], int]]:
@@ -227,6 +233,234 @@ def _tolerance(value: Any) -> float:
     return float(value)
 
 
+#: a move's turn relative to the heading it is taken from -> the word for that way out.
+TURN_WORDS = {3: "left", 0: "ahead", 1: "right"}
+HEADING_WORDS = ("east", "south", "west", "north")
+KIND_WORDS = ("a wall", "corridor", "a junction", "the goal", "lava", "a dead end")
+
+
+@dataclass(frozen=True, kw_only=True)
+class GridDynamics(Dynamics[int, np.ndarray]):
+    """The exact MDP of Routine Grid (see :class:`RoutineGridEnv` for the rules).
+
+    A state is its ``state_id``: the row-major number of the agent's cell in :attr:`layout`
+    (:class:`GridLayout`; :meth:`cell` gives its :class:`GridCell`). The fields are the
+    configuration (keyword-only), validated and normalized: ``corridor_length`` an int or a
+    ``(low, high)`` pair, ``soft_routine`` the dithering cost (``True`` -> 0.01, ``False`` ->
+    0.0) and ``critical_tolerance`` a float. Derived: :attr:`layout`, :attr:`corridor_range`
+    and :attr:`step_cost` (the cost again, under the name the env has always used).
+    """
+
+    num_junctions: int = 3
+    branching: int = 3
+    corridor_length: int | tuple[int, int] = 5
+    layout_seed: int = 0
+    soft_routine: bool | float = False
+    #: per configuration (the base class's is a constant): ``critical`` is the exact optimal
+    #: action gap above it.
+    critical_tolerance: float = 0.1  # type: ignore[misc]
+    obs_mode: str = "vector"
+    view_size: int = 7
+
+    def __post_init__(self) -> None:
+        junctions = validation.integer("num_junctions", self.num_junctions, minimum=1)
+        branching = validation.integer("branching", self.branching, minimum=2, maximum=3)
+        low, high = validation.int_or_range("corridor_length", self.corridor_length)
+        if branching == 3 and low < 2:
+            raise ValueError(
+                f"corridor_length must be >= 2 with branching=3 (room for a branch to turn), "
+                f"got {self.corridor_length!r}"
+            )
+        seed = validation.integer("layout_seed", self.layout_seed, minimum=0)
+        cost = _soft_cost(self.soft_routine)
+        tolerance = _tolerance(self.critical_tolerance)
+        obs_mode = validation.choice("obs_mode", self.obs_mode, OBS_MODES)
+        view_size = validation.integer("view_size", self.view_size, minimum=3)
+        if view_size % 2 == 0:
+            raise ValueError(f"view_size must be odd, got {view_size}")
+        layout = make_layout(junctions, branching, (low, high), seed)
+        self._derive(
+            num_junctions=junctions,
+            branching=branching,
+            corridor_length=low if low == high else (low, high),
+            layout_seed=seed,
+            soft_routine=cost,
+            critical_tolerance=tolerance,
+            obs_mode=obs_mode,
+            view_size=view_size,
+            #: the maze (fixed by the configuration).
+            layout=layout,
+            #: the configured corridor lengths as a ``(low, high)`` pair.
+            corridor_range=(low, high),
+            #: the dithering cost of a corridor action other than 0 (0: hard routine).
+            step_cost=cost,
+        )
+        self._derive(
+            _outcome_table=self._build_outcomes(),
+            _obs_table=self._vector_observations() if obs_mode == "vector" else (),
+            _views={},  # memo of egocentric_view (derived, read-only arrays)
+        )
+        # The exact action gap and ``critical`` of every state_id by their definitions (from
+        # the model), as tuples: the lookups ``step`` does for every state it reaches.
+        self._derive(
+            _gap_values=tuple(self.action_gaps().tolist()),
+            _critical_flags=tuple(self.critical_table().tolist()),
+        )
+
+    # ----------------------------------------------------------------------------- sizes
+    @property
+    def num_states(self) -> int:
+        return len(self.layout.cells)
+
+    @property
+    def num_actions(self) -> int:
+        return self.branching
+
+    @property
+    def observation_space(self) -> gym.spaces.Box:
+        if self.obs_mode == "vector":
+            return gym.spaces.Box(0.0, 1.0, (self.num_junctions + 13,), np.float32)
+        v = self.view_size
+        return gym.spaces.Box(0, 255, (v, v, 3), np.uint8)
+
+    @property
+    def approximate_routine(self) -> bool:  # type: ignore[override]
+        """Routine is approximate exactly when corridor actions carry a dithering cost."""
+        return self.step_cost > 0
+
+    @property
+    def decision_density(self) -> float:
+        """Exact rho of an episode that reaches the goal: critical states on the way / its
+        length (``1 / (1 + L)`` for a fixed corridor length ``L`` and the default tolerance)."""
+        path = self.layout.spine[:-1]
+        return sum(self._critical_flags[s] for s in path) / len(path)
+
+    @property
+    def max_episode_length(self) -> int:
+        """Steps of an episode that reaches the goal, the longest possible."""
+        return len(self.layout.spine) - 1
+
+    # ----------------------------------------------------------------------- the dynamics
+    def initial_outcomes(self) -> Sequence[tuple[float, int]]:
+        return ((1.0, self.layout.start),)
+
+    def outcomes(self, state: int, action: int) -> Sequence[Outcome]:
+        return self._outcome_table[state][action]
+
+    def state_id(self, state: int) -> int:
+        return state
+
+    def state_from_id(self, state_id: int) -> int:
+        if not 0 <= state_id < self.num_states:
+            raise ValueError(f"state_id must be in [0, {self.num_states}), got {state_id}")
+        return int(state_id)
+
+    def cell(self, state: int) -> GridCell:
+        """The :class:`GridCell` (position, kind, heading, ...) of ``state``."""
+        return self.layout.cells[self.state_from_id(state)]
+
+    def observe(self, state: int) -> np.ndarray:
+        if self._obs_table:
+            return self._obs_table[state].copy()
+        return self.egocentric_view(state).copy()
+
+    def is_critical(self, state: int) -> bool:
+        """A lookup in the flags computed once from the exact action gaps (a test checks it
+        against :meth:`Dynamics.is_critical`)."""
+        return self._critical_flags[state]
+
+    def action_gap(self, state: int) -> float:
+        """A lookup in the exact action gaps computed once from the model (as the base's)."""
+        return self._gap_values[state]
+
+    def is_success(self, state: int) -> bool:
+        return self.layout.cells[state].kind == GOAL
+
+    def describe(self, state: int) -> str:
+        """Where the agent is and what it sees of the way on: heading, junction or corridor,
+        the ways out of a junction (not where they lead) and the cell the next move enters."""
+        cell = self.cell(state)
+        heading = HEADING_WORDS[cell.heading]
+        junction = f"junction {cell.junction + 1} of {self.num_junctions}"
+        if cell.kind == GOAL:
+            return f"on the goal, heading {heading}: the maze is solved"
+        if cell.kind == LAVA:
+            return f"in lava, heading {heading}: the episode is over"
+        if cell.kind == DEAD_END:
+            return f"at a dead end, heading {heading}: the episode is over"
+        nexts = self.layout.successors[state]
+        if cell.kind == JUNCTION:
+            ways = []
+            for action, nxt in enumerate(nexts):
+                out = self.layout.cells[nxt].heading
+                turn = TURN_WORDS[(out - cell.heading) % 4]
+                ways.append(f"action {action}: {turn} ({HEADING_WORDS[out]})")
+            return f"at {junction}, heading {heading}; ways out: {', '.join(ways)}"
+        ahead = KIND_WORDS[self.layout.cells[nexts[0]].kind]
+        cost = f" (actions other than 0 cost {self.step_cost:g})" if self.step_cost else ""
+        return (
+            f"in the corridor after {junction}, heading {heading}, {cell.walked} of "
+            f"{cell.walked + cell.left} moves along it; every action moves on{cost}; "
+            f"next: {ahead}"
+        )
+
+    # ----------------------------------------------------------------------- observations
+    def egocentric_view(self, state_id: int) -> np.ndarray:
+        """The image observation of ``state_id``, shape ``(view_size, view_size, 3)`` uint8
+        (read-only, shared: copy it to modify)."""
+        cached = self._views.get(state_id)
+        if cached is None:
+            v, cell = self.view_size, self.layout.cells[state_id]
+            ahead = (v - 1 - np.arange(v))[:, None]  # cells ahead of the agent, by view row
+            right = (np.arange(v) - v // 2)[None, :]  # cells to its right, by view column
+            (fr, fc), (rr, rc) = DIR_VEC[cell.heading], DIR_VEC[(cell.heading + 1) % 4]
+            rows = cell.row + ahead * fr + right * rr + v
+            cols = cell.col + ahead * fc + right * rc + v
+            padded = np.pad(self.layout.kinds, v, constant_values=WALL)
+            cached = MINIGRID_ENCODING[padded[rows, cols]]
+            cached.flags.writeable = False
+            self._views[state_id] = cached
+        return cached
+
+    # ----------------------------------------------------------------------------- tables
+    def _build_outcomes(self) -> tuple[tuple[tuple[Outcome, ...], ...], ...]:
+        """Per ``state_id`` and action, the single deterministic outcome (``()`` if terminal)."""
+        cells, table = self.layout.cells, []
+        for sid, nexts in enumerate(self.layout.successors):
+            row = []
+            for a in range(self.branching if nexts else 0):
+                nxt = nexts[a] if len(nexts) > 1 else nexts[0]
+                kind = cells[nxt].kind
+                reward = 1.0 if kind == GOAL else 0.0
+                if cells[sid].kind == CORRIDOR and a != 0:
+                    reward -= self.step_cost
+                row.append(((1.0, nxt, reward, kind in TERMINAL_KINDS),))
+            table.append(tuple(row))
+        return tuple(table)
+
+    def _vector_observations(self) -> tuple[np.ndarray, ...]:
+        layout, n = self.layout, self.num_junctions
+        height, width = layout.kinds.shape
+        scale = 1.0 / (self.corridor_range[1] + 1)
+        out = []
+        for cell in layout.cells:
+            obs = np.zeros(n + 13, dtype=np.float32)
+            obs[cell.junction] = 1.0
+            obs[n] = cell.kind == JUNCTION
+            obs[n + 1] = cell.walked * scale
+            obs[n + 2] = cell.left * scale
+            obs[n + 3 + cell.heading] = 1.0
+            for i, turn in enumerate((-1, 0, 1)):
+                dr, dc = DIR_VEC[(cell.heading + turn) % 4]
+                obs[n + 7 + i] = layout.kinds[cell.row + dr, cell.col + dc] != WALL
+            obs[n + 10] = cell.row / (height - 1)
+            obs[n + 11] = cell.col / (width - 1)
+            obs[n + 12] = cell.kind in TERMINAL_KINDS
+            obs.flags.writeable = False
+            out.append(obs)
+        return tuple(out)
+
+
 class RoutineGridEnv(RoutineEnv[np.ndarray, int]):
     """## Description
 
@@ -353,11 +587,15 @@ class RoutineGridEnv(RoutineEnv[np.ndarray, int]):
     - ``render_mode`` (``None``, ``"ansi"`` or ``"rgb_array"``): text map, or a picture with the
       critical cells framed in yellow.
 
-    The exact model is exposed: ``env.unwrapped.model()`` (every transition, indexed by
-    ``state_id``), ``env.unwrapped.oracle(policy)`` (exact ``Q^pi``, ``V^pi``, ``A^pi`` by dynamic
-    programming), ``env.unwrapped.layout`` (the maze; ``.desc`` as text),
-    ``env.unwrapped.describe_state(state_id)``, ``env.unwrapped.decision_density`` and
-    ``copy.deepcopy(env)`` (an independent branch with the same future for the same actions).
+    The MDP is public: ``env.unwrapped.dynamics`` is an immutable :class:`GridDynamics` (the
+    maze ``dynamics.layout``, ``.desc`` as text; outcomes, ``state_id`` and its inverse,
+    observations and ``egocentric_view``, criticality, action gaps, ``decision_density``,
+    ``max_episode_length``, state descriptions), with the exact model ``dynamics.model()`` (every
+    transition, indexed by ``state_id``) and the perfect critic ``dynamics.oracle(policy)`` (exact
+    ``Q^pi``, ``V^pi``, ``A^pi`` by dynamic programming), also forwarded by the env
+    (``env.unwrapped.layout``, ``env.unwrapped.oracle(policy)``, ...).
+    ``env.unwrapped.describe_state(state_id)`` is the :class:`GridCell` of an id and
+    ``copy.deepcopy(env)`` an independent branch with the same future for the same actions.
     No procedural layouts: a new maze needs a new ``layout_seed``.
 
     ## Version History
@@ -365,14 +603,8 @@ class RoutineGridEnv(RoutineEnv[np.ndarray, int]):
     - v0: initial release.
     """
 
-    _shared_attributes = RoutineEnv._shared_attributes | {
-        "layout",
-        "_outcome_table",
-        "_critical_table",
-        "_gap_table",
-        "_obs_table",
-        "_view_cache",
-    }
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    renderer = staticmethod(render_grid)
 
     def __init__(
         self,
@@ -387,186 +619,37 @@ class RoutineGridEnv(RoutineEnv[np.ndarray, int]):
         max_steps: int | None = None,
         render_mode: str | None = None,
     ) -> None:
-        super().__init__(render_mode=render_mode)
-        self.num_junctions = validation.integer("num_junctions", num_junctions, minimum=1)
-        self.branching = validation.integer("branching", branching, minimum=2, maximum=3)
-        self.corridor_range = validation.int_or_range("corridor_length", corridor_length)
-        if self.branching == 3 and self.corridor_range[0] < 2:
-            raise ValueError(
-                f"corridor_length must be >= 2 with branching=3 (room for a branch to turn), "
-                f"got {corridor_length!r}"
-            )
-        self.layout_seed = validation.integer("layout_seed", layout_seed, minimum=0)
-        self.step_cost = _soft_cost(soft_routine)
-        self.critical_tolerance = _tolerance(critical_tolerance)
-        self.obs_mode = validation.choice("obs_mode", obs_mode, OBS_MODES)
-        self.view_size = validation.integer("view_size", view_size, minimum=3)
-        if self.view_size % 2 == 0:
-            raise ValueError(f"view_size must be odd, got {self.view_size}")
-        if max_steps is not None:
-            max_steps = validation.integer("max_steps", max_steps, minimum=1)
-        self.max_steps = max_steps
-
-        self.layout = make_layout(
-            self.num_junctions, self.branching, self.corridor_range, self.layout_seed
+        dynamics = GridDynamics(
+            num_junctions=num_junctions,
+            branching=branching,
+            corridor_length=corridor_length,
+            layout_seed=layout_seed,
+            soft_routine=soft_routine,
+            critical_tolerance=critical_tolerance,
+            obs_mode=obs_mode,
+            view_size=view_size,
         )
-        self.num_states = len(self.layout.cells)
-        self.action_space = gym.spaces.Discrete(self.branching)
-        self._outcome_table = self._build_outcomes()
-        # exact optimal action gaps by value iteration over the model (the oracle's optimal())
-        self._gap_table = tuple(self.optimal().action_gap.tolist())
-        self._critical_table = tuple(g > self.critical_tolerance for g in self._gap_table)
-        if self.obs_mode == "vector":
-            self._obs_table = self._vector_observations()
-            shape = self._obs_table[0].shape
-            self.observation_space = gym.spaces.Box(0.0, 1.0, shape, np.float32)
-        else:
-            self._obs_table = ()
-            v = self.view_size
-            self.observation_space = gym.spaces.Box(0, 255, (v, v, 3), np.uint8)
-        self._view_cache: dict[int, np.ndarray] = {}
-        self._history: list[int] = []
-
-    # ---------------------------------------------------------------------------- config
-    @property
-    def corridor_length(self) -> int | tuple[int, int]:
-        """The configured corridor length: an int, or the ``(low, high)`` range."""
-        low, high = self.corridor_range
-        return low if low == high else (low, high)
+        super().__init__(dynamics, render_mode=render_mode, max_steps=max_steps)
+        # Routine Grid has always reported ``action_gap`` on every step, hard routine (gaps
+        # exactly 0 or 1) included, not only when its routine is approximate.
+        self._reports_gap = True
 
     @property
     def soft_routine(self) -> bool:
-        """Whether corridor actions carry a dithering cost."""
-        return self.step_cost > 0
-
-    @property
-    def decision_density(self) -> float:
-        """Exact rho of an episode that reaches the goal: critical states on the way / its
-        length (``1 / (1 + L)`` for a fixed corridor length ``L`` and the default tolerance)."""
-        path = self.layout.spine[:-1]
-        return sum(self._critical_table[s] for s in path) / len(path)
-
-    @property
-    def max_episode_length(self) -> int:
-        """Steps of an episode that reaches the goal, the longest possible."""
-        return len(self.layout.spine) - 1
-
-    # ----------------------------------------------------------------------- model tables
-    def _build_outcomes(self) -> tuple[tuple[tuple[Outcome, ...], ...], ...]:
-        """Per ``state_id`` and action, the single deterministic outcome (``()`` if terminal)."""
-        cells, table = self.layout.cells, []
-        for sid, nexts in enumerate(self.layout.successors):
-            row = []
-            for a in range(self.branching if nexts else 0):
-                nxt = nexts[a] if len(nexts) > 1 else nexts[0]
-                kind = cells[nxt].kind
-                reward = 1.0 if kind == GOAL else 0.0
-                if cells[sid].kind == CORRIDOR and a != 0:
-                    reward -= self.step_cost
-                row.append(((1.0, nxt, reward, kind in TERMINAL_KINDS),))
-            table.append(tuple(row))
-        return tuple(table)
-
-    def _vector_observations(self) -> tuple[np.ndarray, ...]:
-        layout, n = self.layout, self.num_junctions
-        height, width = layout.kinds.shape
-        scale = 1.0 / (self.corridor_range[1] + 1)
-        out = []
-        for cell in layout.cells:
-            obs = np.zeros(n + 13, dtype=np.float32)
-            obs[cell.junction] = 1.0
-            obs[n] = cell.kind == JUNCTION
-            obs[n + 1] = cell.walked * scale
-            obs[n + 2] = cell.left * scale
-            obs[n + 3 + cell.heading] = 1.0
-            for i, turn in enumerate((-1, 0, 1)):
-                dr, dc = DIR_VEC[(cell.heading + turn) % 4]
-                obs[n + 7 + i] = layout.kinds[cell.row + dr, cell.col + dc] != WALL
-            obs[n + 10] = cell.row / (height - 1)
-            obs[n + 11] = cell.col / (width - 1)
-            obs[n + 12] = cell.kind in TERMINAL_KINDS
-            obs.flags.writeable = False
-            out.append(obs)
-        return tuple(out)
-
-    def egocentric_view(self, state_id: int) -> np.ndarray:
-        """The image observation of ``state_id``, shape ``(view_size, view_size, 3)`` uint8."""
-        cached = self._view_cache.get(state_id)
-        if cached is None:
-            v, cell = self.view_size, self.layout.cells[state_id]
-            ahead = (v - 1 - np.arange(v))[:, None]  # cells ahead of the agent, by view row
-            right = (np.arange(v) - v // 2)[None, :]  # cells to its right, by view column
-            (fr, fc), (rr, rc) = DIR_VEC[cell.heading], DIR_VEC[(cell.heading + 1) % 4]
-            rows = cell.row + ahead * fr + right * rr + v
-            cols = cell.col + ahead * fc + right * rc + v
-            padded = np.pad(self.layout.kinds, v, constant_values=WALL)
-            cached = MINIGRID_ENCODING[padded[rows, cols]]
-            cached.flags.writeable = False
-            self._view_cache[state_id] = cached
-        return cached
-
-    # ----------------------------------------------------------------------------- hooks
-    def _initial_outcomes(self) -> Sequence[tuple[float, int]]:
-        return ((1.0, self.layout.start),)
-
-    def _outcomes(self, state: int, action: int) -> Sequence[Outcome]:
-        return self._outcome_table[state][action]
-
-    def _state_id(self, state: int) -> int:
-        return state
-
-    def _observe(self, state: int) -> np.ndarray:
-        if self._obs_table:
-            return self._obs_table[state].copy()
-        return self.egocentric_view(state).copy()
-
-    def _is_critical(self, state: int) -> bool:
-        return self._critical_table[state]
-
-    def _is_success(self, state: int) -> bool:
-        return self.layout.cells[state].kind == GOAL
-
-    def _step_info(self, state: int) -> dict[str, Any]:
-        return {
-            keys.CRITICAL: self._critical_now,
-            keys.STATE_ID: state,
-            keys.ACTION_GAP: self._gap_table[state],
-        }
+        """Whether corridor actions carry a dithering cost (the cost is ``step_cost``)."""
+        return self.dynamics.step_cost > 0
 
     def describe_state(self, state_id: int) -> GridCell:
         """The :class:`GridCell` (position, kind, heading, ...) with that ``state_id``."""
-        if not 0 <= state_id < self.num_states:
-            raise ValueError(f"state_id must be in [0, {self.num_states}), got {state_id}")
-        return self.layout.cells[state_id]
-
-    def action_gaps(self) -> np.ndarray:
-        """The exact optimal action gap of every ``state_id``, shape ``(num_states,)``."""
-        return np.array(self._gap_table)
-
-    # ------------------------------------------------------------------------- rendering
-    def _after_reset(self) -> None:
-        self._history = [self.layout.start] if self.render_mode is not None else []
-
-    def _after_step(self, state: int, action: int, next_state: int) -> None:
-        if self.render_mode is not None:
-            self._history.append(next_state)
-
-    def _render_ansi(self) -> str:
-        from routine_envs.rendering.grid import render_grid_ansi
-
-        return render_grid_ansi(self)
-
-    def _render_rgb(self) -> np.ndarray:
-        from routine_envs.rendering.grid import render_grid_rgb
-
-        return render_grid_rgb(self)
+        return self.dynamics.cell(state_id)
 
     def __repr__(self) -> str:
+        d = self.dynamics
         return (
-            f"RoutineGridEnv(num_junctions={self.num_junctions}, branching={self.branching}, "
-            f"corridor_length={self.corridor_length!r}, layout_seed={self.layout_seed}, "
-            f"soft_routine={self.step_cost}, obs_mode={self.obs_mode!r})"
+            f"RoutineGridEnv(num_junctions={d.num_junctions}, branching={d.branching}, "
+            f"corridor_length={d.corridor_length!r}, layout_seed={d.layout_seed}, "
+            f"soft_routine={d.step_cost}, obs_mode={d.obs_mode!r})"
         )
 
 
-__all__ = ["GridCell", "GridLayout", "RoutineGridEnv", "make_layout"]
+__all__ = ["GridCell", "GridDynamics", "GridLayout", "RoutineGridEnv", "make_layout"]

@@ -5,13 +5,11 @@ from __future__ import annotations
 import itertools
 import struct
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from routine_envs.envs.routine_grid import RoutineGridEnv
 
 TILE = 10  # pixels per grid square
 COLORS = {
@@ -29,34 +27,44 @@ KIND_COLORS = ("wall", "corridor", "junction", "goal", "lava", "dead_end")
 ARROWS = ">v<^"  # agent heading: east, south, west, north
 
 
-def render_grid_ansi(env: RoutineGridEnv) -> str:
-    """The maze as text: ``#`` wall, ``.`` corridor, ``+`` junction, ``*`` a critical cell, ``G``
-    goal, ``~`` lava, ``x`` dead end, the agent as an arrow of its heading; a header line."""
-    from routine_envs.envs.routine_grid import KIND_CHARS
+def render_grid(dynamics: Any, state: int, history: Any, mode: str) -> str | np.ndarray:
+    """The renderer of Routine Grid: ``render_mode`` ``"ansi"`` or ``"rgb_array"``."""
+    if mode == "ansi":
+        return render_grid_ansi(dynamics, state, history)
+    return render_grid_rgb(dynamics, state, history)
 
-    state = env.state
-    cell = env.layout.cells[state]
-    rows = [[KIND_CHARS[k] for k in row] for row in env.layout.kinds.tolist()]
-    for sid, other in enumerate(env.layout.cells):
-        if env._critical_table[sid]:
+
+def render_grid_ansi(dynamics: Any, state: int, history: Any) -> str:
+    """The maze as text: ``#`` wall, ``.`` corridor, ``+`` junction, ``*`` a critical cell, ``G``
+    goal, ``~`` lava, ``x`` dead end, the agent as an arrow of its heading; a header line.
+
+    Args:
+        dynamics: a ``GridDynamics``; state: its current state (a ``state_id``); history: the
+            episode's ``EpisodeHistory``.
+    """
+    layout = dynamics.layout
+    cell = layout.cells[state]
+    rows = layout.chars()
+    for sid, other in enumerate(layout.cells):
+        if dynamics.is_critical(sid):
             rows[other.row][other.col] = "*"
     rows[cell.row][cell.col] = ARROWS[cell.heading]
     header = (
-        f"Routine Grid  step {env._episode_length}  junction "
-        f"{cell.junction + 1}/{env.num_junctions}  "
-        f"{'critical' if env.critical else 'routine'}  "
-        f"gap={env._gap_table[state]:.3g}  rho={env.decision_density:.4f}"
+        f"Routine Grid  step {len(history.actions)}  junction "
+        f"{cell.junction + 1}/{dynamics.num_junctions}  "
+        f"{'critical' if dynamics.is_critical(state) else 'routine'}  "
+        f"gap={dynamics.action_gap(state):.3g}  rho={dynamics.decision_density:.4f}"
     )
     return "\n".join([header, *("".join(r) for r in rows)]) + "\n"
 
 
 def layout_rgb(
-    env: RoutineGridEnv, agent: int | None = None, visited: tuple[int, ...] = (), tile: int = TILE
+    dynamics: Any, agent: int | None = None, visited: Sequence[int] = (), tile: int = TILE
 ) -> np.ndarray:
-    """An ``(height * tile, width * tile, 3)`` uint8 picture of ``env``'s maze grid: critical
-    cells framed in yellow, ``visited`` cells tinted, the agent (``state_id`` ``agent``) as a blue
-    triangle pointing its way."""
-    layout = env.layout
+    """An ``(height * tile, width * tile, 3)`` uint8 picture of the maze grid of ``dynamics``
+    (a ``GridDynamics``): critical cells framed in yellow, ``visited`` cells tinted, the agent
+    (``state_id`` ``agent``) as a blue triangle pointing its way."""
+    layout = dynamics.layout
     palette = np.array([COLORS[name] for name in KIND_COLORS], dtype=np.uint8)
     img = np.kron(palette[layout.kinds], np.ones((tile, tile, 1), dtype=np.uint8))
     t, b = tile, max(1, tile // 8)
@@ -70,7 +78,7 @@ def layout_rgb(
         if b_.kind in (1, 2):  # corridor, junction (not the terminal square)
             img[box((a.row + b_.row) // 2, (a.col + b_.col) // 2)] = COLORS["visited"]
     for sid, cell in enumerate(layout.cells):
-        if env._critical_table[sid]:
+        if dynamics.is_critical(sid):
             ys, xs = box(cell.row, cell.col)
             frame = np.zeros((t, t), dtype=bool)
             frame[: 2 * b], frame[-2 * b :], frame[:, : 2 * b], frame[:, -2 * b :] = (True,) * 4
@@ -86,9 +94,9 @@ def layout_rgb(
     return img
 
 
-def render_grid_rgb(env: RoutineGridEnv) -> np.ndarray:
+def render_grid_rgb(dynamics: Any, state: int, history: Any) -> np.ndarray:
     """The current frame: the maze, the cells visited this episode and the agent."""
-    return layout_rgb(env, agent=env.state, visited=tuple(env._history))
+    return layout_rgb(dynamics, agent=state, visited=history.states)
 
 
 def write_png(path: str | Path, image: np.ndarray) -> None:
@@ -110,6 +118,7 @@ def write_png(path: str | Path, image: np.ndarray) -> None:
     )
 
 
-def save_layout_png(env: RoutineGridEnv, path: str | Path, tile: int = TILE) -> None:
-    """Save a picture of ``env``'s maze with the agent at the start (the docs' layout figure)."""
-    write_png(path, layout_rgb(env, agent=env.layout.start, tile=tile))
+def save_layout_png(dynamics: Any, path: str | Path, tile: int = TILE) -> None:
+    """Save a picture of the maze of ``dynamics`` (a ``GridDynamics``) with the agent at the
+    start (the docs' layout figure)."""
+    write_png(path, layout_rgb(dynamics, agent=dynamics.layout.start, tile=tile))
