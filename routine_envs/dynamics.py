@@ -62,6 +62,11 @@ class Dynamics(ABC, Generic[StateType, ObsType]):
     critical_tolerance: ClassVar[float] = 0.0
     #: routine is only approximate: every step's ``info`` carries the exact ``action_gap``.
     approximate_routine: ClassVar[bool] = False
+    @property
+    def reports_action_gap(self) -> bool:
+        """Whether ``info`` carries ``action_gap`` (default: :attr:`approximate_routine`)."""
+        return self.approximate_routine
+
     #: some actions are invalid somewhere: :meth:`action_mask` returns arrays, and ``info``
     #: carries ``action_mask`` and ``invalid_action``.
     has_action_masks: ClassVar[bool] = False
@@ -202,7 +207,10 @@ class Dynamics(ABC, Generic[StateType, ObsType]):
         """A value computed once from the configuration and kept on this instance."""
         cache = self.__dict__.setdefault("_derived_cache", {})
         if name not in cache:
-            cache[name] = build()
+            value = build()
+            if isinstance(value, np.ndarray):
+                value.setflags(write=False)  # shared by every env on these dynamics
+            cache[name] = value
         return cache[name]
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Dynamics:

@@ -154,7 +154,7 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
         self._critical_now = False
         self._episode_length = 0
         self._num_critical = 0
-        self._reports_gap = dynamics.approximate_routine
+        self._reports_gap = dynamics.reports_action_gap
         self._masked = dynamics.has_action_masks
 
     def __getattr__(self, name: str) -> Any:

@@ -329,6 +329,12 @@ class GridDynamics(Dynamics[int, np.ndarray]):
         return self.step_cost > 0
 
     @property
+    def reports_action_gap(self) -> bool:
+        """Routine Grid has always reported ``action_gap`` on every step, hard routine (gaps
+        exactly 0 or 1) included, not only when its routine is approximate."""
+        return True
+
+    @property
     def decision_density(self) -> float:
         """Exact rho of an episode that reaches the goal: critical states on the way / its
         length (``1 / (1 + L)`` for a fixed corridor length ``L`` and the default tolerance)."""
@@ -630,9 +636,6 @@ class RoutineGridEnv(RoutineEnv[np.ndarray, int]):
             view_size=view_size,
         )
         super().__init__(dynamics, render_mode=render_mode, max_steps=max_steps)
-        # Routine Grid has always reported ``action_gap`` on every step, hard routine (gaps
-        # exactly 0 or 1) included, not only when its routine is approximate.
-        self._reports_gap = True
 
     @property
     def soft_routine(self) -> bool:
