@@ -106,7 +106,7 @@ class TurnBasedTeamEnv(gym.Env[np.ndarray, np.int64]):
         if not self.team.agents:
             raise gym.error.ResetNeeded("step() called on a finished episode: call reset()")
         name = self.agent_names[self._turn]
-        self._pending[name] = self.team._check_action(name, action)
+        self._pending[name] = self.team.check_action(name, action)
         if self._turn + 1 < self.num_agents:
             self._turn += 1
             next_name = self.agent_names[self._turn]

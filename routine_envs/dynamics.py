@@ -62,6 +62,7 @@ class Dynamics(ABC, Generic[StateType, ObsType]):
     critical_tolerance: ClassVar[float] = 0.0
     #: routine is only approximate: every step's ``info`` carries the exact ``action_gap``.
     approximate_routine: ClassVar[bool] = False
+
     @property
     def reports_action_gap(self) -> bool:
         """Whether ``info`` carries ``action_gap`` (default: :attr:`approximate_routine`)."""

@@ -201,7 +201,7 @@ def test_per_agent_critical_equals_exact_optimal_action_gap(config):
     for sid in np.flatnonzero(model.decision_states):
         state = model.states[int(sid)]
         for i in range(env.team_size):
-            assert env._is_critical(state, i) == (gaps[sid, i] > 1e-12), (state, i)
+            assert env.dynamics.is_agent_critical(state, i) == (gaps[sid, i] > 1e-12), (state, i)
             assert gaps[sid, i] == 0.0 or gaps[sid, i] > 0.1
     # and the flags reported at run time are those of the model
     rng = np.random.default_rng(0)
@@ -478,7 +478,10 @@ def test_render_ansi_and_global_state(name):
     state = env.state()
     assert env.state_space.contains(state)
     np.testing.assert_array_equal(
-        state, np.concatenate([env._observe(env.joint_state, i) for i in range(env.team_size)])
+        state,
+        np.concatenate(
+            [env.dynamics.observe_agent(env.joint_state, i) for i in range(env.team_size)]
+        ),
     )
     silent = MODULES[name].parallel_env()
     silent.reset(seed=0)
@@ -554,7 +557,7 @@ def test_turn_based_adapter_episode(team_baselines):
     assert observations.shape == (len(ids), env.observation_space.shape[0])
     advantage = env.oracle(table).advantage
     routine = ~np.array(
-        [reference._is_critical(reference.describe_state(i // 2), i % 2) for i in ids]
+        [reference.dynamics.is_agent_critical(reference.describe_state(i // 2), i % 2) for i in ids]
     )
     assert np.all(advantage[ids[routine]] == 0.0) and np.any(advantage[ids[~routine]] != 0.0)
 
