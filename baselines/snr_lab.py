@@ -18,11 +18,11 @@ interrupted run does only what is missing), and writes the tables (CSV), figures
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import math
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,10 +71,28 @@ class LabArgs:
 
 
 # --------------------------------------------------------------------------- one setting
-def _mc_critic(
-    sampler: snr.ModelSampler, probs: np.ndarray, num_rollouts: int, seed: int
-) -> snr.ModelMCRollout:
-    return snr.ModelMCRollout(sampler, probs, num_rollouts=num_rollouts, seed=seed)
+LAB_ESTIMATORS: dict[str, Callable[[str, dict[str, float]], tuple[Any, dict[str, Any]]]] = {
+    "oracle": lambda arg, ctx: ("oracle", {"sigma": float(arg or 0) * ctx["std_R"]}),
+    "trajectory_exact": lambda arg, ctx: ("trajectory_mc", {"baseline": ctx["J"]}),
+    "mc_rollout": lambda arg, ctx: (snr.ModelMCRollout, {"num_rollouts": int(arg)}),
+}
+"""Lab labels ``kind[:arg]`` that are not plain registry names: ``(arg, {"J", "std_R"}) ->
+(estimator spec, constructor kwargs)``. ``oracle:c`` has noise ``sigma = c std(R)``,
+``trajectory_exact`` the exact baseline ``J``, ``mc_rollout:k`` ``k`` simulated rollouts."""
+SEED_OFFSETS = {"oracle": 1, "mc_rollout": 2}
+"""Each randomized estimator's seed is the setting's seed plus its offset."""
+
+
+def lab_estimator(
+    label: str, context: credit.EstimatorContext, exact: dict[str, float]
+) -> credit.AdvantageEstimator:
+    """The estimator a lab label names (see :data:`LAB_ESTIMATORS`), built from ``context``;
+    ``exact`` holds ``J`` and ``std_R`` of the setting."""
+    kind, _, arg = label.partition(":")
+    spec, kwargs = LAB_ESTIMATORS[kind](arg, exact) if kind in LAB_ESTIMATORS else (kind, {})
+    if kind in SEED_OFFSETS:
+        kwargs["seed"] = context.seed + SEED_OFFSETS[kind]
+    return credit.build_estimator(spec, context, **kwargs)
 
 
 def measure_setting(setting: dict[str, Any]) -> dict[str, Any]:
@@ -92,19 +110,10 @@ def measure_setting(setting: dict[str, Any]) -> dict[str, Any]:
     j = float(env.model().initial @ values.v)
     std_r = math.sqrt(j * (1 - j))  # R is 0/1 with mean J
     seed = setting["seed"]
-    estimators: dict[str, Any] = {}
-    for name in setting["estimators"]:
-        kind, _, arg = name.partition(":")
-        if kind == "oracle":
-            sigma = float(arg or 0) * std_r
-            estimators[name] = credit.Oracle(env, probs, sigma=sigma, seed=seed + 1)
-        elif kind == "trajectory_exact":
-            estimators[name] = credit.TrajectoryMC(baseline=j)
-        elif kind == "mc_rollout":
-            estimators[name] = functools.partial(_mc_critic, num_rollouts=int(arg), seed=seed + 2)
-        else:
-            estimators[name] = credit.make_estimator(kind)
     sampler = snr.ModelSampler(env)
+    context = credit.EstimatorContext(env=env, policy_table=probs, sampler=sampler, seed=seed)
+    exact = {"J": j, "std_R": std_r}
+    estimators = {name: lab_estimator(name, context, exact) for name in setting["estimators"]}
     groups = setting["episodes"] // setting["group_size"]
     comparison = snr.measure_snr(
         env,

@@ -88,7 +88,7 @@ class _TrajectoryAdvantageMixin:
         self,
         policy: Any,
         env: Any,
-        estimator: str | credit.AdvantageEstimator = "trajectory_mc",
+        estimator: credit.EstimatorSpec = "trajectory_mc",
         estimator_kwargs: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
@@ -97,19 +97,17 @@ class _TrajectoryAdvantageMixin:
         self._init_estimator(estimator, estimator_kwargs)
 
     def _init_estimator(
-        self, estimator: str | credit.AdvantageEstimator, estimator_kwargs: dict[str, Any] | None
+        self, estimator: credit.EstimatorSpec, estimator_kwargs: dict[str, Any] | None
     ) -> None:
-        self._estimator_spec = estimator
-        self._estimator_kwargs = dict(estimator_kwargs or {})
-        if isinstance(estimator, str) and estimator not in credit.ESTIMATORS:
-            raise ValueError(f"unknown estimator {estimator!r}; known: {sorted(credit.ESTIMATORS)}")
         if not isinstance(self.env, DummyVecEnv):
             raise ValueError(
                 "TrajectoryAdvantagePPO needs a DummyVecEnv (SB3's default for "
                 f"make_vec_env), got {type(self.env).__name__}: group members are "
                 "reset and stepped individually"
             )
-        self.estimator = self._build_estimator()
+        self.estimator = credit.build_estimator(
+            estimator, self.estimator_context(), **dict(estimator_kwargs or {})
+        )
         probe = self.env.envs[0]
         _, info = probe.reset(seed=0)
         missing = credit.missing_annotations(self.estimator, info)
@@ -123,25 +121,18 @@ class _TrajectoryAdvantageMixin:
         self._group_seeds = np.random.default_rng(self.seed)
         self._wants_snapshots = "snapshots" in self.estimator.requires
 
-    def _build_estimator(self) -> credit.AdvantageEstimator:
-        spec, kwargs = self._estimator_spec, dict(self._estimator_kwargs)
-        if not isinstance(spec, str):
-            return credit.make_estimator(spec)
-        if spec == "gae":
-            kwargs.setdefault("gamma", self.gamma)
-            kwargs.setdefault("gae_lambda", self.gae_lambda)
-        elif spec == "oracle":
-            env = self.env.envs[0]
-            if not hasattr(env.unwrapped, "oracle"):
-                raise ValueError(
-                    "estimator 'oracle' needs an environment with an exact model "
-                    "(env.unwrapped.oracle)"
-                )
-            kwargs.update(env=env.unwrapped, policy=lambda: policy_table(self.policy, env))
-        elif spec == "mc_rollout":
-            kwargs.setdefault("gamma", self.gamma)
-            kwargs["policy"] = _TorchRolloutPolicy(self, self._masked)
-        return credit.make_estimator(spec, **kwargs)
+    def estimator_context(self) -> credit.EstimatorContext:
+        """What this learner offers an estimator: its first member env, the current policy's
+        table (computed on demand), its gamma and GAE lambda, a rollout policy and its seed."""
+        env = self.env.envs[0]
+        return credit.EstimatorContext(
+            env=env.unwrapped,
+            policy_table=lambda: policy_table(self.policy, env),
+            gamma=self.gamma,
+            gae_lambda=self.gae_lambda,
+            rollout_policy=_TorchRolloutPolicy(self, self._masked),
+            seed=self.seed,
+        )
 
     # ---------------------------------------------------------------------- collection
     def _forward(
@@ -286,8 +277,10 @@ class TrajectoryAdvantagePPO(_TrajectoryAdvantageMixin, PPO):
         policy, env: as for SB3's ``PPO``; ``env`` is a gymnasium env or a ``DummyVecEnv``
             whose ``num_envs`` is the group size.
         estimator: a registry name (``"trajectory_mc"``, ``"gigpo"``, ``"rloo"``, ``"oracle"``,
-            ``"mc_rollout"``, ``"routine_masked"``, ``"gae"``) or an estimator object.
-        estimator_kwargs: constructor arguments for a named estimator.
+            ``"mc_rollout"``, ``"routine_masked"``, ``"gae"``), an estimator class or an
+            estimator object; names and classes are built by
+            :func:`routine_envs.credit.build_estimator` from :meth:`estimator_context`.
+        estimator_kwargs: constructor arguments for a named estimator or a class.
         **kwargs: the rest of SB3 ``PPO``'s arguments; ``n_steps`` is the number of steps per
             member env per rollout (the rollout holds about ``n_steps * n_envs`` steps).
     """

@@ -18,6 +18,13 @@ Estimators (``R_i`` episode return, ``G_t`` return-to-go, ``V`` a value):
   mean return of k rollouts branched from the state.
 - ``oracle`` (perfect critic, optionally noisy): ``A_t = A^pi(s_t, a_t) + sigma N(0, 1)``.
 - ``routine_masked`` (critic-free, ground truth): ``A_t = critical_t (R_i - mean_group(R))``.
+
+Building estimators: a trainer or a lab describes what it has in an :class:`EstimatorContext`
+(the environment, the behaviour policy's table, gamma, a rollout policy, a seed) and calls
+:func:`build_estimator` with a registry name, a class or an instance. Each class takes what it
+needs from the context in its ``from_context`` classmethod (the :class:`FromContext` mixin maps
+constructor parameters to context fields), so the factory has no switch over names and an
+estimator defined outside this package is built the same way.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -66,6 +73,64 @@ class AdvantageEstimator(Protocol):
     trains_critic: bool
 
     def __call__(self, batch: EpisodeBatch) -> Advantages: ...
+
+
+PolicyTable = np.ndarray | Callable[[], np.ndarray]
+"""A tabular policy: an array ``(num_states, num_actions)`` of action probabilities, or a
+zero-argument callable returning the current one (for a policy that changes during training)."""
+
+
+@dataclass(frozen=True)
+class EstimatorContext:
+    """What a caller (a trainer, the SNR lab) offers the estimators it builds.
+
+    Every field is optional (``None``: not available); an estimator takes the fields it needs in
+    its ``from_context`` and fails there, before any training, when one is missing.
+
+    Attributes:
+        env: ``env.unwrapped`` of an environment of the suite (anything with ``oracle(policy,
+            gamma)``: the exact model, for the perfect critic).
+        policy_table: the behaviour policy as a :data:`PolicyTable`, shape
+            ``(num_states, num_actions)``.
+        gamma: the learner's discount factor.
+        gae_lambda: the learner's GAE lambda.
+        rollout_policy: a batched policy ``(observations, infos) -> actions`` for Monte-Carlo
+            rollouts branched from live environments (:data:`RolloutPolicy`).
+        sampler: an exact-model sampler (:class:`routine_envs.sampler.ModelSampler`) for
+            Monte-Carlo rollouts simulated on the model instead.
+        seed: seed of the estimator's own randomness (critic noise, simulated rollouts).
+    """
+
+    env: Any = None
+    policy_table: PolicyTable | None = None
+    gamma: float | None = None
+    gae_lambda: float | None = None
+    rollout_policy: Callable[..., np.ndarray] | None = None
+    sampler: Any = None
+    seed: int | None = None
+
+
+E = TypeVar("E", bound="FromContext")
+
+
+class FromContext:
+    """Mixin: ``from_context`` fills constructor parameters from an :class:`EstimatorContext`.
+
+    ``context_fields`` maps a constructor parameter to the context field it takes (only fields
+    that are not ``None``); explicit keyword arguments win over the context."""
+
+    context_fields: ClassVar[Mapping[str, str]] = {}
+
+    @classmethod
+    def from_context(cls: type[E], context: EstimatorContext, **kwargs: Any) -> E:
+        """An instance built from ``context`` and constructor ``kwargs``."""
+        values = {
+            param: getattr(context, attr)
+            for param, attr in cls.context_fields.items()
+            if getattr(context, attr) is not None
+        }
+        values.update(kwargs)
+        return cls(**values)
 
 
 def check_batch(estimator: AdvantageEstimator, batch: EpisodeBatch) -> None:
@@ -126,7 +191,7 @@ def _td_advantages(batch: EpisodeBatch, values: np.ndarray, gamma: float, lam: f
 
 # --------------------------------------------------------------------------- estimators
 @dataclass
-class GAE:
+class GAE(FromContext):
     """Generalized advantage estimation from the learner's values (what SB3 PPO does):
     ``A_t = sum_k (gamma lam)^k delta_{t+k}``, returns ``A_t + V(s_t)``."""
 
@@ -135,6 +200,7 @@ class GAE:
     name: ClassVar[str] = "gae"
     requires: ClassVar[frozenset[str]] = frozenset({"values"})
     trains_critic: ClassVar[bool] = True
+    context_fields: ClassVar[Mapping[str, str]] = {"gamma": "gamma", "gae_lambda": "gae_lambda"}
 
     def __call__(self, batch: EpisodeBatch) -> Advantages:
         check_batch(self, batch)
@@ -143,7 +209,7 @@ class GAE:
 
 
 @dataclass
-class TrajectoryMC:
+class TrajectoryMC(FromContext):
     """Monte-Carlo trajectory advantage (GRPO's outcome advantage): every step of episode ``i``
     gets ``R_i - mean_group(R)``, divided by ``std_group(R) + eps`` when ``normalize_std``.
     With a fixed ``baseline`` (e.g. the exact ``J = V^pi(s_0)``) it is ``R_i - baseline``."""
@@ -164,7 +230,7 @@ class TrajectoryMC:
 
 
 @dataclass
-class RLOO:
+class RLOO(FromContext):
     """REINFORCE leave-one-out: ``A_t = R_i - mean_{j != i}(R_j)`` over the episode's group
     (``= G/(G-1) (R_i - mean_group(R))``); groups need at least two episodes."""
 
@@ -182,7 +248,7 @@ class RLOO:
 
 
 @dataclass
-class GiGPO:
+class GiGPO(FromContext):
     """Group-in-group policy optimization (critic-free, turn-level): the episode advantage plus
     ``omega`` times a step advantage ``G_t - mean(G)`` over the steps of the same episode group
     that share ``state_id`` (anchor states); each part over its std when ``normalize_std``."""
@@ -213,7 +279,7 @@ class GiGPO:
 
 
 @dataclass
-class RoutineMasked:
+class RoutineMasked(FromContext):
     """The trajectory advantage with steps annotated routine set to zero (the "prune routine
     steps" remedy, using ground truth): ``A_t = critical_t (R_i - mean_group(R))``."""
 
@@ -236,7 +302,7 @@ class OracleSource(Protocol):
 
 
 @dataclass
-class Oracle:
+class Oracle(FromContext):
     """The perfect critic: ``A_t = A^pi(s_t, a_t)`` exact from the environment's model, plus
     ``sigma * N(0, 1)`` noise per step (an imperfect critic of known error variance sigma^2).
 
@@ -245,13 +311,19 @@ class Oracle:
     changes during training). ``sigma`` is in units of return."""
 
     env: OracleSource
-    policy: np.ndarray | Callable[[], np.ndarray]
+    policy: PolicyTable
     sigma: float = 0.0
     gamma: float = 1.0
     seed: int | None = None
     name: ClassVar[str] = "oracle"
     requires: ClassVar[frozenset[str]] = frozenset({"state_ids", "actions"})
     trains_critic: ClassVar[bool] = False
+    context_fields: ClassVar[Mapping[str, str]] = {
+        "env": "env",
+        "policy": "policy_table",
+        "gamma": "gamma",
+        "seed": "seed",
+    }
     _rng: np.random.Generator = field(init=False, repr=False)
     _fixed: np.ndarray | None = field(default=None, init=False, repr=False)
 
@@ -331,7 +403,7 @@ def rollout_values(
 
 
 @dataclass
-class MCRollout:
+class MCRollout(FromContext):
     """VinePPO-style Monte-Carlo critic: ``V^(s_t)`` is the mean return of ``num_rollouts``
     rollouts of the current policy branched from ``s_t`` with ``copy.deepcopy(env)``;
     ``A_t = r_t + gamma V^(s_{t+1}) - V^(s_t)``. ``num_rollouts`` (k) sets the critic's error
@@ -343,6 +415,7 @@ class MCRollout:
     name: ClassVar[str] = "mc_rollout"
     requires: ClassVar[frozenset[str]] = frozenset({"snapshots"})
     trains_critic: ClassVar[bool] = False
+    context_fields: ClassVar[Mapping[str, str]] = {"policy": "rollout_policy", "gamma": "gamma"}
 
     def __post_init__(self) -> None:
         if self.num_rollouts < 1:
@@ -362,21 +435,64 @@ ESTIMATORS: dict[str, type] = {
 
 
 def make_estimator(name: str | AdvantageEstimator, **kwargs: Any) -> AdvantageEstimator:
-    """An estimator by registry name (with constructor ``kwargs``), or ``name`` itself if it is
-    already an estimator. ``ValueError`` for an unknown name or a wrong keyword."""
+    """An estimator by registry name built with its constructor ``kwargs`` only (no context;
+    see :func:`build_estimator`), or ``name`` itself if it is already an estimator.
+    ``ValueError`` for an unknown name or a wrong keyword."""
     if not isinstance(name, str):
-        if not isinstance(name, AdvantageEstimator):
-            raise ValueError(
-                f"{name!r} is neither an estimator name nor an AdvantageEstimator "
-                "(needs name, requires, trains_critic and __call__(batch))"
-            )
-        return name
-    if name not in ESTIMATORS:
-        raise ValueError(f"unknown estimator {name!r}; known: {sorted(ESTIMATORS)}")
+        return build_estimator(name)
     try:
-        return ESTIMATORS[name](**kwargs)
+        return estimator_class(name)(**kwargs)
     except TypeError as err:
         raise ValueError(f"bad arguments for estimator {name!r}: {err}") from None
+
+
+EstimatorSpec = str | type | AdvantageEstimator
+"""What :func:`build_estimator` accepts: a registry name, an estimator class or an instance."""
+
+
+def estimator_class(name: str) -> type:
+    """The estimator class registered as ``name`` in :data:`ESTIMATORS` (the one place a name is
+    resolved); ``ValueError`` for an unknown name."""
+    if name not in ESTIMATORS:
+        raise ValueError(f"unknown estimator {name!r}; known: {sorted(ESTIMATORS)}")
+    return ESTIMATORS[name]
+
+
+def build_estimator(
+    spec: EstimatorSpec, context: EstimatorContext | None = None, **kwargs: Any
+) -> AdvantageEstimator:
+    """An estimator from ``spec`` and what ``context`` offers, with constructor ``kwargs``.
+
+    ``spec`` is a registry name (resolved by :func:`estimator_class`), a class, or an instance
+    (returned as is; ``kwargs`` must then be empty). A class is built with its
+    ``from_context(context, **kwargs)`` classmethod when it has one (every estimator of this
+    module, and any class using the :class:`FromContext` mixin), else with ``cls(**kwargs)``.
+
+    Raises:
+        ValueError: an unknown name, a wrong keyword, something that is not an estimator, or an
+            estimator that cannot be built from ``context``.
+    """
+    if isinstance(spec, str):
+        spec = estimator_class(spec)
+    if not isinstance(spec, type):
+        if not isinstance(spec, AdvantageEstimator):
+            raise ValueError(
+                f"{spec!r} is neither an estimator name, class nor an AdvantageEstimator "
+                "(needs name, requires, trains_critic and __call__(batch))"
+            )
+        if kwargs:
+            raise ValueError(f"keyword arguments {sorted(kwargs)} given with an estimator object")
+        return spec
+    context = context or EstimatorContext()
+    label = getattr(spec, "name", spec.__name__)
+    build = getattr(spec, "from_context", None)
+    try:
+        estimator = build(context, **kwargs) if build is not None else spec(**kwargs)
+    except TypeError as err:
+        raise ValueError(f"bad arguments for estimator {label!r}: {err}") from None
+    if not isinstance(estimator, AdvantageEstimator):
+        raise ValueError(f"{spec.__name__} does not build an AdvantageEstimator")
+    return estimator
 
 
 def missing_annotations(estimator: AdvantageEstimator, info: Mapping[str, Any]) -> list[str]:

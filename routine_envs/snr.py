@@ -218,7 +218,7 @@ class ModelSampler:
 
 
 @dataclass
-class ModelMCRollout:
+class ModelMCRollout(credit.FromContext):
     """The ``mc_rollout`` critic for the lab: ``V^(s)`` from ``num_rollouts`` rollouts simulated
     on the exact model (the same estimator as :class:`routine_envs.credit.MCRollout`, which
     branches real environments with ``copy.deepcopy``, at a fraction of the cost):
@@ -232,6 +232,12 @@ class ModelMCRollout:
     name: ClassVar[str] = "mc_rollout"
     requires: ClassVar[frozenset[str]] = frozenset({"state_ids"})
     trains_critic: ClassVar[bool] = False
+    context_fields: ClassVar[Mapping[str, str]] = {
+        "sampler": "sampler",
+        "policy": "policy_table",
+        "gamma": "gamma",
+        "seed": "seed",
+    }
     _rng: np.random.Generator = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
