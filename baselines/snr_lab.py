@@ -33,6 +33,7 @@ from baselines import analysis
 from baselines.compare import run_resumable
 from routine_envs import credit, snr
 from routine_envs.envs import DilutedDoorsEnv
+from routine_envs.sampler import ModelSampler
 
 PAPER = {"slope": -0.5084, "r2": 0.9994, "rho_range": "1 .. 1/51"}
 ROUTINE_LENGTHS = (0, 1, 2, 3, 5, 7, 10, 15, 20, 30, 40, 50)
@@ -74,7 +75,7 @@ class LabArgs:
 LAB_ESTIMATORS: dict[str, Callable[[str, dict[str, float]], tuple[Any, dict[str, Any]]]] = {
     "oracle": lambda arg, ctx: ("oracle", {"sigma": float(arg or 0) * ctx["std_R"]}),
     "trajectory_exact": lambda arg, ctx: ("trajectory_mc", {"baseline": ctx["J"]}),
-    "mc_rollout": lambda arg, ctx: (snr.ModelMCRollout, {"num_rollouts": int(arg)}),
+    "mc_rollout": lambda arg, ctx: ("mc_rollout", {"num_rollouts": int(arg)}),
 }
 """Lab labels ``kind[:arg]`` that are not plain registry names: ``(arg, {"J", "std_R"}) ->
 (estimator spec, constructor kwargs)``. ``oracle:c`` has noise ``sigma = c std(R)``,
@@ -110,7 +111,7 @@ def measure_setting(setting: dict[str, Any]) -> dict[str, Any]:
     j = float(env.model().initial @ values.v)
     std_r = math.sqrt(j * (1 - j))  # R is 0/1 with mean J
     seed = setting["seed"]
-    sampler = snr.ModelSampler(env)
+    sampler = ModelSampler(env)
     context = credit.EstimatorContext(env=env, policy_table=probs, sampler=sampler, seed=seed)
     exact = {"J": j, "std_R": std_r}
     estimators = {name: lab_estimator(name, context, exact) for name in setting["estimators"]}

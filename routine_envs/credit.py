@@ -15,7 +15,7 @@ Estimators (``R_i`` episode return, ``G_t`` return-to-go, ``V`` a value):
 - ``rloo`` (critic-free): ``A_t = R_i - mean_{j != i in group}(R_j)``.
 - ``gigpo`` (critic-free, turn-level): ``A_t = A^E_i + omega (G_t - mean_{group, state_id}(G))``.
 - ``mc_rollout`` (Monte-Carlo critic): ``A_t = r_t + gamma V^(s_{t+1}) - V^(s_t)``, ``V^`` the
-  mean return of k rollouts branched from the state.
+  mean return of k rollouts from the state (branched from the live env, or on the exact model).
 - ``oracle`` (perfect critic, optionally noisy): ``A_t = A^pi(s_t, a_t) + sigma N(0, 1)``.
 - ``routine_masked`` (critic-free, ground truth): ``A_t = critical_t (R_i - mean_group(R))``.
 
@@ -170,8 +170,11 @@ def _bootstrap(batch: EpisodeBatch) -> np.ndarray:
     return np.where(batch.truncated, batch.bootstrap_values, 0.0)
 
 
-def _td_advantages(batch: EpisodeBatch, values: np.ndarray, gamma: float, lam: float) -> np.ndarray:
-    """GAE(lambda) of ``values`` (shape ``(N,)``), vectorized over episodes."""
+def td_advantages(batch: EpisodeBatch, values: np.ndarray, gamma: float, lam: float) -> np.ndarray:
+    """GAE(lambda) of per-step ``values`` (shape ``(N,)``) on ``batch``'s rewards, vectorized over
+    episodes: ``sum_k (gamma lam)^k delta_{t+k}``, ``delta_t = r_t + gamma V(s_{t+1}) - V(s_t)``
+    (``V`` after the last step: the bootstrap value when truncated, else 0). Shape ``(N,)``;
+    ``lam = 0`` gives the one-step TD errors."""
     v = batch.padded(values.astype(np.float64))
     r = batch.padded(np.asarray(batch.rewards, dtype=np.float64))
     lengths = batch.lengths
@@ -204,7 +207,7 @@ class GAE(FromContext):
 
     def __call__(self, batch: EpisodeBatch) -> Advantages:
         check_batch(self, batch)
-        adv = _td_advantages(batch, batch.values, self.gamma, self.gae_lambda)
+        adv = td_advantages(batch, batch.values, self.gamma, self.gae_lambda)
         return Advantages(adv, adv + batch.values)
 
 
@@ -402,29 +405,120 @@ def rollout_values(
     return np.bincount(owner, weights=totals, minlength=len(snapshots)) / num_rollouts
 
 
+class RolloutSource(Protocol):
+    """Where :class:`MCRollout` gets its value estimates ``V^(s_t)``: a strategy.
+
+    Attributes:
+        requires: the :data:`BATCH_FIELDS` it reads.
+    """
+
+    requires: frozenset[str]
+
+    def values(self, batch: EpisodeBatch, num_rollouts: int, gamma: float) -> np.ndarray:
+        """Mean return of ``num_rollouts`` rollouts from every step's state, shape ``(N,)``."""
+        ...
+
+
 @dataclass
-class MCRollout(FromContext):
-    """VinePPO-style Monte-Carlo critic: ``V^(s_t)`` is the mean return of ``num_rollouts``
-    rollouts of the current policy branched from ``s_t`` with ``copy.deepcopy(env)``;
-    ``A_t = r_t + gamma V^(s_{t+1}) - V^(s_t)``. ``num_rollouts`` (k) sets the critic's error
-    (its variance falls like 1/k). Needs per-step snapshots (``keep_snapshots=True``)."""
+class BranchedRollouts:
+    """Rollouts of a batched ``policy`` from deep copies of the live environment at each step
+    (the batch's ``snapshots``: collect with ``keep_snapshots=True``)."""
 
     policy: RolloutPolicy
+    max_steps: int = 100_000
+    requires: ClassVar[frozenset[str]] = frozenset({"snapshots"})
+
+    def values(self, batch: EpisodeBatch, num_rollouts: int, gamma: float) -> np.ndarray:
+        return rollout_values(batch.snapshots, self.policy, num_rollouts, gamma, self.max_steps)
+
+
+class RolloutSampler(Protocol):
+    """What :class:`ModelRollouts` needs: :class:`routine_envs.sampler.ModelSampler`."""
+
+    def rollout_values(
+        self,
+        start: np.ndarray,
+        policy: np.ndarray,
+        num_rollouts: int,
+        rng: np.random.Generator,
+        gamma: float = 1.0,
+    ) -> np.ndarray: ...
+
+
+@dataclass
+class ModelRollouts:
+    """Rollouts of the tabular ``policy`` simulated on the exact model by ``sampler``, from each
+    step's ``state_id`` (no snapshots, a fraction of the cost of branching live envs)."""
+
+    sampler: RolloutSampler
+    policy: PolicyTable
+    seed: int | None = None
+    requires: ClassVar[frozenset[str]] = frozenset({"state_ids"})
+    _rng: np.random.Generator = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._rng = np.random.default_rng(self.seed)
+
+    def values(self, batch: EpisodeBatch, num_rollouts: int, gamma: float) -> np.ndarray:
+        policy = self.policy() if callable(self.policy) else self.policy
+        return self.sampler.rollout_values(
+            batch.state_ids, np.asarray(policy), num_rollouts, self._rng, gamma
+        )
+
+
+@dataclass
+class MCRollout:
+    """VinePPO-style Monte-Carlo critic: ``V^(s_t)`` is the mean return of ``num_rollouts``
+    rollouts of the current policy from ``s_t``; ``A_t = r_t + gamma V^(s_{t+1}) - V^(s_t)``.
+    ``num_rollouts`` (k) sets the critic's error (its variance falls like 1/k).
+
+    ``source`` is where the rollouts come from (a :class:`RolloutSource`):
+    :class:`BranchedRollouts` (``copy.deepcopy`` of the live env at each step; needs per-step
+    snapshots, ``keep_snapshots=True``) or :class:`ModelRollouts` (simulated on the exact
+    model). A bare batched policy ``(observations, infos) -> actions`` means branched rollouts
+    of it. ``requires`` is the source's."""
+
+    source: RolloutSource | RolloutPolicy
     num_rollouts: int = 4
     gamma: float = 1.0
     name: ClassVar[str] = "mc_rollout"
-    requires: ClassVar[frozenset[str]] = frozenset({"snapshots"})
     trains_critic: ClassVar[bool] = False
-    context_fields: ClassVar[Mapping[str, str]] = {"policy": "rollout_policy", "gamma": "gamma"}
 
     def __post_init__(self) -> None:
         if self.num_rollouts < 1:
             raise ValueError(f"num_rollouts must be >= 1, got {self.num_rollouts}")
+        if not hasattr(self.source, "values"):
+            self.source = BranchedRollouts(self.source)
+
+    @property
+    def requires(self) -> frozenset[str]:
+        """The batch fields the rollout source reads."""
+        return self.source.requires
+
+    @classmethod
+    def from_context(cls, context: EstimatorContext, **kwargs: Any) -> MCRollout:
+        """Rollouts on the model when the context has a ``sampler`` and a ``policy_table``
+        (``seed`` in ``kwargs`` or the context seeds them), else branched from live envs with
+        its ``rollout_policy``; ``gamma`` from the context unless given."""
+        if context.gamma is not None:
+            kwargs.setdefault("gamma", context.gamma)
+        if "source" not in kwargs:
+            seed = kwargs.pop("seed", context.seed)
+            if context.sampler is not None and context.policy_table is not None:
+                kwargs["source"] = ModelRollouts(context.sampler, context.policy_table, seed)
+            elif context.rollout_policy is not None:
+                kwargs["source"] = BranchedRollouts(context.rollout_policy)
+            else:
+                raise ValueError(
+                    "estimator 'mc_rollout' needs a rollout policy (branched rollouts) or a "
+                    "model sampler and a policy table (simulated rollouts) in its context"
+                )
+        return cls(**kwargs)
 
     def __call__(self, batch: EpisodeBatch) -> Advantages:
         check_batch(self, batch)
-        values = rollout_values(batch.snapshots, self.policy, self.num_rollouts, self.gamma)
-        adv = _td_advantages(batch, values, self.gamma, lam=0.0)
+        values = self.source.values(batch, self.num_rollouts, self.gamma)
+        adv = td_advantages(batch, values, self.gamma, lam=0.0)
         return Advantages(adv, adv + values)
 
 
