@@ -29,11 +29,7 @@ from stable_baselines3.common.env_util import make_vec_env
 
 import routine_envs
 from baselines.config import TURN_LEVEL_METHODS, known_methods, load_hyperparameters
-from baselines.trajectory_ppo import (
-    TrajectoryAdvantageMaskablePPO,
-    TrajectoryAdvantagePPO,
-    policy_table,
-)
+from baselines.trajectory_ppo import TrajectoryAdvantagePPO, maskable_classes, policy_table
 
 gym.register_envs(routine_envs)
 th.set_num_threads(1)
@@ -206,7 +202,7 @@ def build(args: TrainArgs) -> tuple[Any, gym.Env, dict[str, Any]]:
 
             algo = PPO("MlpPolicy", venv, **common)
     else:
-        cls = TrajectoryAdvantageMaskablePPO if masked else TrajectoryAdvantagePPO
+        cls = maskable_classes()[0] if masked else TrajectoryAdvantagePPO
         algo = cls(
             "MlpPolicy", venv, estimator=args.method, estimator_kwargs=estimator_kwargs, **common
         )

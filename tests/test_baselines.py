@@ -162,6 +162,23 @@ class MaskedDoors(DilutedDoorsEnv):
         return mask
 
 
+def test_the_algorithm_gets_its_buffer_class_and_sb3_contrib_loads_lazily():
+    from baselines.trajectory_ppo import EpisodeRolloutBuffer, MaskableEpisodeRolloutBuffer
+
+    venv = make_vec_env("DilutedDoors-v0", n_envs=2, seed=0, env_kwargs={"routine_length": 1})
+    algo = TrajectoryAdvantagePPO("MlpPolicy", venv, seed=0, **SMALL)
+    assert algo.rollout_buffer_class is EpisodeRolloutBuffer
+    assert isinstance(algo.rollout_buffer, EpisodeRolloutBuffer)
+    venv = make_vec_env(lambda: MaskedDoors(routine_length=1), n_envs=2, seed=0)
+    masked = TrajectoryAdvantageMaskablePPO("MlpPolicy", venv, seed=0, **SMALL)
+    assert isinstance(masked.rollout_buffer, MaskableEpisodeRolloutBuffer)
+    code = (
+        "import sys, baselines.trajectory_ppo, baselines.train; "
+        "assert 'sb3_contrib' not in sys.modules, 'sb3_contrib imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+
+
 def test_maskable_variant_never_samples_masked_actions():
     venv = make_vec_env(lambda: MaskedDoors(routine_length=1), n_envs=2, seed=0)
     algo = TrajectoryAdvantageMaskablePPO(
