@@ -509,9 +509,9 @@ def test_docs_page_names_every_argument_and_info_key():
 @pytest.fixture(scope="module")
 def team_baselines():
     pytest.importorskip("stable_baselines3")
-    from baselines import multiagent
+    from baselines.experiments.multiagent import sweep
 
-    return multiagent
+    return sweep
 
 
 def test_turn_based_adapter_episode(team_baselines):
@@ -561,7 +561,7 @@ def test_turn_based_adapter_episode(team_baselines):
 
 @pytest.mark.parametrize("method", ["ppo", "trajectory_mc", "oracle"])
 def test_parameter_shared_training_runs(team_baselines, method):
-    from baselines.train import TrainArgs, main
+    from baselines.lib.training import TrainArgs, main
 
     result = main(
         TrainArgs(

@@ -195,7 +195,10 @@ def test_measure_snr_validates():
 
 
 def test_lab_rho_law_small_run_is_resumable(tmp_path):
-    from baselines import snr_lab
+    from baselines.experiments.snr_lab import sweep as snr_lab
+
+    def run(argv):
+        return snr_lab.main(snr_lab.parse_args(argv))
 
     argv = [
         "rho-law",
@@ -210,16 +213,16 @@ def test_lab_rho_law_small_run_is_resumable(tmp_path):
         "--out",
         str(tmp_path),
     ]
-    one = snr_lab.main([*argv, "--params", "per_state"])["rho-law"]
+    one = run([*argv, "--params", "per_state"])["rho-law"]
     assert set(one["fits"]) == {"per_state"}
     results = tmp_path / "rho_law" / "results.jsonl"
     assert len(results.read_text().splitlines()) == 3
-    summary = snr_lab.main(argv)["rho-law"]  # both parametrizations: only per_floor is new
+    summary = run(argv)["rho-law"]  # both parametrizations: only per_floor is new
     assert -0.7 < summary["fits"]["per_state"]["slope"] < -0.3
     assert summary["fits"]["per_state"] == one["fits"]["per_state"]
     lines = results.read_text().splitlines()
     assert len(lines) == 6
-    snr_lab.main(argv)  # everything is already measured: nothing is appended
+    run(argv)  # everything is already measured: nothing is appended
     assert results.read_text().splitlines() == lines
     rows = (tmp_path / "rho_law" / "rho_law.csv").read_text().splitlines()
     assert rows[0].startswith("routine_length,rho,param,snr_oracle")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch as th
 
-from baselines import snr_network
+from baselines.experiments.snr_network import sweep as snr_network
 from routine_envs import snr
 from routine_envs.envs import DilutedDoorsEnv
 from routine_envs.sampler import ModelSampler

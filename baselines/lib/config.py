@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-CONFIG_DIR = Path(__file__).resolve().parent / "configs"
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 TURN_LEVEL_METHODS = ("ppo",)
 """Methods trained by SB3's own PPO (MaskablePPO where the env has action masks)."""
 EXTRA_KEYS = {"n_envs", "estimator_kwargs"}
