@@ -226,7 +226,7 @@ def test_bad_input_fails_before_training(tmp_path):
     with pytest.raises(ValueError, match="unknown method 'grpo'"):
         load_hyperparameters("DilutedDoors-v0", "ppo", bad)
     with pytest.raises(ValueError, match="no hyperparameter file"):
-        load_hyperparameters("CartPole-v1", "ppo")
+        load_hyperparameters("DilutedDoors-v0", "ppo", tmp_path / "missing.yml")
     with pytest.raises(ValueError, match=r"needs info keys \['critical'\]"):
         TrajectoryAdvantagePPO(
             "MlpPolicy", make_vec_env("CartPole-v1", n_envs=2), estimator="routine_masked", **SMALL
@@ -235,6 +235,29 @@ def test_bad_input_fails_before_training(tmp_path):
         TrajectoryAdvantagePPO(
             "MlpPolicy", make_vec_env("CartPole-v1", n_envs=2), estimator="nope", **SMALL
         )
+
+
+def test_ids_without_a_yaml_train_on_the_documented_default_config(tmp_path):
+    from baselines.lib.config import CONFIG_DIR, DEFAULT_CONFIG
+
+    assert not (CONFIG_DIR / "RoutineGridSoft-v0.yml").exists()
+    for env_id in ("RoutineGridSoft-v0", "CartPole-v1"):
+        assert load_hyperparameters(env_id, "ppo") == DEFAULT_CONFIG["common"]
+        mc = load_hyperparameters(env_id, "mc_rollout")
+        assert mc == {**DEFAULT_CONFIG["common"], "estimator_kwargs": {"num_rollouts": 2}}
+    # the YAML of an id overrides the default key by key (the documented values agree)
+    assert load_hyperparameters("DilutedDoors-v0", "gigpo") == DEFAULT_CONFIG["common"]
+    override = tmp_path / "o.yml"
+    override.write_text("common:\n  n_steps: 64\nmethods:\n  ppo: {n_epochs: 2}\n")
+    merged = load_hyperparameters("RoutineGridSoft-v0", "ppo", override)
+    assert merged == {**DEFAULT_CONFIG["common"], "n_steps": 64, "n_epochs": 2}
+    docs = (ROOT / "docs" / "baselines.md").read_text()
+    for key in DEFAULT_CONFIG["common"]:
+        assert f"`{key}`" in docs, key
+    algo, _, hyper = build(
+        TrainArgs(env_id="RoutineGridSoft-v0", method="trajectory_mc", progress=False)
+    )
+    assert hyper["n_envs"] == 8 and algo.n_steps == 128
 
 
 def test_every_yaml_config_is_valid():

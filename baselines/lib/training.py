@@ -2,8 +2,9 @@
 
 Methods: ``ppo`` is SB3's PPO (turn-level, learned critic, GAE; ``MaskablePPO`` when the env has
 ``action_masks()``); every estimator name of :mod:`routine_envs.credit` trains
-``TrajectoryAdvantagePPO`` with that estimator. Hyperparameters come from
-``baselines/configs/<env id>.yml``. Everything is validated before training starts.
+``TrajectoryAdvantagePPO`` with that estimator. Hyperparameters: the default config
+(:data:`baselines.lib.config.DEFAULT_CONFIG`), overridden by ``baselines/configs/<env id>.yml``
+where it exists. Everything is validated before training starts.
 
 The evaluation success rate over time goes to ``<out>/success.csv``: for environments of the
 suite it is the *exact* success probability of the current stochastic policy (the oracle's
