@@ -514,10 +514,14 @@ def team_baselines():
     return sweep
 
 
-def test_turn_based_adapter_episode(team_baselines):
+def test_turn_based_adapter_episode():
     from gymnasium.utils.env_checker import check_env
 
-    env = team_baselines.TurnBasedTeamEnv(TeamDilutedDoorsEnv(num_floors=2, routine_length=2))
+    from routine_envs.multiagent.turn_based import TEAM_ENVS, TurnBasedTeamEnv
+
+    for env_id in TEAM_ENVS:  # importing the module registers the turn-based ids
+        assert isinstance(gym.make(env_id).unwrapped, TurnBasedTeamEnv)
+    env = TurnBasedTeamEnv(TeamDilutedDoorsEnv(num_floors=2, routine_length=2))
     check_env(env, skip_render_check=True)
     reference = TeamDilutedDoorsEnv(num_floors=2, routine_length=2)
     obs, info = env.reset(seed=0)

@@ -15,9 +15,9 @@ from typing import Any
 
 from baselines.experiments.compare import analysis
 from baselines.experiments.compare import sweep as compare
-from baselines.experiments.multiagent.adapter import TEAM_ENVS, TurnBasedTeamEnv
 from baselines.lib import cli
 from baselines.lib.runner import run_resumable
+from routine_envs.multiagent.turn_based import TEAM_ENVS, TurnBasedTeamEnv
 
 __all__ = ["TEAM_ENVS", "TeamSweepArgs", "TurnBasedTeamEnv", "main", "parse_args", "plan"]
 

@@ -20,12 +20,12 @@ not member envs that ``TrajectoryAdvantagePPO`` can reset and step one by one, s
 uses this adapter for both methods: same data, same presentation.
 
 The wrapper exposes the team env's exact model the way the suite's envs do (``num_states``,
-``decision_observations()``, ``success_probability(table)``, ``oracle(table)``), so
-:mod:`baselines.lib.training` evaluates the exact success probability of the shared policy and the
-``oracle`` estimator gives every agent its exact counterfactual advantage.
+``decision_observations()``, ``success_probability(table)``, ``oracle(table)``), so a trainer
+evaluates the exact success probability of the shared policy and the ``oracle`` estimator gives
+every agent its exact counterfactual advantage.
 
-Importing this module registers ``TeamDilutedDoors-v0`` and ``TeamRoutineGrid-v0`` (the turn-based
-views) with Gymnasium.
+Importing this module registers ``TeamDilutedDoors-v0`` and ``TeamRoutineGrid-v0`` (the
+turn-based views) with Gymnasium; ``import routine_envs`` does not import it (nor PettingZoo).
 """
 
 from __future__ import annotations
@@ -197,7 +197,7 @@ def team_routine_grid(render_mode: str | None = None, **kwargs: Any) -> TurnBase
 
 TEAM_ENVS: dict[str, dict[str, Any]] = {
     "TeamDilutedDoors-v0": {
-        "entry_point": "baselines.experiments.multiagent.adapter:team_diluted_doors",
+        "entry_point": "routine_envs.multiagent.turn_based:team_diluted_doors",
         "kwargs": {
             "num_agents": 2,
             "num_floors": 4,
@@ -210,7 +210,7 @@ TEAM_ENVS: dict[str, dict[str, Any]] = {
         "density_kwarg": "routine_length",
     },
     "TeamRoutineGrid-v0": {
-        "entry_point": "baselines.experiments.multiagent.adapter:team_routine_grid",
+        "entry_point": "routine_envs.multiagent.turn_based:team_routine_grid",
         "kwargs": {
             "num_agents": 2,
             "num_junctions": 3,
