@@ -15,9 +15,16 @@ Estimators (``R_i`` episode return, ``G_t`` return-to-go, ``V`` a value):
 - ``rloo`` (critic-free): ``A_t = R_i - mean_{j != i in group}(R_j)``.
 - ``gigpo`` (critic-free, turn-level): ``A_t = A^E_i + omega (G_t - mean_{group, state_id}(G))``.
 - ``mc_rollout`` (Monte-Carlo critic): ``A_t = r_t + gamma V^(s_{t+1}) - V^(s_t)``, ``V^`` the
-  mean return of k rollouts branched from the state.
+  mean return of k rollouts from the state (branched from the live env, or on the exact model).
 - ``oracle`` (perfect critic, optionally noisy): ``A_t = A^pi(s_t, a_t) + sigma N(0, 1)``.
 - ``routine_masked`` (critic-free, ground truth): ``A_t = critical_t (R_i - mean_group(R))``.
+
+Building estimators: a trainer or a lab describes what it has in an :class:`EstimatorContext`
+(the environment, the behaviour policy's table, gamma, a rollout policy, a seed) and calls
+:func:`build_estimator` with a registry name, a class or an instance. Each class takes what it
+needs from the context in its ``from_context`` classmethod (the :class:`FromContext` mixin maps
+constructor parameters to context fields), so the factory has no switch over names and an
+estimator defined outside this package is built the same way.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -68,6 +75,64 @@ class AdvantageEstimator(Protocol):
     def __call__(self, batch: EpisodeBatch) -> Advantages: ...
 
 
+PolicyTable = np.ndarray | Callable[[], np.ndarray]
+"""A tabular policy: an array ``(num_states, num_actions)`` of action probabilities, or a
+zero-argument callable returning the current one (for a policy that changes during training)."""
+
+
+@dataclass(frozen=True)
+class EstimatorContext:
+    """What a caller (a trainer, the SNR lab) offers the estimators it builds.
+
+    Every field is optional (``None``: not available); an estimator takes the fields it needs in
+    its ``from_context`` and fails there, before any training, when one is missing.
+
+    Attributes:
+        env: ``env.unwrapped`` of an environment of the suite (anything with ``oracle(policy,
+            gamma)``: the exact model, for the perfect critic).
+        policy_table: the behaviour policy as a :data:`PolicyTable`, shape
+            ``(num_states, num_actions)``.
+        gamma: the learner's discount factor.
+        gae_lambda: the learner's GAE lambda.
+        rollout_policy: a batched policy ``(observations, infos) -> actions`` for Monte-Carlo
+            rollouts branched from live environments (:data:`RolloutPolicy`).
+        sampler: an exact-model sampler (:class:`routine_envs.sampler.ModelSampler`) for
+            Monte-Carlo rollouts simulated on the model instead.
+        seed: seed of the estimator's own randomness (critic noise, simulated rollouts).
+    """
+
+    env: Any = None
+    policy_table: PolicyTable | None = None
+    gamma: float | None = None
+    gae_lambda: float | None = None
+    rollout_policy: Callable[..., np.ndarray] | None = None
+    sampler: Any = None
+    seed: int | None = None
+
+
+E = TypeVar("E", bound="FromContext")
+
+
+class FromContext:
+    """Mixin: ``from_context`` fills constructor parameters from an :class:`EstimatorContext`.
+
+    ``context_fields`` maps a constructor parameter to the context field it takes (only fields
+    that are not ``None``); explicit keyword arguments win over the context."""
+
+    context_fields: ClassVar[Mapping[str, str]] = {}
+
+    @classmethod
+    def from_context(cls: type[E], context: EstimatorContext, **kwargs: Any) -> E:
+        """An instance built from ``context`` and constructor ``kwargs``."""
+        values = {
+            param: getattr(context, attr)
+            for param, attr in cls.context_fields.items()
+            if getattr(context, attr) is not None
+        }
+        values.update(kwargs)
+        return cls(**values)
+
+
 def check_batch(estimator: AdvantageEstimator, batch: EpisodeBatch) -> None:
     """Raise ``ValueError`` naming every field ``estimator`` needs that ``batch`` lacks."""
     missing = sorted(f for f in estimator.requires if getattr(batch, f) is None)
@@ -105,8 +170,11 @@ def _bootstrap(batch: EpisodeBatch) -> np.ndarray:
     return np.where(batch.truncated, batch.bootstrap_values, 0.0)
 
 
-def _td_advantages(batch: EpisodeBatch, values: np.ndarray, gamma: float, lam: float) -> np.ndarray:
-    """GAE(lambda) of ``values`` (shape ``(N,)``), vectorized over episodes."""
+def td_advantages(batch: EpisodeBatch, values: np.ndarray, gamma: float, lam: float) -> np.ndarray:
+    """GAE(lambda) of per-step ``values`` (shape ``(N,)``) on ``batch``'s rewards, vectorized over
+    episodes: ``sum_k (gamma lam)^k delta_{t+k}``, ``delta_t = r_t + gamma V(s_{t+1}) - V(s_t)``
+    (``V`` after the last step: the bootstrap value when truncated, else 0). Shape ``(N,)``;
+    ``lam = 0`` gives the one-step TD errors."""
     v = batch.padded(values.astype(np.float64))
     r = batch.padded(np.asarray(batch.rewards, dtype=np.float64))
     lengths = batch.lengths
@@ -126,7 +194,7 @@ def _td_advantages(batch: EpisodeBatch, values: np.ndarray, gamma: float, lam: f
 
 # --------------------------------------------------------------------------- estimators
 @dataclass
-class GAE:
+class GAE(FromContext):
     """Generalized advantage estimation from the learner's values (what SB3 PPO does):
     ``A_t = sum_k (gamma lam)^k delta_{t+k}``, returns ``A_t + V(s_t)``."""
 
@@ -135,15 +203,16 @@ class GAE:
     name: ClassVar[str] = "gae"
     requires: ClassVar[frozenset[str]] = frozenset({"values"})
     trains_critic: ClassVar[bool] = True
+    context_fields: ClassVar[Mapping[str, str]] = {"gamma": "gamma", "gae_lambda": "gae_lambda"}
 
     def __call__(self, batch: EpisodeBatch) -> Advantages:
         check_batch(self, batch)
-        adv = _td_advantages(batch, batch.values, self.gamma, self.gae_lambda)
+        adv = td_advantages(batch, batch.values, self.gamma, self.gae_lambda)
         return Advantages(adv, adv + batch.values)
 
 
 @dataclass
-class TrajectoryMC:
+class TrajectoryMC(FromContext):
     """Monte-Carlo trajectory advantage (GRPO's outcome advantage): every step of episode ``i``
     gets ``R_i - mean_group(R)``, divided by ``std_group(R) + eps`` when ``normalize_std``.
     With a fixed ``baseline`` (e.g. the exact ``J = V^pi(s_0)``) it is ``R_i - baseline``."""
@@ -164,7 +233,7 @@ class TrajectoryMC:
 
 
 @dataclass
-class RLOO:
+class RLOO(FromContext):
     """REINFORCE leave-one-out: ``A_t = R_i - mean_{j != i}(R_j)`` over the episode's group
     (``= G/(G-1) (R_i - mean_group(R))``); groups need at least two episodes."""
 
@@ -182,7 +251,7 @@ class RLOO:
 
 
 @dataclass
-class GiGPO:
+class GiGPO(FromContext):
     """Group-in-group policy optimization (critic-free, turn-level): the episode advantage plus
     ``omega`` times a step advantage ``G_t - mean(G)`` over the steps of the same episode group
     that share ``state_id`` (anchor states); each part over its std when ``normalize_std``."""
@@ -213,7 +282,7 @@ class GiGPO:
 
 
 @dataclass
-class RoutineMasked:
+class RoutineMasked(FromContext):
     """The trajectory advantage with steps annotated routine set to zero (the "prune routine
     steps" remedy, using ground truth): ``A_t = critical_t (R_i - mean_group(R))``."""
 
@@ -236,7 +305,7 @@ class OracleSource(Protocol):
 
 
 @dataclass
-class Oracle:
+class Oracle(FromContext):
     """The perfect critic: ``A_t = A^pi(s_t, a_t)`` exact from the environment's model, plus
     ``sigma * N(0, 1)`` noise per step (an imperfect critic of known error variance sigma^2).
 
@@ -245,13 +314,19 @@ class Oracle:
     changes during training). ``sigma`` is in units of return."""
 
     env: OracleSource
-    policy: np.ndarray | Callable[[], np.ndarray]
+    policy: PolicyTable
     sigma: float = 0.0
     gamma: float = 1.0
     seed: int | None = None
     name: ClassVar[str] = "oracle"
     requires: ClassVar[frozenset[str]] = frozenset({"state_ids", "actions"})
     trains_critic: ClassVar[bool] = False
+    context_fields: ClassVar[Mapping[str, str]] = {
+        "env": "env",
+        "policy": "policy_table",
+        "gamma": "gamma",
+        "seed": "seed",
+    }
     _rng: np.random.Generator = field(init=False, repr=False)
     _fixed: np.ndarray | None = field(default=None, init=False, repr=False)
 
@@ -330,28 +405,120 @@ def rollout_values(
     return np.bincount(owner, weights=totals, minlength=len(snapshots)) / num_rollouts
 
 
+class RolloutSource(Protocol):
+    """Where :class:`MCRollout` gets its value estimates ``V^(s_t)``: a strategy.
+
+    Attributes:
+        requires: the :data:`BATCH_FIELDS` it reads.
+    """
+
+    requires: frozenset[str]
+
+    def values(self, batch: EpisodeBatch, num_rollouts: int, gamma: float) -> np.ndarray:
+        """Mean return of ``num_rollouts`` rollouts from every step's state, shape ``(N,)``."""
+        ...
+
+
+@dataclass
+class BranchedRollouts:
+    """Rollouts of a batched ``policy`` from deep copies of the live environment at each step
+    (the batch's ``snapshots``: collect with ``keep_snapshots=True``)."""
+
+    policy: RolloutPolicy
+    max_steps: int = 100_000
+    requires: ClassVar[frozenset[str]] = frozenset({"snapshots"})
+
+    def values(self, batch: EpisodeBatch, num_rollouts: int, gamma: float) -> np.ndarray:
+        return rollout_values(batch.snapshots, self.policy, num_rollouts, gamma, self.max_steps)
+
+
+class RolloutSampler(Protocol):
+    """What :class:`ModelRollouts` needs: :class:`routine_envs.sampler.ModelSampler`."""
+
+    def rollout_values(
+        self,
+        start: np.ndarray,
+        policy: np.ndarray,
+        num_rollouts: int,
+        rng: np.random.Generator,
+        gamma: float = 1.0,
+    ) -> np.ndarray: ...
+
+
+@dataclass
+class ModelRollouts:
+    """Rollouts of the tabular ``policy`` simulated on the exact model by ``sampler``, from each
+    step's ``state_id`` (no snapshots, a fraction of the cost of branching live envs)."""
+
+    sampler: RolloutSampler
+    policy: PolicyTable
+    seed: int | None = None
+    requires: ClassVar[frozenset[str]] = frozenset({"state_ids"})
+    _rng: np.random.Generator = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._rng = np.random.default_rng(self.seed)
+
+    def values(self, batch: EpisodeBatch, num_rollouts: int, gamma: float) -> np.ndarray:
+        policy = self.policy() if callable(self.policy) else self.policy
+        return self.sampler.rollout_values(
+            batch.state_ids, np.asarray(policy), num_rollouts, self._rng, gamma
+        )
+
+
 @dataclass
 class MCRollout:
     """VinePPO-style Monte-Carlo critic: ``V^(s_t)`` is the mean return of ``num_rollouts``
-    rollouts of the current policy branched from ``s_t`` with ``copy.deepcopy(env)``;
-    ``A_t = r_t + gamma V^(s_{t+1}) - V^(s_t)``. ``num_rollouts`` (k) sets the critic's error
-    (its variance falls like 1/k). Needs per-step snapshots (``keep_snapshots=True``)."""
+    rollouts of the current policy from ``s_t``; ``A_t = r_t + gamma V^(s_{t+1}) - V^(s_t)``.
+    ``num_rollouts`` (k) sets the critic's error (its variance falls like 1/k).
 
-    policy: RolloutPolicy
+    ``source`` is where the rollouts come from (a :class:`RolloutSource`):
+    :class:`BranchedRollouts` (``copy.deepcopy`` of the live env at each step; needs per-step
+    snapshots, ``keep_snapshots=True``) or :class:`ModelRollouts` (simulated on the exact
+    model). A bare batched policy ``(observations, infos) -> actions`` means branched rollouts
+    of it. ``requires`` is the source's."""
+
+    source: RolloutSource | RolloutPolicy
     num_rollouts: int = 4
     gamma: float = 1.0
     name: ClassVar[str] = "mc_rollout"
-    requires: ClassVar[frozenset[str]] = frozenset({"snapshots"})
     trains_critic: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         if self.num_rollouts < 1:
             raise ValueError(f"num_rollouts must be >= 1, got {self.num_rollouts}")
+        if not hasattr(self.source, "values"):
+            self.source = BranchedRollouts(self.source)
+
+    @property
+    def requires(self) -> frozenset[str]:
+        """The batch fields the rollout source reads."""
+        return self.source.requires
+
+    @classmethod
+    def from_context(cls, context: EstimatorContext, **kwargs: Any) -> MCRollout:
+        """Rollouts on the model when the context has a ``sampler`` and a ``policy_table``
+        (``seed`` in ``kwargs`` or the context seeds them), else branched from live envs with
+        its ``rollout_policy``; ``gamma`` from the context unless given."""
+        if context.gamma is not None:
+            kwargs.setdefault("gamma", context.gamma)
+        if "source" not in kwargs:
+            seed = kwargs.pop("seed", context.seed)
+            if context.sampler is not None and context.policy_table is not None:
+                kwargs["source"] = ModelRollouts(context.sampler, context.policy_table, seed)
+            elif context.rollout_policy is not None:
+                kwargs["source"] = BranchedRollouts(context.rollout_policy)
+            else:
+                raise ValueError(
+                    "estimator 'mc_rollout' needs a rollout policy (branched rollouts) or a "
+                    "model sampler and a policy table (simulated rollouts) in its context"
+                )
+        return cls(**kwargs)
 
     def __call__(self, batch: EpisodeBatch) -> Advantages:
         check_batch(self, batch)
-        values = rollout_values(batch.snapshots, self.policy, self.num_rollouts, self.gamma)
-        adv = _td_advantages(batch, values, self.gamma, lam=0.0)
+        values = self.source.values(batch, self.num_rollouts, self.gamma)
+        adv = td_advantages(batch, values, self.gamma, lam=0.0)
         return Advantages(adv, adv + values)
 
 
@@ -362,21 +529,64 @@ ESTIMATORS: dict[str, type] = {
 
 
 def make_estimator(name: str | AdvantageEstimator, **kwargs: Any) -> AdvantageEstimator:
-    """An estimator by registry name (with constructor ``kwargs``), or ``name`` itself if it is
-    already an estimator. ``ValueError`` for an unknown name or a wrong keyword."""
+    """An estimator by registry name built with its constructor ``kwargs`` only (no context;
+    see :func:`build_estimator`), or ``name`` itself if it is already an estimator.
+    ``ValueError`` for an unknown name or a wrong keyword."""
     if not isinstance(name, str):
-        if not isinstance(name, AdvantageEstimator):
-            raise ValueError(
-                f"{name!r} is neither an estimator name nor an AdvantageEstimator "
-                "(needs name, requires, trains_critic and __call__(batch))"
-            )
-        return name
-    if name not in ESTIMATORS:
-        raise ValueError(f"unknown estimator {name!r}; known: {sorted(ESTIMATORS)}")
+        return build_estimator(name)
     try:
-        return ESTIMATORS[name](**kwargs)
+        return estimator_class(name)(**kwargs)
     except TypeError as err:
         raise ValueError(f"bad arguments for estimator {name!r}: {err}") from None
+
+
+EstimatorSpec = str | type | AdvantageEstimator
+"""What :func:`build_estimator` accepts: a registry name, an estimator class or an instance."""
+
+
+def estimator_class(name: str) -> type:
+    """The estimator class registered as ``name`` in :data:`ESTIMATORS` (the one place a name is
+    resolved); ``ValueError`` for an unknown name."""
+    if name not in ESTIMATORS:
+        raise ValueError(f"unknown estimator {name!r}; known: {sorted(ESTIMATORS)}")
+    return ESTIMATORS[name]
+
+
+def build_estimator(
+    spec: EstimatorSpec, context: EstimatorContext | None = None, **kwargs: Any
+) -> AdvantageEstimator:
+    """An estimator from ``spec`` and what ``context`` offers, with constructor ``kwargs``.
+
+    ``spec`` is a registry name (resolved by :func:`estimator_class`), a class, or an instance
+    (returned as is; ``kwargs`` must then be empty). A class is built with its
+    ``from_context(context, **kwargs)`` classmethod when it has one (every estimator of this
+    module, and any class using the :class:`FromContext` mixin), else with ``cls(**kwargs)``.
+
+    Raises:
+        ValueError: an unknown name, a wrong keyword, something that is not an estimator, or an
+            estimator that cannot be built from ``context``.
+    """
+    if isinstance(spec, str):
+        spec = estimator_class(spec)
+    if not isinstance(spec, type):
+        if not isinstance(spec, AdvantageEstimator):
+            raise ValueError(
+                f"{spec!r} is neither an estimator name, class nor an AdvantageEstimator "
+                "(needs name, requires, trains_critic and __call__(batch))"
+            )
+        if kwargs:
+            raise ValueError(f"keyword arguments {sorted(kwargs)} given with an estimator object")
+        return spec
+    context = context or EstimatorContext()
+    label = getattr(spec, "name", spec.__name__)
+    build = getattr(spec, "from_context", None)
+    try:
+        estimator = build(context, **kwargs) if build is not None else spec(**kwargs)
+    except TypeError as err:
+        raise ValueError(f"bad arguments for estimator {label!r}: {err}") from None
+    if not isinstance(estimator, AdvantageEstimator):
+        raise ValueError(f"{spec.__name__} does not build an AdvantageEstimator")
+    return estimator
 
 
 def missing_annotations(estimator: AdvantageEstimator, info: Mapping[str, Any]) -> list[str]:

@@ -94,19 +94,55 @@ ENVIRONMENTS: tuple[EnvEntry, ...] = (
 )
 
 
+TEAM_ADAPTERS: tuple[EnvEntry, ...] = (
+    EnvEntry(
+        id="TeamDilutedDoors-v0",
+        entry_point="routine_envs.multiagent.turn_based:team_diluted_doors",
+        kwargs={
+            "num_agents": 2,
+            "num_floors": 4,
+            "num_doors": 3,
+            "routine_length": 10,
+            "chooser": "rotate",
+            "reward": "success",
+            "layout_seed": 0,
+        },
+        rho="routine_length L: rho per agent = 1/(N(1+L)) (rotating chooser)",
+        density_kwarg="routine_length",
+    ),
+    EnvEntry(
+        id="TeamRoutineGrid-v0",
+        entry_point="routine_envs.multiagent.turn_based:team_routine_grid",
+        kwargs={
+            "num_agents": 2,
+            "num_junctions": 3,
+            "branching": 3,
+            "corridor_length": 5,
+            "reward": "success",
+            "layout_seed": 0,
+        },
+        rho="corridor_length L: rho per agent = 1/(1+L)",
+        density_kwarg="corridor_length",
+    ),
+)
+"""The team environments as single-agent Gymnasium envs for a parameter-shared policy (agents
+take turns; needs the ``multiagent`` extra when made). Adapters, not dynamics: the contract suite
+and the docs pages cover :data:`ENVIRONMENTS`; the PettingZoo envs have their own tests."""
+
+
 def entry(env_id: str) -> EnvEntry:
     """The registration row of ``env_id``; ``ValueError`` for an id that is not in the table."""
-    for row in ENVIRONMENTS:
+    for row in (*ENVIRONMENTS, *TEAM_ADAPTERS):
         if row.id == env_id:
             return row
-    raise ValueError(
-        f"{env_id!r} is not a routine_envs environment; known: {[row.id for row in ENVIRONMENTS]}"
-    )
+    known = [row.id for row in (*ENVIRONMENTS, *TEAM_ADAPTERS)]
+    raise ValueError(f"{env_id!r} is not a routine_envs environment; known: {known}")
 
 
 def register_all() -> None:
-    """Register every row of :data:`ENVIRONMENTS` (ids already registered are left alone)."""
-    for entry in ENVIRONMENTS:
+    """Register every row of :data:`ENVIRONMENTS` and :data:`TEAM_ADAPTERS` (ids already
+    registered are left alone)."""
+    for entry in (*ENVIRONMENTS, *TEAM_ADAPTERS):
         if entry.id in gym.registry:
             continue
         gym.register(

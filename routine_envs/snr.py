@@ -12,8 +12,9 @@ the plug-in bias (``||mean||^2 - tr(Cov) / n``), and the confidence interval is 
 jackknife over blocks of groups. The variance is split into the part from critical steps, the
 part from routine steps (using the annotations) and their cross term.
 
-Episodes are sampled straight from the environment's exact tabular model, vectorized over
-thousands of episodes at once, so a sweep of 10^5 episodes per setting takes seconds.
+Episodes are sampled straight from the environment's exact tabular model
+(:class:`routine_envs.sampler.ModelSampler`), vectorized over thousands of episodes at once, so a
+sweep of 10^5 episodes per setting takes seconds.
 
 For Diluted Doors under the uniform policy the SNRs have a closed form
 (:func:`uniform_doors_snr`), derived in ``docs/reproducing.md``.
@@ -24,13 +25,25 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
 from routine_envs import credit
 from routine_envs.episodes import EpisodeBatch
-from routine_envs.oracle import TabularModel
+from routine_envs.sampler import ModelSampler
+
+__all__ = [
+    "ModelSampler",  # re-exported: it lives in routine_envs.sampler
+    "SNRComparison",
+    "SNRResult",
+    "TabularSoftmax",
+    "fit_loglog",
+    "floor_rows",
+    "measure_snr",
+    "moment_statistics",
+    "uniform_doors_snr",
+]
 
 
 # ----------------------------------------------------------------------------- the policy
@@ -91,161 +104,6 @@ def floor_rows(env: Any) -> np.ndarray:
     base = env.unwrapped
     floors = np.array([base.describe_state(s).floor for s in range(base.num_states)])
     return np.minimum(floors, base.num_floors - 1)
-
-
-# ------------------------------------------------------------------- sampling from the model
-class ModelSampler:
-    """Vectorized episodes from an environment's exact model (``env.unwrapped.model()``).
-
-    Equivalent in distribution to stepping the environment, but thousands of episodes advance
-    in one numpy operation per time step. Annotations (``critical``) come from the environment's
-    own ``_is_critical`` of every modelled state.
-    """
-
-    def __init__(self, env: Any, max_steps: int = 100_000) -> None:
-        base = env.unwrapped
-        model: TabularModel = base.model()
-        self.env, self.model, self.max_steps = base, model, max_steps
-        s, a = model.num_states, model.num_actions
-        sa = model.state * a + model.action
-        counts = np.bincount(sa, minlength=s * a)
-        width = max(1, int(counts.max()))
-        order = np.argsort(sa, kind="stable")
-        slot = np.arange(len(sa)) - np.repeat(np.cumsum(counts) - counts, counts)
-        self.next_state = np.zeros((s * a, width), dtype=np.int64)
-        self.reward = np.zeros((s * a, width))
-        self.done = np.ones((s * a, width), dtype=bool)
-        rows = sa[order]
-        self.next_state[rows, slot] = model.next_state[order]
-        self.reward[rows, slot] = model.reward[order]
-        self.done[rows, slot] = model.terminated[order]
-        probs = np.zeros((s * a, width))
-        probs[rows, slot] = model.prob[order]
-        cumulative = np.cumsum(probs, axis=1)
-        valid = np.arange(width)[None, :] < counts[:, None]
-        cumulative[~valid] = 2.0  # padding is never chosen
-        has = counts > 0
-        cumulative[np.flatnonzero(has), counts[has] - 1] = 1.0  # no rounding gap at the end
-        self.cumulative = cumulative
-        self.width = width
-        self.initial_cumulative = np.cumsum(model.initial)
-        self.rollout_steps = 0  # environment steps simulated by rollout_values (its cost)
-        self.critical = np.zeros(s, dtype=bool)
-        for sid, state in model.states.items():
-            if not model.terminal[sid]:
-                self.critical[sid] = bool(base.dynamics.is_critical(state))
-
-    def _draw_outcome(self, sa: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        if self.width == 1:
-            return np.zeros(len(sa), dtype=np.int64)
-        u = rng.random(len(sa))[:, None]
-        return np.minimum((u >= self.cumulative[sa]).sum(axis=1), self.width - 1)
-
-    def _draw_actions(self, probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        cum = np.cumsum(probs, axis=1)
-        u = rng.random(len(probs))[:, None] * cum[:, -1:]
-        return np.minimum((u >= cum).sum(axis=1), probs.shape[1] - 1)
-
-    def initial_states(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        u = rng.random(n)
-        return np.minimum(
-            np.searchsorted(self.initial_cumulative, u, side="right"), self.model.num_states - 1
-        )
-
-    def sample(
-        self, policy: np.ndarray, num_groups: int, group_size: int, rng: np.random.Generator
-    ) -> EpisodeBatch:
-        """``num_groups * group_size`` episodes under the probability table ``policy``
-        (``(num_states, num_actions)``); the episodes of a group share their initial state."""
-        n = num_groups * group_size
-        state = np.repeat(self.initial_states(num_groups, rng), group_size)
-        alive = np.ones(n, dtype=bool)
-        cols_s, cols_a, cols_r = [], [], []
-        a_count = self.model.num_actions
-        for _ in range(self.max_steps):
-            if not alive.any():
-                break
-            s = np.where(alive, state, 0)
-            actions = self._draw_actions(policy[s], rng)
-            sa = s * a_count + actions
-            k = self._draw_outcome(sa, rng)
-            cols_s.append(np.where(alive, state, -1))
-            cols_a.append(actions)
-            cols_r.append(np.where(alive, self.reward[sa, k], 0.0))
-            state = np.where(alive, self.next_state[sa, k], state)
-            alive &= ~self.done[sa, k]
-        else:
-            raise RuntimeError(f"episodes did not end within {self.max_steps} steps")
-        states = np.stack(cols_s, axis=1)
-        mask = states >= 0
-        lengths = mask.sum(axis=1)
-        return EpisodeBatch(
-            rewards=np.stack(cols_r, axis=1)[mask],
-            episode_starts=np.concatenate([[0], np.cumsum(lengths)]),
-            groups=np.repeat(np.arange(num_groups), group_size),
-            actions=np.stack(cols_a, axis=1)[mask],
-            state_ids=states[mask],
-            critical=self.critical[states[mask]],
-        )
-
-    def rollout_values(
-        self,
-        start: np.ndarray,
-        policy: np.ndarray,
-        num_rollouts: int,
-        rng: np.random.Generator,
-        gamma: float = 1.0,
-    ) -> np.ndarray:
-        """Mean return of ``num_rollouts`` rollouts of ``policy`` from each state of ``start``
-        (terminal states: 0), shape ``(len(start),)``: a Monte-Carlo critic of known cost."""
-        state = np.repeat(start, num_rollouts)
-        total = np.zeros(len(state))
-        discount = np.ones(len(state))
-        alive = ~self.model.terminal[state]
-        a_count = self.model.num_actions
-        for _ in range(self.max_steps):
-            if not alive.any():
-                break
-            s = np.where(alive, state, 0)
-            sa = s * a_count + self._draw_actions(policy[s], rng)
-            k = self._draw_outcome(sa, rng)
-            self.rollout_steps += int(alive.sum())
-            total += np.where(alive, discount * self.reward[sa, k], 0.0)
-            discount *= gamma
-            state = np.where(alive, self.next_state[sa, k], state)
-            alive &= ~self.done[sa, k]
-        return total.reshape(len(start), num_rollouts).mean(axis=1)
-
-
-@dataclass
-class ModelMCRollout:
-    """The ``mc_rollout`` critic for the lab: ``V^(s)`` from ``num_rollouts`` rollouts simulated
-    on the exact model (the same estimator as :class:`routine_envs.credit.MCRollout`, which
-    branches real environments with ``copy.deepcopy``, at a fraction of the cost):
-    ``A_t = r_t + gamma V^(s_{t+1}) - V^(s_t)``."""
-
-    sampler: ModelSampler
-    policy: np.ndarray | Callable[[], np.ndarray]
-    num_rollouts: int = 4
-    gamma: float = 1.0
-    seed: int | None = None
-    name: ClassVar[str] = "mc_rollout"
-    requires: ClassVar[frozenset[str]] = frozenset({"state_ids"})
-    trains_critic: ClassVar[bool] = False
-    _rng: np.random.Generator = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        if self.num_rollouts < 1:
-            raise ValueError(f"num_rollouts must be >= 1, got {self.num_rollouts}")
-        self._rng = np.random.default_rng(self.seed)
-
-    def __call__(self, batch: EpisodeBatch) -> credit.Advantages:
-        policy = self.policy() if callable(self.policy) else self.policy
-        values = self.sampler.rollout_values(
-            batch.state_ids, policy, self.num_rollouts, self._rng, self.gamma
-        )
-        adv = credit._td_advantages(batch, values, self.gamma, lam=0.0)
-        return credit.Advantages(adv, adv + values)
 
 
 # ------------------------------------------------------------------------ gradient moments

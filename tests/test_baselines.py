@@ -18,10 +18,13 @@ import torch as th
 from stable_baselines3.common.callbacks import CallbackList
 from stable_baselines3.common.env_util import make_vec_env
 
-from baselines import analysis, compare
-from baselines.config import load_hyperparameters
-from baselines.train import TrainArgs, build, main
-from baselines.trajectory_ppo import (
+from baselines.experiments.compare import analysis
+from baselines.experiments.compare import sweep as compare
+from baselines.lib import stats
+from baselines.lib.config import load_hyperparameters
+from baselines.lib.results import ResultsFile
+from baselines.lib.training import TrainArgs, build, main
+from baselines.lib.trajectory_ppo import (
     TrajectoryAdvantageMaskablePPO,
     TrajectoryAdvantagePPO,
     policy_table,
@@ -162,6 +165,23 @@ class MaskedDoors(DilutedDoorsEnv):
         return mask
 
 
+def test_the_algorithm_gets_its_buffer_class_and_sb3_contrib_loads_lazily():
+    from baselines.lib.trajectory_ppo import EpisodeRolloutBuffer, MaskableEpisodeRolloutBuffer
+
+    venv = make_vec_env("DilutedDoors-v0", n_envs=2, seed=0, env_kwargs={"routine_length": 1})
+    algo = TrajectoryAdvantagePPO("MlpPolicy", venv, seed=0, **SMALL)
+    assert algo.rollout_buffer_class is EpisodeRolloutBuffer
+    assert isinstance(algo.rollout_buffer, EpisodeRolloutBuffer)
+    venv = make_vec_env(lambda: MaskedDoors(routine_length=1), n_envs=2, seed=0)
+    masked = TrajectoryAdvantageMaskablePPO("MlpPolicy", venv, seed=0, **SMALL)
+    assert isinstance(masked.rollout_buffer, MaskableEpisodeRolloutBuffer)
+    code = (
+        "import sys, baselines.lib.trajectory_ppo, baselines.lib.training; "
+        "assert 'sb3_contrib' not in sys.modules, 'sb3_contrib imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+
+
 def test_maskable_variant_never_samples_masked_actions():
     venv = make_vec_env(lambda: MaskedDoors(routine_length=1), n_envs=2, seed=0)
     algo = TrajectoryAdvantageMaskablePPO(
@@ -206,7 +226,7 @@ def test_bad_input_fails_before_training(tmp_path):
     with pytest.raises(ValueError, match="unknown method 'grpo'"):
         load_hyperparameters("DilutedDoors-v0", "ppo", bad)
     with pytest.raises(ValueError, match="no hyperparameter file"):
-        load_hyperparameters("CartPole-v1", "ppo")
+        load_hyperparameters("DilutedDoors-v0", "ppo", tmp_path / "missing.yml")
     with pytest.raises(ValueError, match=r"needs info keys \['critical'\]"):
         TrajectoryAdvantagePPO(
             "MlpPolicy", make_vec_env("CartPole-v1", n_envs=2), estimator="routine_masked", **SMALL
@@ -217,8 +237,31 @@ def test_bad_input_fails_before_training(tmp_path):
         )
 
 
+def test_ids_without_a_yaml_train_on_the_documented_default_config(tmp_path):
+    from baselines.lib.config import CONFIG_DIR, DEFAULT_CONFIG
+
+    assert not (CONFIG_DIR / "RoutineGridSoft-v0.yml").exists()
+    for env_id in ("RoutineGridSoft-v0", "CartPole-v1"):
+        assert load_hyperparameters(env_id, "ppo") == DEFAULT_CONFIG["common"]
+        mc = load_hyperparameters(env_id, "mc_rollout")
+        assert mc == {**DEFAULT_CONFIG["common"], "estimator_kwargs": {"num_rollouts": 2}}
+    # the YAML of an id overrides the default key by key (the documented values agree)
+    assert load_hyperparameters("DilutedDoors-v0", "gigpo") == DEFAULT_CONFIG["common"]
+    override = tmp_path / "o.yml"
+    override.write_text("common:\n  n_steps: 64\nmethods:\n  ppo: {n_epochs: 2}\n")
+    merged = load_hyperparameters("RoutineGridSoft-v0", "ppo", override)
+    assert merged == {**DEFAULT_CONFIG["common"], "n_steps": 64, "n_epochs": 2}
+    docs = (ROOT / "docs" / "baselines.md").read_text()
+    for key in DEFAULT_CONFIG["common"]:
+        assert f"`{key}`" in docs, key
+    algo, _, hyper = build(
+        TrainArgs(env_id="RoutineGridSoft-v0", method="trajectory_mc", progress=False)
+    )
+    assert hyper["n_envs"] == 8 and algo.n_steps == 128
+
+
 def test_every_yaml_config_is_valid():
-    from baselines.config import CONFIG_DIR, known_methods
+    from baselines.lib.config import CONFIG_DIR, known_methods
 
     for path in CONFIG_DIR.glob("*.yml"):
         for method in known_methods():
@@ -241,7 +284,7 @@ def record(key, method="ppo", seed=0, length=1, success=(0.0, 1.0)):
 
 
 def test_results_file_recovers_from_partial_and_corrupt_lines(tmp_path):
-    store = compare.ResultsFile(tmp_path / "results.jsonl")
+    store = ResultsFile(tmp_path / "results.jsonl")
     store.append(record("a"))
     store.append(record("b"))
     with store.path.open("ab") as f:
@@ -280,7 +323,8 @@ def sweep_args(out):
 def test_sweep_killed_halfway_finishes_the_rest_without_duplicates(tmp_path):
     out = tmp_path / "sweep"
     code = (
-        "from pathlib import Path; from baselines import compare; from tests import "
+        "from pathlib import Path; from baselines.experiments.compare import sweep as compare; "
+        "from tests import "
         f"test_baselines as t; compare.run_sweep(t.sweep_args(Path({str(out)!r})), False)"
     )
     proc = subprocess.Popen(
@@ -304,7 +348,7 @@ def test_sweep_killed_halfway_finishes_the_rest_without_duplicates(tmp_path):
     lines = [json.loads(x) for x in results.read_text().splitlines()]
     assert len(records) == len(lines) == 8
     assert len({r["key"] for r in lines}) == 8
-    tables = compare.analyse(records, out)
+    tables = analysis.analyse(records, out)
     assert len(tables["steps_to_target"]) == 4 and len(tables["ratio_to_turn_level"]) == 2
     for name in (
         "learning_curves.png",
@@ -355,13 +399,11 @@ def synthetic_records():
 
 
 def test_statistics():
-    assert analysis.iqm([1, 2, 3, 4, 100, -50, 2.5, 3.5]) == pytest.approx(
-        np.mean([2, 2.5, 3, 3.5])
-    )
-    assert analysis.iqm([1.0, 2.0, 9.0]) == pytest.approx(4.0)
-    est, lo, hi = analysis.bootstrap_ci(np.array([1.0, 2.0, 3.0, 4.0]), num_resamples=500)
+    assert stats.iqm([1, 2, 3, 4, 100, -50, 2.5, 3.5]) == pytest.approx(np.mean([2, 2.5, 3, 3.5]))
+    assert stats.iqm([1.0, 2.0, 9.0]) == pytest.approx(4.0)
+    est, lo, hi = stats.bootstrap_ci(np.array([1.0, 2.0, 3.0, 4.0]), num_resamples=500)
     assert est == 2.5 and 1.0 <= lo < 2.5 < hi <= 4.0
-    est, lo, hi = analysis.bootstrap_ci(np.array([[7.0, 1.0]]))
+    est, lo, hi = stats.bootstrap_ci(np.array([[7.0, 1.0]]))
     assert est.tolist() == lo.tolist() == hi.tolist() == [7.0, 1.0]
 
 
@@ -385,7 +427,7 @@ def test_analysis_tables_on_synthetic_sweep(tmp_path):
     )
     assert point["mean"] == pytest.approx((3 * 0.95 + 0.1) / 4)
     assert point["low"] <= point["mean"] <= point["high"]
-    tables = compare.analyse(records, tmp_path, baseline="ppo", statistic="mean")
+    tables = analysis.analyse(records, tmp_path, baseline="ppo", statistic="mean")
     assert (tmp_path / "steps_to_target.png").stat().st_size > 1000
     text = (tmp_path / "ratio_to_turn_level.csv").read_text().splitlines()
     assert text[0].startswith("routine_length,rho,method,baseline,ratio")
@@ -403,3 +445,122 @@ def test_tables_are_in_numeric_order_of_routine_length():
     records += [{**r, "routine_length": 10, "key": r["key"] + "x"} for r in records[:8]]
     order = [r["routine_length"] for r in analysis.steps_to_target_table(records)]
     assert order == sorted(order)
+
+
+# ------------------------------------------------------------------------------- the CLIs
+def settings_classes():
+    from baselines.experiments.bench_training.sweep import BenchArgs
+    from baselines.experiments.demo.sweep import DemoArgs
+    from baselines.experiments.multiagent.sweep import TeamSweepArgs
+    from baselines.experiments.snr_lab.sweep import LabCommand
+    from baselines.experiments.snr_network.sweep import NetworkArgs
+
+    return [
+        TrainArgs,
+        compare.SweepArgs,
+        TeamSweepArgs,
+        LabCommand,
+        NetworkArgs,
+        DemoArgs,
+        BenchArgs,
+    ]
+
+
+@pytest.mark.parametrize("cls", settings_classes(), ids=lambda c: c.__name__)
+def test_every_settings_field_is_a_flag_with_its_help_text(cls):
+    import dataclasses
+
+    from baselines.lib import cli
+
+    text = " ".join(cli.settings_parser(cls).format_help().split())
+    for f in dataclasses.fields(cls):
+        flag = f.name if f.metadata.get("positional") else "--" + f.name.replace("_", "-")
+        assert flag in text, (cls.__name__, flag)
+        assert " ".join(f.metadata["help"].split()) in text, (cls.__name__, f.name)
+
+
+def test_cli_generator_types_defaults_and_missing_help():
+    from dataclasses import dataclass, field
+
+    from baselines.lib import cli
+
+    @dataclass
+    class Settings:
+        """Example settings."""
+
+        lengths: tuple[int, ...] = field(default=(1, 2), metadata={"help": "lengths"})
+        kwargs: dict = field(default_factory=dict, metadata={"help": "JSON kwargs"})
+        flag: bool = field(default=True, metadata={"help": "a switch"})
+        out: Path | None = field(default=None, metadata={"help": "a folder"})
+
+    parsed = cli.parse_settings(
+        Settings, ["--lengths", "0", "3", "--kwargs", '{"a": 1}', "--no-flag", "--out", "x"]
+    )
+    assert parsed == Settings((0, 3), {"a": 1}, False, Path("x"))
+    assert cli.parse_settings(Settings, []) == Settings()
+    base = Settings(lengths=(7,))
+    assert cli.parse_settings(Settings, ["--no-flag"], base=base) == Settings((7,), flag=False)
+
+    @dataclass
+    class NoHelp:
+        """Bad."""
+
+        x: int = 0
+
+    with pytest.raises(ValueError, match=r"NoHelp\.x has no help text"):
+        cli.settings_parser(NoHelp)
+
+
+def test_documented_flags_parse():
+    from baselines import bench_training, demo, multiagent, snr_lab, snr_network, train
+
+    flags = "--method trajectory_mc --seed 0 --total-timesteps 100000 --out o --no-progress"
+    args = train.parse_args(
+        ["--env-id", "DilutedDoors-v0", "--env-kwargs", '{"routine_length": 20}', *flags.split()]
+    )
+    assert args.env_kwargs == {"routine_length": 20} and args.total_timesteps == 100_000
+    assert args.out == Path("o") and not args.progress and args.config is None
+    args = compare.parse_args(
+        [
+            "--env-id",
+            "RoutineGrid-v0",
+            "--routine-lengths",
+            "2",
+            "6",
+            "12",
+            "--methods",
+            "ppo",
+            "trajectory_mc",
+            "gigpo",
+            "--seeds",
+            "0",
+            "1",
+            "2",
+            "3",
+            "--out",
+            "results/compare/grid",
+        ]
+    )
+    assert args.routine_lengths == [2, 6, 12] and args.methods[-1] == "gigpo"
+    assert compare.parse_args(["--sweep", "rho"]).out == Path("results/compare/rho")
+    lab = snr_lab.parse_args(["rho-law", "--params", "per_state", "--out", "/tmp/snrtime"])
+    assert lab.experiment == "rho-law" and lab.params == ("per_state",)
+    assert snr_lab.parse_args(["all", "--routine-lengths", "0", "3"]).routine_lengths == (0, 3)
+    team = multiagent.parse_args(
+        [
+            "--env-id",
+            "TeamRoutineGrid-v0",
+            "--routine-lengths",
+            "2",
+            "6",
+            "--methods",
+            "ppo",
+            "trajectory_mc",
+            "oracle",
+        ]
+    )
+    assert team.env_id == "TeamRoutineGrid-v0" and team.budget_episodes == 1500
+    assert not demo.parse_args(["--no-compare"]).compare
+    assert demo.parse_args(["--routine-lengths", "0", "1"]).routine_lengths == (0, 1)
+    assert snr_network.parse_args(["--net-arch", "16"]).net_arch == [16]
+    assert bench_training.parse_args(["--methods", "ppo"]).methods == ["ppo"]

@@ -3,6 +3,9 @@ agreement in expectation with the exact policy gradient on Diluted Doors."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 import numpy as np
 import pytest
 
@@ -281,3 +284,82 @@ def test_unbiased_estimators_agree_with_exact_policy_gradient(name):
     z = (mean - exact)[active] / (se[active] + 1e-12)
     assert np.all(np.abs(z) < 4.5), (name, z)
     np.testing.assert_array_equal(mean[~active & (se == 0)], 0.0)
+
+
+# ------------------------------------------------------------------ context and factory
+def test_build_estimator_from_context():
+    env = DilutedDoorsEnv(num_floors=2, num_doors=2, routine_length=1)
+    table = np.full((env.num_states, 2), 0.5)
+    context = credit.EstimatorContext(env=env, policy_table=table, gamma=0.9, seed=3)
+    gae = credit.build_estimator("gae", context)
+    assert (gae.gamma, gae.gae_lambda) == (0.9, 0.95)  # None fields keep the defaults
+    oracle = credit.build_estimator("oracle", context, sigma=0.1)
+    assert oracle.env is env and oracle.policy is table and oracle.gamma == 0.9
+    assert oracle.seed == 3 and oracle.sigma == 0.1
+    assert credit.build_estimator(credit.GiGPO, context, omega=0.5).omega == 0.5
+    est = credit.RLOO()
+    assert credit.build_estimator(est, context) is est
+    with pytest.raises(ValueError, match="keyword arguments"):
+        credit.build_estimator(est, context, omega=1.0)
+    with pytest.raises(ValueError, match="unknown estimator 'nope'"):
+        credit.build_estimator("nope", context)
+    with pytest.raises(ValueError, match="bad arguments for estimator 'gigpo'"):
+        credit.build_estimator("gigpo", context, lam=1.0)
+    with pytest.raises(ValueError, match="exact model"):
+        credit.build_estimator("oracle", credit.EstimatorContext(env=object(), policy_table=table))
+    with pytest.raises(ValueError, match="not build an AdvantageEstimator"):
+        credit.build_estimator(dict, context)
+
+
+def test_outside_estimator_class_is_built_from_a_context():
+    """An estimator defined outside the package, never registered: the mixin maps its
+    constructor parameters to context fields; a class with its own classmethod takes the
+    whole context; a plain class gets its keyword arguments only."""
+
+    @dataclass
+    class ScaledOracle(credit.FromContext):
+        env: object
+        policy: object
+        scale: float = 1.0
+        name: ClassVar[str] = "scaled_oracle"
+        requires: ClassVar[frozenset[str]] = frozenset({"state_ids", "actions"})
+        trains_critic: ClassVar[bool] = False
+        context_fields: ClassVar[dict[str, str]] = {"env": "env", "policy": "policy_table"}
+
+        def __call__(self, batch):
+            adv = self.env.oracle(self.policy).advantage[batch.state_ids, batch.actions]
+            return credit.Advantages(self.scale * adv)
+
+    class Custom:
+        name, requires, trains_critic = "custom", frozenset(), False
+
+        def __init__(self, gamma):
+            self.gamma = gamma
+
+        @classmethod
+        def from_context(cls, context, **kwargs):
+            return cls(gamma=context.gamma, **kwargs)
+
+        def __call__(self, batch):
+            return credit.Advantages(np.zeros(batch.num_steps))
+
+    class Plain:
+        name, requires, trains_critic = "plain", frozenset(), False
+
+        def __init__(self, value=0.0):
+            self.value = value
+
+        def __call__(self, batch):
+            return credit.Advantages(np.full(batch.num_steps, self.value))
+
+    env = DilutedDoorsEnv(num_floors=2, num_doors=2, routine_length=1)
+    table = np.full((env.num_states, 2), 0.5)
+    context = credit.EstimatorContext(env=env, policy_table=table, gamma=0.5)
+    batch = collect_episodes(env, lambda o, i, rng: int(rng.integers(2)), 4, 2, seed=0)
+    scaled = credit.build_estimator(ScaledOracle, context, scale=2.0)
+    np.testing.assert_allclose(
+        scaled(batch).advantages, 2.0 * credit.Oracle(env, table)(batch).advantages
+    )
+    assert credit.build_estimator(Custom, context).gamma == 0.5
+    assert credit.build_estimator(Plain, context, value=3.0)(batch).advantages[0] == 3.0
+    assert "scaled_oracle" not in credit.ESTIMATORS

@@ -43,18 +43,28 @@ def python_blocks(path: Path) -> list[str]:
     return [block.split("```", 1)[0] for block in text.split("```python\n")[1:]]
 
 
+def run_block(code: str, namespace: dict) -> None:
+    """Run a docs code block as a user would: without this module's ``__future__`` flags."""
+    exec(compile(code, "<docs>", "exec", dont_inherit=True), namespace)
+
+
 def test_estimator_docs_worked_example_runs():
     """The docs' 'adding your own estimator' example runs as written (training shortened)."""
     from routine_envs import credit
 
     blocks = python_blocks(ROOT / "docs" / "estimators.md")
-    define, train, collect = blocks[1], blocks[2], blocks[3]
+    context, define, train, collect = blocks[1], blocks[2], blocks[3], blocks[4]
     namespace: dict = {}
+    run_block(context, namespace)
+    assert namespace["oracle"].sigma == 0.1 and namespace["oracle"].policy is namespace["table"]
+    namespace = {}
     try:
-        exec(define, namespace)
-        exec(train.replace("model.learn(50_000)", "model.learn(300)"), namespace)
-        exec(collect, namespace)
+        run_block(define, namespace)
+        run_block(train.replace("model.learn(50_000)", "model.learn(300)"), namespace)
+        run_block(collect, namespace)
         assert "critical_gae" in credit.ESTIMATORS
+        built = credit.build_estimator("critical_gae", credit.EstimatorContext(gamma=0.5))
+        assert (built.gamma, built.gae_lambda) == (0.5, 0.95)
         assert namespace["advantages"].shape == (namespace["batch"].num_steps,)
         assert namespace["model"].num_timesteps >= 300
     finally:

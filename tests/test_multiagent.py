@@ -512,15 +512,19 @@ def test_docs_page_names_every_argument_and_info_key():
 @pytest.fixture(scope="module")
 def team_baselines():
     pytest.importorskip("stable_baselines3")
-    from baselines import multiagent
+    from baselines.experiments.multiagent import sweep
 
-    return multiagent
+    return sweep
 
 
-def test_turn_based_adapter_episode(team_baselines):
+def test_turn_based_adapter_episode():
     from gymnasium.utils.env_checker import check_env
 
-    env = team_baselines.TurnBasedTeamEnv(TeamDilutedDoorsEnv(num_floors=2, routine_length=2))
+    from routine_envs.multiagent.turn_based import TEAM_ENVS, TurnBasedTeamEnv
+
+    for env_id in TEAM_ENVS:  # importing the module registers the turn-based ids
+        assert isinstance(gym.make(env_id).unwrapped, TurnBasedTeamEnv)
+    env = TurnBasedTeamEnv(TeamDilutedDoorsEnv(num_floors=2, routine_length=2))
     check_env(env, skip_render_check=True)
     reference = TeamDilutedDoorsEnv(num_floors=2, routine_length=2)
     obs, info = env.reset(seed=0)
@@ -564,7 +568,7 @@ def test_turn_based_adapter_episode(team_baselines):
 
 @pytest.mark.parametrize("method", ["ppo", "trajectory_mc", "oracle"])
 def test_parameter_shared_training_runs(team_baselines, method):
-    from baselines.train import TrainArgs, main
+    from baselines.lib.training import TrainArgs, main
 
     result = main(
         TrainArgs(

@@ -10,6 +10,7 @@ import pytest
 
 from routine_envs import credit, snr
 from routine_envs.envs import DilutedDoorsEnv
+from routine_envs.sampler import ModelSampler
 
 
 def test_signal_estimate_is_unbiased_on_synthetic_gradients():
@@ -58,7 +59,7 @@ def test_variance_split_adds_up():
 def test_model_sampler_matches_the_environment():
     env = DilutedDoorsEnv(num_floors=2, num_doors=3, routine_length=(0, 4), reward="fraction")
     probs = np.random.default_rng(2).dirichlet(np.ones(3), size=env.num_states)
-    sampler = snr.ModelSampler(env)
+    sampler = ModelSampler(env)
     batch = sampler.sample(probs, 20_000, 1, np.random.default_rng(3))
     returns = batch.episode_returns()
     exact = float(env.model().initial @ env.oracle(probs).v)
@@ -75,6 +76,43 @@ def test_model_sampler_matches_the_environment():
     est = sampler.rollout_values(states, probs, 20_000, np.random.default_rng(4))
     np.testing.assert_allclose(est, env.oracle(probs).v[states], atol=0.01)
     assert sampler.rollout_steps == pytest.approx(2 * 20_000 * 6, rel=0.02)
+    assert snr.ModelSampler is ModelSampler  # the old path still works
+
+
+def test_mc_rollout_on_the_model_and_branched_agree():
+    """One estimator, two rollout sources: simulated on the exact model (by state id) and
+    branched from deep copies of the live env; both converge to the TD error of the exact V."""
+    from routine_envs.episodes import collect_episodes
+
+    env = DilutedDoorsEnv(num_floors=2, num_doors=2, routine_length=1, reward="fraction")
+    table = np.random.default_rng(0).dirichlet(np.ones(2), size=env.num_states)
+    batch = collect_episodes(
+        env,
+        lambda o, i, rng: int(rng.random() < table[i["state_id"], 1]),
+        2,
+        2,
+        seed=0,
+        keep_snapshots=True,
+    )
+    exact = credit.td_advantages(batch, env.oracle(table).v[batch.state_ids], 1.0, 0.0)
+    context = credit.EstimatorContext(policy_table=table, sampler=ModelSampler(env), seed=1)
+    model = credit.build_estimator("mc_rollout", context, num_rollouts=20_000)
+    assert isinstance(model.source, credit.ModelRollouts) and model.requires == {"state_ids"}
+    np.testing.assert_allclose(model(batch).advantages, exact, atol=0.02)
+    rng = np.random.default_rng(2)
+
+    def policy(observations, infos):
+        ids = np.array([info["state_id"] for info in infos])
+        return (rng.random(len(ids)) < table[ids, 1]).astype(int)
+
+    branched = credit.build_estimator(
+        "mc_rollout", credit.EstimatorContext(rollout_policy=policy), num_rollouts=2_000
+    )
+    assert isinstance(branched.source, credit.BranchedRollouts)
+    assert branched.requires == {"snapshots"}
+    np.testing.assert_allclose(branched(batch).advantages, exact, atol=0.06)
+    with pytest.raises(ValueError, match="rollout policy"):
+        credit.build_estimator("mc_rollout", credit.EstimatorContext())
 
 
 def test_tabular_softmax():
@@ -153,11 +191,14 @@ def test_measure_snr_validates():
     with pytest.raises(ValueError, match="num_groups"):
         snr.measure_snr(env, policy, {"t": credit.TrajectoryMC()}, num_groups=10)
     with pytest.raises(ValueError, match="num_rollouts"):
-        snr.ModelMCRollout(snr.ModelSampler(env), policy.probs(), num_rollouts=0)
+        credit.MCRollout(credit.ModelRollouts(ModelSampler(env), policy.probs()), num_rollouts=0)
 
 
 def test_lab_rho_law_small_run_is_resumable(tmp_path):
-    from baselines import snr_lab
+    from baselines.experiments.snr_lab import sweep as snr_lab
+
+    def run(argv):
+        return snr_lab.main(snr_lab.parse_args(argv))
 
     argv = [
         "rho-law",
@@ -172,16 +213,16 @@ def test_lab_rho_law_small_run_is_resumable(tmp_path):
         "--out",
         str(tmp_path),
     ]
-    one = snr_lab.main([*argv, "--params", "per_state"])["rho-law"]
+    one = run([*argv, "--params", "per_state"])["rho-law"]
     assert set(one["fits"]) == {"per_state"}
     results = tmp_path / "rho_law" / "results.jsonl"
     assert len(results.read_text().splitlines()) == 3
-    summary = snr_lab.main(argv)["rho-law"]  # both parametrizations: only per_floor is new
+    summary = run(argv)["rho-law"]  # both parametrizations: only per_floor is new
     assert -0.7 < summary["fits"]["per_state"]["slope"] < -0.3
     assert summary["fits"]["per_state"] == one["fits"]["per_state"]
     lines = results.read_text().splitlines()
     assert len(lines) == 6
-    snr_lab.main(argv)  # everything is already measured: nothing is appended
+    run(argv)  # everything is already measured: nothing is appended
     assert results.read_text().splitlines() == lines
     rows = (tmp_path / "rho_law" / "rho_law.csv").read_text().splitlines()
     assert rows[0].startswith("routine_length,rho,param,snr_oracle")

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 import torch as th
 
-from baselines import snr_network
+from baselines.experiments.snr_network import sweep as snr_network
 from routine_envs import snr
 from routine_envs.envs import DilutedDoorsEnv
+from routine_envs.sampler import ModelSampler
 
 
 def test_jacobian_route_equals_autograd_gradient():
@@ -17,7 +18,7 @@ def test_jacobian_route_equals_autograd_gradient():
     logits, jac = snr_network.logits_and_jacobian(policy, env)
     log_probs = logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)
     tab = snr.TabularSoftmax.per_state(env.num_states, 3, logits=log_probs)
-    batch = snr.ModelSampler(env).sample(tab.probs(), 5, 1, np.random.default_rng(0))
+    batch = ModelSampler(env).sample(tab.probs(), 5, 1, np.random.default_rng(0))
     adv = np.random.default_rng(1).normal(size=batch.num_steps)
     scores = snr._BatchScores(batch, tab.probs(), tab, group_size=1)
     s_all, *_ = scores.moments(adv)

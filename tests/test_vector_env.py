@@ -355,7 +355,7 @@ def test_sb3_adapter_matches_dummy_vec_env(kwargs, mode):
     pytest.importorskip("stable_baselines3")
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from baselines.sb3_vec_env import GymnasiumVecEnv
+    from baselines.lib.sb3_vec_env import GymnasiumVecEnv
 
     kwargs = dict(kwargs)
     max_steps = kwargs.pop("max_episode_steps", None)
@@ -401,7 +401,7 @@ def test_sb3_ppo_trains_on_the_adapter():
     from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import VecMonitor
 
-    from baselines.sb3_vec_env import GymnasiumVecEnv
+    from baselines.lib.sb3_vec_env import GymnasiumVecEnv
 
     venv = gym.make_vec(ENV_ID, 8, routine_length=2, autoreset_mode="same_step")
     env = VecMonitor(GymnasiumVecEnv(venv))

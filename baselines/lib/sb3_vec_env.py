@@ -8,7 +8,7 @@ per-environment info dicts, and resets finished environments within the step), n
     from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import VecMonitor
 
-    from baselines.sb3_vec_env import GymnasiumVecEnv
+    from baselines.lib.sb3_vec_env import GymnasiumVecEnv
 
     venv = gym.make_vec("DilutedDoors-v0", num_envs=64, autoreset_mode="same_step")
     model = PPO("MlpPolicy", VecMonitor(GymnasiumVecEnv(venv))).learn(100_000)

@@ -1,67 +1,28 @@
 """Analysis of a comparison sweep: statistics across seeds, tables and plots (bsuite-style).
 
-Every function takes the list of run records of :mod:`baselines.compare` (one dict per run, with
+Every function takes the list of run records of the sweep
+(:mod:`baselines.experiments.compare.sweep`) (one dict per run, with
 ``method``, ``seed``, ``routine_length``, ``rho``, ``timesteps``, ``success``, ``budget``,
 ``target``) and returns plain rows (lists of dicts), so it is tested on small synthetic tables.
 Across seeds: the interquartile mean (IQM) or the mean, with percentile bootstrap confidence
-intervals over seeds.
+intervals over seeds (:mod:`baselines.lib.stats`). ``summary_scores`` is the sweep's score;
+:func:`analyse` writes every table and plot.
 """
 
 from __future__ import annotations
 
-import csv
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from baselines.lib.stats import STATISTICS, bootstrap_ci
+from baselines.lib.tables import format_table, pyplot, write_csv
+
 Record = dict[str, Any]
 Row = dict[str, Any]
-
-
-# ----------------------------------------------------------------------------- statistics
-def iqm(values: Sequence[float] | np.ndarray, axis: int = 0) -> np.ndarray | float:
-    """Interquartile mean: the mean of the middle 50% (25% trimmed each side; the plain mean
-    for fewer than 4 values)."""
-    x = np.sort(np.asarray(values, dtype=np.float64), axis=axis)
-    n = x.shape[axis]
-    k = n // 4
-    return np.take(x, np.arange(k, n - k), axis=axis).mean(axis=axis)
-
-
-def mean(values: Sequence[float] | np.ndarray, axis: int = 0) -> np.ndarray | float:
-    return np.asarray(values, dtype=np.float64).mean(axis=axis)
-
-
-STATISTICS: dict[str, Callable[..., Any]] = {"iqm": iqm, "mean": mean}
-
-
-def bootstrap_ci(
-    samples: np.ndarray,
-    statistic: Callable[..., Any] = mean,
-    num_resamples: int = 2000,
-    confidence: float = 0.95,
-    seed: int = 0,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Point estimate and percentile bootstrap interval of ``statistic`` over axis 0 (seeds).
-
-    Args:
-        samples: shape ``(num_seeds, ...)``.
-    Returns:
-        ``(estimate, low, high)``, each of shape ``samples.shape[1:]``.
-    """
-    samples = np.asarray(samples, dtype=np.float64)
-    estimate = np.asarray(statistic(samples, axis=0))
-    n = samples.shape[0]
-    if n < 2:
-        return estimate, estimate.copy(), estimate.copy()
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(n, size=(num_resamples, n))
-    stats = np.stack([statistic(samples[p], axis=0) for p in picks])
-    tail = (1 - confidence) / 2 * 100
-    return estimate, np.percentile(stats, tail, axis=0), np.percentile(stats, 100 - tail, axis=0)
 
 
 # ------------------------------------------------------------------------------- grouping
@@ -211,49 +172,9 @@ def summary_scores(records: Iterable[Record]) -> list[Row]:
     return rows
 
 
-# ---------------------------------------------------------------------------------- output
-def write_csv(path: Path, rows: list[Row]) -> None:
-    """Write ``rows`` atomically (a temporary file renamed over ``path``)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", newline="") as f:
-        if rows:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
-    tmp.replace(path)
-
-
-def format_table(rows: list[Row], columns: Sequence[str] | None = None) -> str:
-    """A plain-text table of ``rows``."""
-    if not rows:
-        return "(no rows)"
-    columns = list(columns or rows[0])
-
-    def cell(v: Any) -> str:
-        if isinstance(v, float):
-            return f"{v:.4g}" if np.isfinite(v) else str(v)
-        return str(v)
-
-    cells = [[cell(r.get(c, "")) for c in columns] for r in rows]
-    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
-    lines = ["  ".join(c.rjust(w) for c, w in zip(columns, widths, strict=True))]
-    lines += ["  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)) for row in cells]
-    return "\n".join(lines)
-
-
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def plot_learning_curves(rows: list[Row], path: Path, statistic: str = "iqm") -> None:
     """One panel per routine length: success against steps, a line and band per method."""
-    plt = _pyplot()
+    plt = pyplot()
     lengths = sorted({r["routine_length"] for r in rows})
     fig, axes = plt.subplots(1, len(lengths), figsize=(4.2 * len(lengths), 3.4), squeeze=False)
     for ax, length in zip(axes[0], lengths, strict=True):
@@ -275,7 +196,7 @@ def plot_learning_curves(rows: list[Row], path: Path, statistic: str = "iqm") ->
 
 def plot_steps_to_target(rows: list[Row], ratio_rows: list[Row], path: Path) -> None:
     """Left: steps to target against rho (log-log) per method; right: ratio to the baseline."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
     for method in sorted({r["method"] for r in rows}):
         pts = sorted((r for r in rows if r["method"] == method), key=lambda r: r["rho"])
@@ -312,7 +233,7 @@ def plot_steps_to_target(rows: list[Row], ratio_rows: list[Row], path: Path) -> 
 
 def plot_summary(rows: list[Row], path: Path) -> None:
     """Bars per method: normalized AUC (with CI) and the share of runs reaching the target."""
-    plt = _pyplot()
+    plt = pyplot()
     methods = [r["method"] for r in rows]
     x = np.arange(len(methods))
     fig, ax = plt.subplots(figsize=(max(4, 1.1 * len(methods) + 2), 3.4))
@@ -326,3 +247,56 @@ def plot_summary(rows: list[Row], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+# --------------------------------------------------------------------------- the sweep
+def analyse(
+    records: list[dict[str, Any]], out: Path, baseline: str = "ppo", statistic: str = "iqm"
+) -> dict[str, list[dict[str, Any]]]:
+    """Write the tables (CSV) and plots (PNG) of a sweep into ``out``; return the tables."""
+    tables = {
+        "learning_curves": learning_curves(records, statistic),
+        "steps_to_target": steps_to_target_table(records),
+        "ratio_to_turn_level": ratio_table(records, baseline),
+        "summary_scores": summary_scores(records),
+    }
+    for name, rows in tables.items():
+        write_csv(out / f"{name}.csv", rows)
+    plot_learning_curves(tables["learning_curves"], out / "learning_curves.png", statistic)
+    plot_steps_to_target(
+        tables["steps_to_target"], tables["ratio_to_turn_level"], out / "steps_to_target.png"
+    )
+    plot_summary(tables["summary_scores"], out / "summary_scores.png")
+    return tables
+
+
+def report(tables: dict[str, list[dict[str, Any]]], records: list[dict[str, Any]]) -> None:
+    hyper = records[0]["hyperparameters"] if records else {}
+    print(
+        f"\nsettings: {records[0]['env_id'] if records else ''} "
+        f"seeds={sorted({r['seed'] for r in records})} hyperparameters={hyper}"
+    )
+    print(
+        "\nsteps to target success (mean over seeds; censored = seeds that never reached it, "
+        "counted at the budget):"
+    )
+    print(
+        format_table(
+            tables["steps_to_target"],
+            [
+                "routine_length",
+                "rho",
+                "method",
+                "seeds",
+                "reached",
+                "mean_steps",
+                "low",
+                "high",
+                "budget",
+            ],
+        )
+    )
+    print("\nratio of steps to target, method / turn-level baseline:")
+    print(format_table(tables["ratio_to_turn_level"]))
+    print("\nsummary score per method:")
+    print(format_table(tables["summary_scores"]))

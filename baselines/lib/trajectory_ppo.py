@@ -16,14 +16,21 @@ How it differs from SB3's ``PPO``:
   for time-limit-truncated episodes (SB3's ``PPO`` adds ``gamma * V(terminal_obs)`` to the
   reward of truncated steps, which would leak a random value head into the advantages).
 
+The variant follows SB3's idiom: a small subclass of ``PPO`` that overrides ``collect_rollouts``
+and hands its own buffer class to the algorithm (``rollout_buffer_class`` of
+``OnPolicyAlgorithm``): :class:`EpisodeRolloutBuffer` holds a rollout of whole episodes, resized
+to the steps collected, with the estimator's advantages and return targets.
+
 ``TrajectoryAdvantageMaskablePPO`` is the same on sb3-contrib's ``MaskablePPO`` for environments
-with ``action_masks()``. The policy runs on one torch thread: parallelism comes from running
-seeds in separate processes.
+with ``action_masks()``; sb3-contrib is imported only when that class is first used (importing
+this module does not import it). The policy runs on one torch thread: parallelism comes from
+running seeds in separate processes.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -31,6 +38,7 @@ import gymnasium as gym
 import numpy as np
 import torch as th
 from stable_baselines3 import PPO
+from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
@@ -78,38 +86,88 @@ class _TorchRolloutPolicy:
             return self.algo.policy.get_distribution(obs, **kwargs).get_actions().cpu().numpy()
 
 
+class EpisodeBufferMixin:
+    """A rollout buffer filled at once with whole episodes (mixed into SB3's ``RolloutBuffer``
+    or sb3-contrib's ``MaskableRolloutBuffer``)."""
+
+    def store_episodes(
+        self,
+        batch: EpisodeBatch,
+        observations: np.ndarray,
+        log_probs: np.ndarray,
+        result: credit.Advantages,
+        trains_critic: bool,
+        action_masks: np.ndarray | None = None,
+    ) -> None:
+        """Resize the buffer to the ``N = batch.num_steps`` steps of ``batch`` (one env) and
+        store them: ``observations`` ``(N, *obs_shape)``, ``log_probs`` ``(N,)``, the
+        estimator's advantages and returns; values and return targets stay exactly 0 when the
+        estimator trains no critic. ``action_masks`` ``(N, num_actions)`` for a masked buffer."""
+        n = batch.num_steps
+        self.buffer_size, self.n_envs = n, 1
+        self.reset()
+        self.observations[:] = observations.reshape(self.observations.shape)
+        self.actions[:] = batch.actions.reshape(n, 1, -1).astype(np.float32)
+        self.rewards[:, 0] = batch.rewards
+        starts = np.zeros(n, dtype=np.float32)
+        starts[batch.episode_starts[:-1]] = 1.0
+        self.episode_starts[:, 0] = starts
+        self.log_probs[:, 0] = log_probs
+        self.advantages[:, 0] = result.advantages
+        if trains_critic:
+            self.values[:, 0] = batch.values
+            self.returns[:, 0] = (
+                result.returns if result.returns is not None else result.advantages + batch.values
+            )
+        else:  # values and return targets stay exactly 0 (and vf_coef is 0)
+            self.values[:] = 0.0
+            self.returns[:] = 0.0
+        if action_masks is not None:
+            self.action_masks[:, 0] = action_masks
+        self.pos, self.full = n, True
+
+
+class EpisodeRolloutBuffer(EpisodeBufferMixin, RolloutBuffer):
+    """SB3's ``RolloutBuffer`` holding a rollout of whole episodes (see
+    :meth:`EpisodeBufferMixin.store_episodes`); the buffer class of
+    :class:`TrajectoryAdvantagePPO`."""
+
+
 class _TrajectoryAdvantageMixin:
     """Episode-group collection and estimator advantages, shared by the PPO and MaskablePPO
     variants."""
 
     _masked = False
 
+    @classmethod
+    def _buffer_class(cls) -> type:
+        return EpisodeRolloutBuffer
+
     def __init__(
         self,
         policy: Any,
         env: Any,
-        estimator: str | credit.AdvantageEstimator = "trajectory_mc",
+        estimator: credit.EstimatorSpec = "trajectory_mc",
         estimator_kwargs: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
         _check_env(env)
+        kwargs.setdefault("rollout_buffer_class", self._buffer_class())
         super().__init__(policy, env, **kwargs)  # PPO or MaskablePPO, next in the MRO
         self._init_estimator(estimator, estimator_kwargs)
 
     def _init_estimator(
-        self, estimator: str | credit.AdvantageEstimator, estimator_kwargs: dict[str, Any] | None
+        self, estimator: credit.EstimatorSpec, estimator_kwargs: dict[str, Any] | None
     ) -> None:
-        self._estimator_spec = estimator
-        self._estimator_kwargs = dict(estimator_kwargs or {})
-        if isinstance(estimator, str) and estimator not in credit.ESTIMATORS:
-            raise ValueError(f"unknown estimator {estimator!r}; known: {sorted(credit.ESTIMATORS)}")
         if not isinstance(self.env, DummyVecEnv):
             raise ValueError(
                 "TrajectoryAdvantagePPO needs a DummyVecEnv (SB3's default for "
                 f"make_vec_env), got {type(self.env).__name__}: group members are "
                 "reset and stepped individually"
             )
-        self.estimator = self._build_estimator()
+        self.estimator = credit.build_estimator(
+            estimator, self.estimator_context(), **dict(estimator_kwargs or {})
+        )
         probe = self.env.envs[0]
         _, info = probe.reset(seed=0)
         missing = credit.missing_annotations(self.estimator, info)
@@ -123,25 +181,18 @@ class _TrajectoryAdvantageMixin:
         self._group_seeds = np.random.default_rng(self.seed)
         self._wants_snapshots = "snapshots" in self.estimator.requires
 
-    def _build_estimator(self) -> credit.AdvantageEstimator:
-        spec, kwargs = self._estimator_spec, dict(self._estimator_kwargs)
-        if not isinstance(spec, str):
-            return credit.make_estimator(spec)
-        if spec == "gae":
-            kwargs.setdefault("gamma", self.gamma)
-            kwargs.setdefault("gae_lambda", self.gae_lambda)
-        elif spec == "oracle":
-            env = self.env.envs[0]
-            if not hasattr(env.unwrapped, "oracle"):
-                raise ValueError(
-                    "estimator 'oracle' needs an environment with an exact model "
-                    "(env.unwrapped.oracle)"
-                )
-            kwargs.update(env=env.unwrapped, policy=lambda: policy_table(self.policy, env))
-        elif spec == "mc_rollout":
-            kwargs.setdefault("gamma", self.gamma)
-            kwargs["policy"] = _TorchRolloutPolicy(self, self._masked)
-        return credit.make_estimator(spec, **kwargs)
+    def estimator_context(self) -> credit.EstimatorContext:
+        """What this learner offers an estimator: its first member env, the current policy's
+        table (computed on demand), its gamma and GAE lambda, a rollout policy and its seed."""
+        env = self.env.envs[0]
+        return credit.EstimatorContext(
+            env=env.unwrapped,
+            policy_table=lambda: policy_table(self.policy, env),
+            gamma=self.gamma,
+            gae_lambda=self.gae_lambda,
+            rollout_policy=_TorchRolloutPolicy(self, self._masked),
+            seed=self.seed,
+        )
 
     # ---------------------------------------------------------------------- collection
     def _forward(
@@ -236,39 +287,18 @@ class _TrajectoryAdvantageMixin:
             collected += sum(len(ep.rewards) for ep in group_episodes)
         batch = EpisodeBatch.from_episodes(episodes)
         result = self.estimator(batch)
-        self._fill_buffer(rollout_buffer, batch, records, result)
+        rollout_buffer.store_episodes(
+            batch,
+            np.stack([o for rec in records for o in rec["obs"]]),
+            np.concatenate([rec["log_probs"] for rec in records]),
+            result,
+            self.estimator.trains_critic,
+            np.concatenate([rec["masks"] for rec in records]) if self._masked else None,
+        )
         self._last_batch, self._last_advantages = batch, result
         callback.update_locals(locals())
         callback.on_rollout_end()
         return True
-
-    def _fill_buffer(
-        self, buffer: Any, batch: EpisodeBatch, records: list[dict], result: credit.Advantages
-    ) -> None:
-        """Write the collected steps into SB3's buffer (resized to ``N`` steps, one env)."""
-        n = batch.num_steps
-        buffer.buffer_size, buffer.n_envs = n, 1
-        buffer.reset()
-        obs = np.stack([o for rec in records for o in rec["obs"]])
-        buffer.observations[:] = obs.reshape(buffer.observations.shape)
-        buffer.actions[:] = batch.actions.reshape(n, 1, -1).astype(np.float32)
-        buffer.rewards[:, 0] = batch.rewards
-        starts = np.zeros(n, dtype=np.float32)
-        starts[batch.episode_starts[:-1]] = 1.0
-        buffer.episode_starts[:, 0] = starts
-        buffer.log_probs[:, 0] = np.concatenate([rec["log_probs"] for rec in records])
-        buffer.advantages[:, 0] = result.advantages
-        if self.estimator.trains_critic:
-            buffer.values[:, 0] = batch.values
-            buffer.returns[:, 0] = (
-                result.returns if result.returns is not None else result.advantages + batch.values
-            )
-        else:  # values and return targets stay exactly 0 (and vf_coef is 0)
-            buffer.values[:] = 0.0
-            buffer.returns[:] = 0.0
-        if self._masked:
-            buffer.action_masks[:, 0] = np.concatenate([rec["masks"] for rec in records])
-        buffer.pos, buffer.full = n, True
 
 
 def _check_env(env: Any) -> None:
@@ -286,8 +316,10 @@ class TrajectoryAdvantagePPO(_TrajectoryAdvantageMixin, PPO):
         policy, env: as for SB3's ``PPO``; ``env`` is a gymnasium env or a ``DummyVecEnv``
             whose ``num_envs`` is the group size.
         estimator: a registry name (``"trajectory_mc"``, ``"gigpo"``, ``"rloo"``, ``"oracle"``,
-            ``"mc_rollout"``, ``"routine_masked"``, ``"gae"``) or an estimator object.
-        estimator_kwargs: constructor arguments for a named estimator.
+            ``"mc_rollout"``, ``"routine_masked"``, ``"gae"``), an estimator class or an
+            estimator object; names and classes are built by
+            :func:`routine_envs.credit.build_estimator` from :meth:`estimator_context`.
+        estimator_kwargs: constructor arguments for a named estimator or a class.
         **kwargs: the rest of SB3 ``PPO``'s arguments; ``n_steps`` is the number of steps per
             member env per rollout (the rollout holds about ``n_steps * n_envs`` steps).
     """
@@ -298,24 +330,46 @@ class TrajectoryAdvantagePPO(_TrajectoryAdvantageMixin, PPO):
         return self._collect_episode_rollouts(callback, rollout_buffer, n_rollout_steps)
 
 
-def _maskable_base() -> type:
+@functools.cache
+def maskable_classes() -> tuple[type, type]:
+    """``(TrajectoryAdvantageMaskablePPO, MaskableEpisodeRolloutBuffer)``, built on first use:
+    the only place sb3-contrib is imported."""
     from sb3_contrib import MaskablePPO
+    from sb3_contrib.common.maskable.buffers import MaskableRolloutBuffer
 
-    return MaskablePPO
+    class MaskableEpisodeRolloutBuffer(EpisodeBufferMixin, MaskableRolloutBuffer):
+        """sb3-contrib's ``MaskableRolloutBuffer`` holding whole episodes and their masks."""
+
+    class TrajectoryAdvantageMaskablePPO(_TrajectoryAdvantageMixin, MaskablePPO):
+        """:class:`TrajectoryAdvantagePPO` on sb3-contrib's ``MaskablePPO``: actions are sampled
+        under ``env.unwrapped.action_masks()`` and the masks are stored for the update."""
+
+        _masked = True
+
+        @classmethod
+        def _buffer_class(cls) -> type:
+            return MaskableEpisodeRolloutBuffer
+
+        def collect_rollouts(
+            self,
+            env: VecEnv,
+            callback: BaseCallback,
+            rollout_buffer: Any,
+            n_rollout_steps: int,
+            use_masking: bool = True,
+        ) -> bool:
+            return self._collect_episode_rollouts(callback, rollout_buffer, n_rollout_steps)
+
+    for cls in (MaskableEpisodeRolloutBuffer, TrajectoryAdvantageMaskablePPO):
+        cls.__module__, cls.__qualname__ = __name__, cls.__name__  # picklable by name
+    return TrajectoryAdvantageMaskablePPO, MaskableEpisodeRolloutBuffer
 
 
-class TrajectoryAdvantageMaskablePPO(_TrajectoryAdvantageMixin, _maskable_base()):
-    """:class:`TrajectoryAdvantagePPO` on sb3-contrib's ``MaskablePPO``: actions are sampled
-    under ``env.unwrapped.action_masks()`` and the masks are stored for the update."""
+_LAZY = {"TrajectoryAdvantageMaskablePPO": 0, "MaskableEpisodeRolloutBuffer": 1}
 
-    _masked = True
 
-    def collect_rollouts(
-        self,
-        env: VecEnv,
-        callback: BaseCallback,
-        rollout_buffer: Any,
-        n_rollout_steps: int,
-        use_masking: bool = True,
-    ) -> bool:
-        return self._collect_episode_rollouts(callback, rollout_buffer, n_rollout_steps)
+def __getattr__(name: str) -> Any:
+    """``TrajectoryAdvantageMaskablePPO`` and ``MaskableEpisodeRolloutBuffer`` on first access."""
+    if name in _LAZY:
+        return maskable_classes()[_LAZY[name]]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

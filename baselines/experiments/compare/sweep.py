@@ -1,0 +1,238 @@
+"""The comparison sweep: ``python -m baselines.compare --sweep demo``.
+
+A sweep is environments x routine lengths x methods x seeds (settings only, in
+:data:`SWEEPS`; flags override them). Each run is one :func:`baselines.lib.training.main` in its
+own process (one torch thread each, ``--workers`` at a time), through the resumable runner
+(:func:`baselines.lib.runner.run_resumable`): every finished run is appended as one JSON line to
+``<out>/results.jsonl`` (flushed and fsynced, :class:`baselines.lib.results.ResultsFile`), so a
+sweep killed halfway and started again runs only what is missing, and never duplicates a run. A
+corrupt or partial line (a crash mid-write) is reported, moved to ``results.rejected.jsonl`` and
+its run done again.
+
+Then the analysis (:mod:`baselines.experiments.compare.analysis`) writes, as CSV and PNG beside
+the results: learning curves with bootstrap bands, steps to the target success per method and
+rho, the ratio trajectory-level / turn-level per rho, and a bsuite-style summary score per method.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from baselines.experiments.compare import analysis
+from baselines.lib import cli
+from baselines.lib.runner import run_resumable
+
+SWEEPS: dict[str, dict[str, Any]] = {
+    # A few minutes on 2 cores: the demo's comparison.
+    "demo": {
+        "routine_lengths": [2, 20],
+        "methods": ["ppo", "trajectory_mc"],
+        "seeds": [0, 1, 2],
+        "budget_episodes": 1200,
+        "min_budget_steps": 30_000,
+        "eval_points": 15,
+    },
+    # The rho sweep of the paper's second figure (hours on 2 cores).
+    "rho": {
+        "routine_lengths": [0, 1, 3, 7, 15, 30, 50],
+        "methods": ["ppo", "trajectory_mc", "rloo", "gigpo", "routine_masked", "oracle"],
+        "seeds": list(range(8)),
+        "budget_episodes": 4000,
+        "eval_points": 40,
+    },
+}
+
+
+@dataclass
+class SweepArgs:
+    """Settings of a sweep."""
+
+    env_id: str = field(default="DilutedDoors-v0", metadata={"help": "registered env id"})
+    env_kwargs: dict[str, Any] = field(
+        default_factory=dict, metadata={"help": "fixed gym.make kwargs (JSON)"}
+    )
+    routine_lengths: list[int] = field(
+        default_factory=lambda: [2, 20], metadata={"help": "routine lengths L to sweep"}
+    )
+    methods: list[str] = field(
+        default_factory=lambda: ["ppo", "trajectory_mc"],
+        metadata={"help": "'ppo' and/or estimator names"},
+    )
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2], metadata={"help": "seeds"})
+    budget_episodes: int = field(
+        default=1200,
+        metadata={"help": "training budget per run, in episodes of the longest episode length"},
+    )
+    min_budget_steps: int = field(
+        default=0,
+        metadata={
+            "help": "lower bound of the budget in steps (short episodes need enough updates)"
+        },
+    )
+    eval_points: int = field(default=12, metadata={"help": "evaluations per run"})
+    target_success: float = field(default=0.9, metadata={"help": "target success rate"})
+    out: Path = field(default=Path("results/compare/demo"), metadata={"help": "output folder"})
+    workers: int = field(default=2, metadata={"help": "runs in parallel (processes)"})
+    baseline: str = field(default="ppo", metadata={"help": "turn-level method for ratios"})
+    statistic: str = field(default="iqm", metadata={"help": "'iqm' or 'mean' for curves"})
+
+
+# ------------------------------------------------------------------------------ the jobs
+def run_key(job: dict[str, Any]) -> str:
+    """The identity of a run: env, its kwargs, method and seed."""
+    return json.dumps(
+        [job["env_id"], job["env_kwargs"], job["method"], job["seed"]], sort_keys=True
+    )
+
+
+def plan(args: SweepArgs) -> list[dict[str, Any]]:
+    """Every run of the sweep, validated before any training starts."""
+    import gymnasium as gym
+
+    import routine_envs
+    from baselines.lib.config import known_methods, load_hyperparameters
+
+    gym.register_envs(routine_envs)
+    if args.env_id not in gym.registry:
+        raise ValueError(f"unknown environment {args.env_id!r}")
+    if args.statistic not in analysis.STATISTICS:
+        raise ValueError(f"statistic must be one of {sorted(analysis.STATISTICS)}")
+    for method in args.methods:
+        if method not in known_methods():
+            raise ValueError(f"unknown method {method!r}; known: {known_methods()}")
+        load_hyperparameters(args.env_id, method)  # a bad YAML key fails here
+    if args.budget_episodes < 1 or args.eval_points < 1 or args.workers < 1:
+        raise ValueError("budget_episodes, eval_points and workers must be >= 1")
+    from routine_envs.registration import entry
+
+    density_kwarg = entry(args.env_id).density_kwarg
+    if density_kwarg is None:
+        raise ValueError(f"{args.env_id} has no keyword argument that sets its decision density")
+    return make_jobs(args, density_kwarg)
+
+
+def make_jobs(
+    args: Any,
+    density_kwarg: str,
+    extra: Callable[[Any], dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+    """One job per routine length x method x seed of a sweep's settings ``args``; the env is
+    built once per length (bad kwargs fail here). ``extra(env)`` adds fields to every job."""
+    import gymnasium as gym
+
+    jobs = []
+    for length in args.routine_lengths:
+        kwargs = {**args.env_kwargs, density_kwarg: length}
+        env = gym.make(args.env_id, **kwargs).unwrapped
+        episode_length = getattr(env, "max_episode_length", None) or env.spec.max_episode_steps
+        budget = max(args.budget_episodes * int(episode_length), args.min_budget_steps)
+        eval_every = max(1, budget // args.eval_points)
+        fields = extra(env) if extra is not None else {}
+        for method in args.methods:
+            for seed in args.seeds:
+                jobs.append(
+                    {
+                        "env_id": args.env_id,
+                        "env_kwargs": kwargs,
+                        "method": method,
+                        "seed": seed,
+                        "routine_length": length,
+                        "rho": float(env.decision_density),
+                        **fields,
+                        "budget": eval_every * args.eval_points,
+                        "eval_every": eval_every,
+                        "target": args.target_success,
+                    }
+                )
+    return jobs
+
+
+def run_job(job: dict[str, Any]) -> dict[str, Any]:
+    """Train one run (in a worker process) and return its record."""
+    import torch
+
+    torch.set_num_threads(1)
+    from baselines.lib.training import TrainArgs, main
+
+    result = main(
+        TrainArgs(
+            env_id=job["env_id"],
+            env_kwargs=job["env_kwargs"],
+            method=job["method"],
+            seed=job["seed"],
+            total_timesteps=job["budget"],
+            eval_every=job["eval_every"],
+            target_success=job["target"],
+            progress=False,
+        )
+    )
+    return {
+        **job,
+        "key": run_key(job),
+        "timesteps": result.timesteps,
+        "success": result.success,
+        "steps_to_target": result.steps_to_target,
+        "wall_time": result.wall_time,
+        "hyperparameters": result.hyperparameters,
+    }
+
+
+REQUIRED = (
+    "key",
+    "method",
+    "seed",
+    "routine_length",
+    "rho",
+    "timesteps",
+    "success",
+    "budget",
+    "target",
+)
+
+
+def run_sweep(args: SweepArgs, progress: bool = True) -> list[dict[str, Any]]:
+    """Run what is missing of the sweep; return every record of it."""
+    return run_resumable(
+        plan(args),
+        run_key,
+        run_job,
+        args.out / "results.jsonl",
+        args.workers,
+        required=REQUIRED,
+        progress=progress,
+    )
+
+
+def main(args: SweepArgs) -> dict[str, list[dict[str, Any]]]:
+    records = run_sweep(args)
+    tables = analysis.analyse(records, args.out, args.baseline, args.statistic)
+    analysis.report(tables, records)
+    print(
+        f"\nwrote {args.out}/: results.jsonl, learning_curves.csv/.png, steps_to_target.csv/"
+        ".png, ratio_to_turn_level.csv, summary_scores.csv/.png"
+    )
+    return tables
+
+
+def parse_args(argv: list[str] | None = None) -> SweepArgs:
+    """The settings of a sweep from the command line: ``--sweep NAME`` starts from a named
+    sweep of :data:`SWEEPS` (output in ``results/compare/NAME``), other flags override it."""
+    parser = cli.settings_parser(SweepArgs, description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--sweep",
+        choices=sorted(SWEEPS),
+        default=None,
+        help="a named sweep; other flags override its settings",
+    )
+    given = vars(parser.parse_args(argv))
+    sweep = given.pop("sweep")
+    base = SweepArgs()
+    if sweep:
+        base = cli.settings_from(
+            SweepArgs, {"out": Path("results/compare") / sweep, **SWEEPS[sweep]}
+        )
+    return cli.settings_from(SweepArgs, given, base)

@@ -1,0 +1,205 @@
+"""The main job on its embedded defaults: ``make demo`` (``python -m baselines.demo``).
+
+1. A rendered Diluted Doors episode (text on stdout, a PNG of the last frame).
+2. The measured decision density for several routine lengths beside ``1 / (1 + L)``.
+3. The oracle's advantages under the uniform policy: exactly zero on every routine state.
+4. The rho law: gradient SNR of the perfect critic over the trajectory advantage against rho,
+   its log-log fit beside the closed form (``baselines.snr_lab rho-law`` on 20,000 episodes per
+   setting; ``results/demo/snr/rho_law``).
+5. A short training comparison: SB3 PPO vs TrajectoryAdvantagePPO (trajectory_mc) at two
+   routine lengths, 3 seeds (``baselines.compare`` sweep "demo"; tables and PNGs in
+   ``results/demo/compare``).
+
+Writes ``rho_by_routine_length.csv``, ``oracle_advantages.csv`` and ``episode.png`` into
+``--out`` (default ``results/demo``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+
+import routine_envs
+from baselines.lib import cli
+from baselines.lib.tables import write_csv
+from routine_envs.envs import DilutedDoorsEnv
+
+gym.register_envs(routine_envs)
+
+
+@dataclass
+class DemoArgs:
+    """Settings of the demo."""
+
+    out: Path = field(default=Path("results/demo"), metadata={"help": "output folder"})
+    episodes: int = field(default=300, metadata={"help": "episodes per routine length"})
+    routine_lengths: tuple[int, ...] = field(
+        default=(0, 1, 3, 10, 30, 50), metadata={"help": "routine lengths L to measure"}
+    )
+    seed: int = field(default=0, metadata={"help": "seed of the episodes and the policy"})
+    compare: bool = field(default=True, metadata={"help": "run the short training comparison"})
+    snr_episodes: int = field(default=20_000, metadata={"help": "episodes per rho-law setting"})
+
+
+def show_episode(out: Path, seed: int) -> None:
+    """Play a short episode with a random policy, printing the text rendering at each door."""
+    env = gym.make("DilutedDoors-v0", routine_length=3, render_mode="ansi")
+    rgb = gym.make("DilutedDoors-v0", routine_length=3, render_mode="rgb_array")
+    rng = np.random.default_rng(seed)
+    _, info = env.reset(seed=seed)
+    rgb.reset(seed=seed)
+    frames = [rgb.render()]  # one frame at each door, and the last one
+    print("== 1. A Diluted Doors episode (3 floors, 3 doors, L = 3; uniform random policy)")
+    print(env.render())
+    done, step = False, 0
+    while not done:
+        action = int(rng.integers(env.action_space.n))
+        kind = "critical" if info["critical"] else "routine "
+        _, reward, terminated, truncated, info = env.step(action)
+        rgb.step(action)
+        if rgb.unwrapped.state.position == 0:
+            frames.append(rgb.render())
+        step += 1
+        print(f"step {step:>2}  {kind} state  action {action}  reward {reward}")
+        done = terminated or truncated
+    print(env.render())
+    end = {k: info[k] for k in routine_envs.annotations.EPISODE_END_KEYS}
+    print(f"episode-end info: {end}\n")
+    gap = np.full((6, frames[0].shape[1], 3), 255, dtype=np.uint8)
+    frame = np.concatenate([x for f in frames for x in (f, gap)][:-1])
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        plt.imsave(out / "episode.png", np.kron(frame, np.ones((4, 4, 1), dtype=np.uint8)))
+    except ImportError:  # pragma: no cover - matplotlib is part of the baselines extra
+        print("(matplotlib not installed: episode.png not written)")
+
+
+def measure_rho(args: DemoArgs) -> list[dict[str, float]]:
+    """Share of critical steps per routine length, fraction and success rewards, uniform policy."""
+    rows = []
+    for length in args.routine_lengths:
+        row: dict[str, float] = {
+            "routine_length": length,
+            "theory_1_over_1_plus_L": 1 / (1 + length),
+        }
+        for reward in ("fraction", "success"):
+            env = DilutedDoorsEnv(routine_length=length, reward=reward)
+            rng = np.random.default_rng(args.seed)
+            critical = steps = 0
+            for ep in range(args.episodes):
+                env.reset(seed=args.seed + ep)
+                done = False
+                while not done:
+                    _, _, done, _, info = env.step(int(rng.integers(env.num_doors)))
+                critical += info["num_critical"]
+                steps += info["episode_length"]
+            row[f"measured_rho_{reward}"] = critical / steps
+        q, floors = 1 / env.num_doors, env.num_floors
+        # success reward: doors after the first wrong one are routine: E[critical] = sum_f q^f
+        row["theory_success_uniform"] = sum(q**f for f in range(floors)) / (floors * (1 + length))
+        rows.append(row)
+    return rows
+
+
+def oracle_advantages() -> list[dict[str, float]]:
+    """Largest |A^pi(s, a)| of the uniform policy over critical and over routine states."""
+    rows = []
+    for reward in ("success", "fraction"):
+        env = DilutedDoorsEnv(routine_length=10, reward=reward)
+        values = env.oracle(np.full((env.num_states, env.num_doors), 1 / env.num_doors))
+        model = env.model()
+        decide = np.flatnonzero(model.decision_states)
+        critical = env.dynamics.critical_table()[decide]
+        adv = np.abs(values.advantage[decide]).max(axis=1)
+        rows.append(
+            {
+                "reward": reward,
+                "critical_states": int(critical.sum()),
+                "routine_states": int((~critical).sum()),
+                "max_abs_advantage_critical": float(adv[critical].max()),
+                "max_abs_advantage_routine": float(adv[~critical].max()),
+            }
+        )
+    return rows
+
+
+def print_table(rows: list[dict]) -> None:
+    widths = [max(len(c), 10) for c in rows[0]]
+    print("  ".join(f"{c:>{w}}" for c, w in zip(rows[0], widths, strict=True)))
+    for row in rows:
+        cells = [
+            f"{v:>{w}.5f}" if isinstance(v, float) else f"{v!s:>{w}}"
+            for v, w in zip(row.values(), widths, strict=True)
+        ]
+        print("  ".join(cells))
+
+
+def main(args: DemoArgs) -> None:
+    args.out.mkdir(parents=True, exist_ok=True)
+    show_episode(args.out, args.seed)
+
+    print(f"== 2. Decision density rho, {args.episodes} episodes per L (uniform random policy)")
+    rho_rows = measure_rho(args)
+    print_table(rho_rows)
+    write_csv(args.out / "rho_by_routine_length.csv", rho_rows)
+    print()
+
+    print("== 3. Oracle advantages A^pi(s, a) of the uniform policy (L = 10): zero on routine")
+    adv_rows = oracle_advantages()
+    print_table(adv_rows)
+    write_csv(args.out / "oracle_advantages.csv", adv_rows)
+    print(f"\nwrote {args.out}/rho_by_routine_length.csv, oracle_advantages.csv, episode.png")
+
+    print("\n== 4. The rho law: SNR(perfect critic) / SNR(trajectory advantage) against rho")
+    from baselines.experiments.snr_lab import sweep as snr_lab
+
+    lab = snr_lab.LabArgs(out=args.out / "snr", episodes=args.snr_episodes)
+    start = time.perf_counter()
+    summary = snr_lab.rho_law(lab)
+    columns = ("routine_length", "rho", "ratio", "ratio_low", "ratio_high", "theory_ratio")
+    rows = [r for r in read_csv(lab.out / "rho_law" / "rho_law.csv") if r["param"] == "per_state"]
+    print_table([{k: r[k] for k in columns} for r in rows])
+    for param, fit in summary["fits"].items():
+        print(
+            f"fit ({param}): slope {fit['slope']:.4f}, R^2 {fit['r2']:.4f}; closed form within "
+            f"the 95% CI in {fit['within_ci']}/{fit['settings']} settings"
+        )
+    print(
+        f"closed-form slope {summary['theory_fit']['slope']:.4f}; paper: slope "
+        f"{snr_lab.PAPER['slope']}, R^2 {snr_lab.PAPER['r2']}; "
+        f"{args.snr_episodes} episodes per setting ({time.perf_counter() - start:.1f} s)"
+    )
+
+    if args.compare:
+        print("\n== 5. PPO (turn-level, learned critic) vs TrajectoryAdvantagePPO (trajectory_mc)")
+        from baselines.experiments.compare import sweep as compare
+
+        settings = {**compare.SWEEPS["demo"], "out": args.out / "compare"}
+        compare.main(cli.settings_from(compare.SweepArgs, settings))
+
+
+def read_csv(path: Path) -> list[dict]:
+    """A CSV written by the lab, numbers parsed."""
+    with path.open() as f:
+        rows = list(csv.DictReader(f))
+    for row in rows:
+        for key, value in row.items():
+            with contextlib.suppress(ValueError):
+                row[key] = float(value)
+                row[key] = int(value)
+    return rows
+
+
+def parse_args(argv: list[str] | None = None) -> DemoArgs:
+    """Command-line flags, one per :class:`DemoArgs` field."""
+    return cli.parse_settings(DemoArgs, argv, description=__doc__.splitlines()[0])

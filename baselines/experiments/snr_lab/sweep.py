@@ -1,0 +1,403 @@
+"""Reproducing "Drowning in Routine": ``python -m baselines.snr_lab {rho-law,critic,beyond,all}``.
+
+The sweep (settings, the jobs, the experiments); tables and plots are in
+:mod:`baselines.experiments.snr_lab.analysis`.
+
+Each experiment measures gradient SNRs with :mod:`routine_envs.snr` on Diluted Doors
+(``reward="success"``, 3 floors, 3 doors, the uniform policy unless stated) over routine lengths,
+appends one JSON line per setting to ``<out>/<experiment>/results.jsonl`` (resumable: an
+interrupted run does only what is missing), and writes the tables (CSV), figures (PNG) and a
+``summary.json`` beside it.
+
+- ``rho-law``: perfect critic (``oracle``) vs the trajectory advantage, the SNR ratio against rho
+  with its log-log fit, beside the closed form (:func:`routine_envs.snr.uniform_doors_snr`); both
+  parametrizations (one logit vector per state, or per floor).
+- ``critic``: the noisy oracle (sigma a multiple of std(R)) and the Monte-Carlo critic
+  (k rollouts), their ratio to the trajectory advantage against rho.
+- ``beyond``: trajectory_mc (group mean), rloo, gigpo, routine_masked, mc_rollout and the oracle
+  on the same axes, with the environment steps each consumes per gradient estimate.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from baselines.experiments.snr_lab import analysis
+from baselines.lib import cli
+from baselines.lib.runner import run_resumable
+from baselines.lib.tables import write_csv
+from routine_envs import credit, snr
+from routine_envs.envs import DilutedDoorsEnv
+from routine_envs.sampler import ModelSampler
+
+PAPER = {"slope": -0.5084, "r2": 0.9994, "rho_range": "1 .. 1/51"}
+ROUTINE_LENGTHS = (0, 1, 2, 3, 5, 7, 10, 15, 20, 30, 40, 50)
+SIGMA_MULTIPLES = (0.0, 0.05, 0.1, 0.2, 0.5, 1.0)
+ROLLOUTS = (1, 2, 4, 8, 16)
+
+
+@dataclass
+class LabArgs:
+    """Settings shared by the experiments."""
+
+    out: Path = field(default=Path("results/snr"), metadata={"help": "output folder"})
+    episodes: int = field(default=100_000, metadata={"help": "episodes per setting"})
+    mc_episodes: int = field(
+        default=4_000,
+        metadata={
+            "help": "episodes per setting for Monte-Carlo critics (k rollouts from every step)"
+        },
+    )
+    group_size: int = field(default=8, metadata={"help": "episodes per group"})
+    routine_lengths: tuple[int, ...] = field(
+        default=ROUTINE_LENGTHS, metadata={"help": "routine lengths L"}
+    )
+    mc_routine_lengths: tuple[int, ...] = field(
+        default=(0, 1, 3, 7, 15, 30),
+        metadata={"help": "routine lengths for Monte-Carlo critics (their cost grows like L^2)"},
+    )
+    params: tuple[str, ...] = field(
+        default=("per_state", "per_floor"),
+        metadata={
+            "help": "policy parametrizations: one logit vector per state, or per floor",
+            "choices": ["per_state", "per_floor"],
+        },
+    )
+    num_floors: int = field(default=3, metadata={"help": "floors of Diluted Doors"})
+    num_doors: int = field(default=3, metadata={"help": "doors per floor"})
+    workers: int = field(default=2, metadata={"help": "settings measured in parallel"})
+    seed: int = field(default=0, metadata={"help": "seed of the episodes and the critics"})
+
+
+# --------------------------------------------------------------------------- one setting
+LAB_ESTIMATORS: dict[str, Callable[[str, dict[str, float]], tuple[Any, dict[str, Any]]]] = {
+    "oracle": lambda arg, ctx: ("oracle", {"sigma": float(arg or 0) * ctx["std_R"]}),
+    "trajectory_exact": lambda arg, ctx: ("trajectory_mc", {"baseline": ctx["J"]}),
+    "mc_rollout": lambda arg, ctx: ("mc_rollout", {"num_rollouts": int(arg)}),
+}
+"""Lab labels ``kind[:arg]`` that are not plain registry names: ``(arg, {"J", "std_R"}) ->
+(estimator spec, constructor kwargs)``. ``oracle:c`` has noise ``sigma = c std(R)``,
+``trajectory_exact`` the exact baseline ``J``, ``mc_rollout:k`` ``k`` simulated rollouts."""
+SEED_OFFSETS = {"oracle": 1, "mc_rollout": 2}
+"""Each randomized estimator's seed is the setting's seed plus its offset."""
+
+
+def lab_estimator(
+    label: str, context: credit.EstimatorContext, exact: dict[str, float]
+) -> credit.AdvantageEstimator:
+    """The estimator a lab label names (see :data:`LAB_ESTIMATORS`), built from ``context``;
+    ``exact`` holds ``J`` and ``std_R`` of the setting."""
+    kind, _, arg = label.partition(":")
+    spec, kwargs = LAB_ESTIMATORS[kind](arg, exact) if kind in LAB_ESTIMATORS else (kind, {})
+    if kind in SEED_OFFSETS:
+        kwargs["seed"] = context.seed + SEED_OFFSETS[kind]
+    return credit.build_estimator(spec, context, **kwargs)
+
+
+def measure_setting(setting: dict[str, Any]) -> dict[str, Any]:
+    """Measure one setting (a worker's job): SNR of each named estimator on shared episodes."""
+    start = time.perf_counter()
+    env = DilutedDoorsEnv(
+        num_floors=setting["num_floors"],
+        num_doors=setting["num_doors"],
+        routine_length=setting["routine_length"],
+    )
+    rows = snr.floor_rows(env) if setting["param"] == "per_floor" else np.arange(env.num_states)
+    policy = snr.TabularSoftmax.shared(rows, env.num_doors)
+    probs = policy.probs()
+    values = env.oracle(probs)
+    j = float(env.model().initial @ values.v)
+    std_r = math.sqrt(j * (1 - j))  # R is 0/1 with mean J
+    seed = setting["seed"]
+    sampler = ModelSampler(env)
+    context = credit.EstimatorContext(env=env, policy_table=probs, sampler=sampler, seed=seed)
+    exact = {"J": j, "std_R": std_r}
+    estimators = {name: lab_estimator(name, context, exact) for name in setting["estimators"]}
+    groups = setting["episodes"] // setting["group_size"]
+    comparison = snr.measure_snr(
+        env,
+        policy,
+        estimators,
+        num_groups=groups,
+        group_size=setting["group_size"],
+        seed=seed,
+        sampler=sampler,
+    )
+    scale = 1 / math.sqrt(setting["group_size"])  # SNR per episode
+    episode_steps = setting["episodes"] * env.max_episode_length
+    out = []
+    for name, res in comparison.results.items():
+        row = {k: v for k, v in res.as_row().items() if k not in ("num_groups", "group_size")}
+        row.update(snr=res.snr * scale, snr_low=res.snr_low * scale, snr_high=res.snr_high * scale)
+        if name.startswith("mc_rollout"):
+            row["env_steps_per_episode"] = (episode_steps + sampler.rollout_steps) / setting[
+                "episodes"
+            ]
+        else:
+            row["env_steps_per_episode"] = float(env.max_episode_length)
+        out.append(row)
+    ratios = {
+        f"{a}/{b}": list(v) for (a, b), v in comparison.ratios.items() if b == setting["reference"]
+    }
+    return {
+        **setting,
+        "rho": 1 / (1 + setting["routine_length"]),
+        "J": j,
+        "std_R": std_r,
+        "results": out,
+        "ratios": ratios,
+        "seconds": time.perf_counter() - start,
+    }
+
+
+def setting_key(setting: dict[str, Any]) -> str:
+    keys = (
+        "experiment",
+        "routine_length",
+        "param",
+        "estimators",
+        "episodes",
+        "group_size",
+        "num_floors",
+        "num_doors",
+        "seed",
+    )
+    return json.dumps([setting[k] for k in keys])
+
+
+def run_settings(settings: list[dict[str, Any]], path: Path, workers: int) -> list[dict]:
+    """Measure what is missing (resumable), append each result as one JSON line."""
+    return run_resumable(
+        settings,
+        setting_key,
+        measure_setting,
+        path,
+        workers,
+        required=("key", "results", "ratios", "routine_length"),
+        unit="setting",
+    )
+
+
+def _settings(
+    args: LabArgs,
+    experiment: str,
+    lengths: tuple[int, ...],
+    params: tuple[str, ...],
+    estimators: list[str],
+    reference: str,
+    episodes: int,
+) -> list[dict[str, Any]]:
+    return [
+        {
+            "experiment": experiment,
+            "routine_length": int(length),
+            "param": param,
+            "estimators": estimators,
+            "reference": reference,
+            "episodes": episodes,
+            "group_size": args.group_size,
+            "num_floors": args.num_floors,
+            "num_doors": args.num_doors,
+            "seed": args.seed,
+        }
+        for length in lengths
+        for param in params
+    ]
+
+
+# --------------------------------------------------------------------------- experiments
+def rho_law(args: LabArgs) -> dict[str, Any]:
+    out = args.out / "rho_law"
+    settings = _settings(
+        args,
+        "rho-law",
+        args.routine_lengths,
+        args.params,
+        ["oracle", "trajectory_exact", "trajectory_mc"],
+        "trajectory_exact",
+        args.episodes,
+    )
+    records = run_settings(settings, out / "results.jsonl", args.workers)
+    rows = []
+    for rec in records:
+        theory = snr.uniform_doors_snr(args.num_floors, args.num_doors, rec["routine_length"])
+        res = {r["estimator"]: r for r in rec["results"]}
+        ratio, low, high = rec["ratios"]["oracle/trajectory_exact"]
+        rows.append(
+            {
+                "routine_length": rec["routine_length"],
+                "rho": rec["rho"],
+                "param": rec["param"],
+                "snr_oracle": res["oracle"]["snr"],
+                "snr_trajectory": res["trajectory_exact"]["snr"],
+                "snr_trajectory_group_mean": res["trajectory_mc"]["snr"],
+                "ratio": ratio,
+                "ratio_low": low,
+                "ratio_high": high,
+                "theory_ratio": theory["ratio"],
+                "theory_snr_oracle": theory["snr_oracle"],
+                "theory_snr_trajectory": theory["snr_trajectory"],
+                "within_ci": bool(low <= theory["ratio"] <= high),
+                "routine_share_of_trajectory_variance": res["trajectory_exact"]["routine_variance"]
+                / res["trajectory_exact"]["variance"],
+            }
+        )
+    write_csv(out / "rho_law.csv", rows)
+    fits = {}
+    for param in args.params:
+        sub = [r for r in rows if r["param"] == param]
+        slope, intercept, r2 = snr.fit_loglog([r["rho"] for r in sub], [r["ratio"] for r in sub])
+        fits[param] = {
+            "slope": slope,
+            "intercept": intercept,
+            "r2": r2,
+            "within_ci": sum(r["within_ci"] for r in sub),
+            "settings": len(sub),
+        }
+    theory = [r for r in rows if r["param"] == args.params[0]]
+    t_slope, _, t_r2 = snr.fit_loglog(
+        [r["rho"] for r in theory], [r["theory_ratio"] for r in theory]
+    )
+    summary = {
+        "fits": fits,
+        "theory_fit": {"slope": t_slope, "r2": t_r2},
+        "paper": PAPER,
+        "episodes": args.episodes,
+        "group_size": args.group_size,
+        "routine_lengths": list(args.routine_lengths),
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    analysis.plot_rho_law(rows, fits, out / "rho_law.png")
+    return summary
+
+
+def critic(args: LabArgs) -> dict[str, Any]:
+    out = args.out / "critic"
+    noisy = [f"oracle:{c}" for c in SIGMA_MULTIPLES]
+    settings = _settings(
+        args,
+        "critic-noise",
+        args.routine_lengths,
+        ("per_state",),
+        [*noisy, "trajectory_exact"],
+        "trajectory_exact",
+        args.episodes,
+    )
+    settings += _settings(
+        args,
+        "critic-mc",
+        args.mc_routine_lengths,
+        ("per_state",),
+        [*(f"mc_rollout:{k}" for k in ROLLOUTS), "trajectory_exact"],
+        "trajectory_exact",
+        args.mc_episodes,
+    )
+    records = run_settings(settings, out / "results.jsonl", args.workers)
+    rows = analysis.flat_rows(records)
+    std_r = {r["routine_length"]: r["std_R"] for r in records}
+    for row in rows:
+        kind, _, arg = row["estimator"].partition(":")
+        row["critic"] = kind
+        row["sigma_over_std_R"] = float(arg) if kind == "oracle" else None
+        row["rollouts"] = int(arg) if kind == "mc_rollout" else None
+        if kind == "oracle":
+            sigma = float(arg) * std_r[row["routine_length"]]
+            row["theory_ratio"] = snr.uniform_doors_snr(
+                args.num_floors, args.num_doors, row["routine_length"], sigma=sigma
+            )["ratio"]
+    write_csv(out / "critic.csv", rows)
+    plateau = {}
+    longest = max(args.routine_lengths)
+    for c in SIGMA_MULTIPLES[1:]:
+        r = next(
+            r for r in rows if r["estimator"] == f"oracle:{c}" and r["routine_length"] == longest
+        )
+        plateau[str(c)] = {
+            "ratio_at_longest_L": r["ratio_to_trajectory_exact"],
+            "std_R_over_sigma": 1 / c,
+        }
+    summary = {"plateau": plateau, "episodes": args.episodes, "mc_episodes": args.mc_episodes}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    analysis.plot_critic(rows, out / "critic.png", SIGMA_MULTIPLES, ROLLOUTS)
+    return summary
+
+
+def beyond(args: LabArgs) -> dict[str, Any]:
+    out = args.out / "beyond"
+    names = [
+        "trajectory_mc",
+        "rloo",
+        "gigpo",
+        "routine_masked",
+        "oracle",
+        "mc_rollout:4",
+        "trajectory_exact",
+    ]
+    settings = _settings(
+        args,
+        "beyond",
+        args.mc_routine_lengths,
+        ("per_state",),
+        names,
+        "trajectory_mc",
+        args.mc_episodes * 5,
+    )
+    records = run_settings(settings, out / "results.jsonl", args.workers)
+    rows = analysis.flat_rows(records)
+    write_csv(out / "beyond.csv", rows)
+    fits = {}
+    for name in names:
+        sub = [r for r in rows if r["estimator"] == name and r["snr"] > 0]
+        slope, _, r2 = snr.fit_loglog([r["rho"] for r in sub], [r["snr"] for r in sub])
+        fits[name] = {"snr_slope_vs_rho": slope, "r2": r2}
+    (out / "summary.json").write_text(json.dumps({"fits": fits}, indent=2))
+    analysis.plot_beyond(rows, out / "beyond.png")
+    return {"fits": fits}
+
+
+# ---------------------------------------------------------------------------------- CLI
+EXPERIMENTS = {"rho-law": rho_law, "critic": critic, "beyond": beyond}
+
+
+@dataclass
+class LabCommand(LabArgs):
+    """Reproducing "Drowning in Routine": the lab's experiments (``rho-law``, ``critic``,
+    ``beyond`` or ``all``)."""
+
+    experiment: str = field(
+        default="all",
+        metadata={
+            "help": "the experiment to run",
+            "choices": [*EXPERIMENTS, "all"],
+            "positional": True,
+        },
+    )
+
+
+def parse_args(argv: list[str] | None = None) -> LabCommand:
+    """The experiment and its settings from the command line (one flag per field)."""
+    args = cli.parse_settings(LabCommand, argv, description=__doc__.splitlines()[0])
+    if args.group_size < 2 or args.episodes < 40 * args.group_size or args.workers < 1:
+        raise SystemExit("error: need group_size >= 2, episodes >= 40 * group_size, workers >= 1")
+    return args
+
+
+def main(args: LabCommand) -> dict[str, Any]:
+    """Run the chosen experiment(s), print and return their summaries."""
+    chosen = list(EXPERIMENTS) if args.experiment == "all" else [args.experiment]
+    summaries = {}
+    for name in chosen:
+        start = time.perf_counter()
+        summaries[name] = EXPERIMENTS[name](args)
+        folder = args.out / name.replace("-", "_")
+        print(f"\n== {name} ({time.perf_counter() - start:.1f} s): {folder}")
+        print(json.dumps(summaries[name], indent=2))
+    return summaries

@@ -1,0 +1,126 @@
+"""One way to turn a settings dataclass into a command line, used by every script.
+
+Each field of the dataclass becomes one kebab-case flag (``env_id`` -> ``--env-id``) whose help
+is the field's ``metadata["help"]`` (required: a field without help text is an error) followed
+by its default. The field's type sets the parsing:
+
+- ``bool``: ``--flag`` / ``--no-flag``;
+- ``int``, ``float``, ``str``, ``Path`` (and ``X | None``): one value;
+- ``list[X]``, ``tuple[X, ...]``: one or more values (``--routine-lengths 0 3 10``);
+- ``dict``: one JSON object (``--env-kwargs '{"routine_length": 5}'``).
+
+``metadata["choices"]`` restricts the values, ``metadata["positional"]`` makes the field a
+positional argument. Flags that are not given keep the value of a *base* settings object (the
+dataclass defaults, or a named sweep's settings), so a script can tell what was given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+S = TypeVar("S")
+
+SCALARS = (bool, int, float, str, Path)
+
+
+def _strip_optional(kind: Any) -> Any:
+    """``X`` of ``X | None`` (``Optional[X]``); ``kind`` otherwise."""
+    if typing.get_origin(kind) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(kind) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return kind
+
+
+def _field_default(f: dataclasses.Field) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return dataclasses.MISSING
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, dict):
+        return json.dumps(value)
+    if isinstance(value, (list, tuple)):
+        return " ".join(str(v) for v in value)
+    return str(value)
+
+
+def add_settings_arguments(parser: argparse.ArgumentParser, settings_cls: type) -> None:
+    """Add one argument per field of the dataclass ``settings_cls`` to ``parser``.
+
+    Raises:
+        ValueError: a field without ``metadata["help"]`` or of a type this module cannot parse.
+    """
+    hints = typing.get_type_hints(settings_cls)
+    for f in dataclasses.fields(settings_cls):
+        if not f.init:
+            continue
+        help_text = f.metadata.get("help")
+        if not help_text:
+            raise ValueError(f"{settings_cls.__name__}.{f.name} has no help text")
+        kind = _strip_optional(hints[f.name])
+        origin = typing.get_origin(kind) or kind
+        default = _field_default(f)
+        if default is not dataclasses.MISSING and default is not None:
+            help_text = f"{help_text} (default: {_show(default)})"
+        options: dict[str, Any] = {"help": help_text, "default": argparse.SUPPRESS}
+        if "choices" in f.metadata:
+            options["choices"] = list(f.metadata["choices"])
+        if origin is bool:
+            options["action"] = argparse.BooleanOptionalAction
+        elif origin in (list, tuple):
+            args = typing.get_args(kind)
+            options.update(nargs="+", type=args[0] if args else str)
+        elif origin is dict:
+            options.update(type=json.loads, metavar="JSON")
+        elif origin in SCALARS:
+            options["type"] = origin
+        else:
+            raise ValueError(f"{settings_cls.__name__}.{f.name}: cannot parse type {kind!r}")
+        if f.metadata.get("positional"):
+            options.pop("default")
+            parser.add_argument(f.name, **options)
+        else:
+            parser.add_argument("--" + f.name.replace("_", "-"), dest=f.name, **options)
+
+
+def settings_parser(settings_cls: type, description: str | None = None) -> argparse.ArgumentParser:
+    """An ``ArgumentParser`` with one argument per field of ``settings_cls``."""
+    parser = argparse.ArgumentParser(
+        description=description or (settings_cls.__doc__ or "").strip().splitlines()[0]
+    )
+    add_settings_arguments(parser, settings_cls)
+    return parser
+
+
+def settings_from(settings_cls: type[S], given: Mapping[str, Any], base: S | None = None) -> S:
+    """``base`` (default: ``settings_cls()``) with the ``given`` fields replaced; sequences are
+    converted to the field's container (``tuple`` fields get tuples)."""
+    hints = typing.get_type_hints(settings_cls)
+    values = {}
+    for name, value in given.items():
+        container = typing.get_origin(_strip_optional(hints[name]))
+        values[name] = tuple(value) if container is tuple else value
+    return dataclasses.replace(base if base is not None else settings_cls(), **values)
+
+
+def parse_settings(
+    settings_cls: type[S],
+    argv: Sequence[str] | None = None,
+    base: S | None = None,
+    description: str | None = None,
+) -> S:
+    """Parse ``argv`` (default: ``sys.argv[1:]``) into a ``settings_cls`` instance: flags given
+    replace the fields of ``base`` (default: the dataclass defaults)."""
+    ns = settings_parser(settings_cls, description).parse_args(argv)
+    return settings_from(settings_cls, vars(ns), base)

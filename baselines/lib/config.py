@@ -1,0 +1,109 @@
+"""Hyperparameters: one documented default config for every registered id, which a
+per-environment file (``baselines/configs/<env id>.yml``) overrides; validated before any
+training starts.
+
+Both have the same shape: ``common`` (every method) and ``methods.<name>`` (one method's
+overrides). The YAML's ``common`` keys replace the default's key by key, then the default's
+``methods.<name>`` and the YAML's ``methods.<name>`` are applied in that order (a key's whole
+value is replaced: ``policy_kwargs`` is not merged inside).
+"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
+TURN_LEVEL_METHODS = ("ppo",)
+"""Methods trained by SB3's own PPO (MaskablePPO where the env has action masks)."""
+EXTRA_KEYS = {"n_envs", "estimator_kwargs"}
+"""Keys that are not ``PPO.__init__`` arguments: the vector env size and estimator arguments."""
+
+
+DEFAULT_CONFIG: dict[str, Any] = {
+    "common": {
+        "n_envs": 8,  # vector envs; for trajectory methods this is the group size
+        "n_steps": 128,  # steps per env per rollout (about n_steps * n_envs per update)
+        "batch_size": 256,
+        "n_epochs": 4,
+        "learning_rate": 1.0e-3,
+        "gamma": 1.0,  # outcome rewards: discounting would shrink the decisions' signal
+        "gae_lambda": 0.95,
+        "ent_coef": 0.01,
+        "clip_range": 0.2,
+        "normalize_advantage": True,
+        "policy_kwargs": {"net_arch": [64, 64]},
+    },
+    "methods": {"mc_rollout": {"estimator_kwargs": {"num_rollouts": 2}}},
+}
+"""The config of an id without a YAML file (and the base every YAML overrides): the settings of
+``DilutedDoors-v0``, shared by every method for a fair comparison (docs/baselines.md)."""
+
+
+def _ppo_keys() -> set[str]:
+    from stable_baselines3 import PPO
+
+    params = inspect.signature(PPO.__init__).parameters
+    return set(params) - {"self", "policy", "env", "seed", "device", "_init_setup_model"}
+
+
+def known_methods() -> list[str]:
+    """``ppo`` plus every estimator name (trained by ``TrajectoryAdvantagePPO``)."""
+    from routine_envs.credit import ESTIMATORS
+
+    return [*TURN_LEVEL_METHODS, *sorted(ESTIMATORS)]
+
+
+def config_path(env_id: str) -> Path:
+    return CONFIG_DIR / f"{env_id}.yml"
+
+
+def _sections(data: dict[str, Any], where: str) -> dict[str, dict[str, Any]]:
+    """``{"common": ..., "methods.<name>": ...}`` of a config, every key checked."""
+    unknown_top = set(data) - {"common", "methods"}
+    if unknown_top:
+        raise ValueError(
+            f"{where}: unknown top-level keys {sorted(unknown_top)} "
+            "(expected 'common' and 'methods')"
+        )
+    allowed = _ppo_keys() | EXTRA_KEYS
+    sections = {"common": data.get("common") or {}}
+    for name, section in (data.get("methods") or {}).items():
+        if name not in known_methods():
+            raise ValueError(
+                f"{where}: unknown method {name!r} under 'methods'; known: {known_methods()}"
+            )
+        sections[f"methods.{name}"] = section or {}
+    for key, section in sections.items():
+        if not isinstance(section, dict):
+            raise ValueError(f"{where}: {key} must be a mapping, got {section!r}")
+        bad = sorted(set(section) - allowed)
+        if bad:
+            raise ValueError(f"{where}: unknown key(s) {bad} in {key}; allowed: {sorted(allowed)}")
+    return sections
+
+
+def load_hyperparameters(env_id: str, method: str, path: Path | None = None) -> dict[str, Any]:
+    """The settings of ``method`` on ``env_id``: :data:`DEFAULT_CONFIG` overridden by the file
+    at ``path`` (default: ``baselines/configs/<env_id>.yml`` when it exists).
+
+    Raises:
+        ValueError: an unknown method, a ``path`` given that does not exist, or a key that is
+            neither a ``PPO`` argument nor one of :data:`EXTRA_KEYS` (the file and key named).
+    """
+    if method not in known_methods():
+        raise ValueError(f"unknown method {method!r}; known: {known_methods()}")
+    layers = [_sections(DEFAULT_CONFIG, "the default config")]
+    if path is not None and not path.exists():
+        raise ValueError(f"no hyperparameter file at {path}")
+    path = path or config_path(env_id)
+    if path.exists():
+        layers.append(_sections(yaml.safe_load(path.read_text()) or {}, str(path)))
+    merged: dict[str, Any] = {}
+    for section in ("common", f"methods.{method}"):
+        for layer in layers:
+            merged.update(layer.get(section, {}))
+    return merged

@@ -1,0 +1,61 @@
+"""The resumable runner: run the jobs of a sweep that are not yet in its results file."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from baselines.lib.results import ResultsFile
+
+
+def run_resumable(
+    jobs: list[dict[str, Any]],
+    key: Callable[[dict[str, Any]], str],
+    worker: Callable[[dict[str, Any]], dict[str, Any]],
+    path: Path,
+    workers: int,
+    required: tuple[str, ...] = ("key",),
+    progress: bool = True,
+    unit: str = "run",
+) -> list[dict[str, Any]]:
+    """Run the jobs whose ``key`` is not yet in the results file at ``path`` with ``worker``
+    (``workers`` spawned processes, or in this process for 1), appending each record as soon as
+    it is done; return the records of all ``jobs`` in order. ``worker`` must be importable by
+    name (spawned processes look it up). Records are checked for the ``required`` fields when
+    the file is loaded (:class:`~baselines.lib.results.ResultsFile`)."""
+    from tqdm import tqdm
+
+    store = ResultsFile(path, required)
+    done = {r["key"]: r for r in store.load()}
+    todo = [j for j in jobs if key(j) not in done]
+    print(
+        f"{len(jobs)} {unit}s, {len(jobs) - len(todo)} already in {store.path}, "
+        f"{len(todo)} to do on {workers} worker(s)",
+        flush=True,
+    )
+    bar = tqdm(
+        total=len(jobs),
+        initial=len(jobs) - len(todo),
+        unit=unit,
+        disable=not progress,
+        dynamic_ncols=True,
+    )
+    pool = None
+    try:
+        if workers > 1 and len(todo) > 1:
+            pool = mp.get_context("spawn").Pool(min(workers, len(todo)))
+            results = pool.imap_unordered(worker, todo)
+        else:
+            results = map(worker, todo)
+        for record in results:
+            record["key"] = key(record)
+            store.append(record)
+            done[record["key"]] = record
+            bar.update()
+    finally:
+        if pool is not None:
+            pool.terminate()
+        bar.close()
+    return [done[key(j)] for j in jobs]

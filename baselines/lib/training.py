@@ -1,0 +1,275 @@
+"""One training run of an SB3 method: ``python -m baselines.train --env-id DilutedDoors-v0``.
+
+Methods: ``ppo`` is SB3's PPO (turn-level, learned critic, GAE; ``MaskablePPO`` when the env has
+``action_masks()``); every estimator name of :mod:`routine_envs.credit` trains
+``TrajectoryAdvantagePPO`` with that estimator. Hyperparameters: the default config
+(:data:`baselines.lib.config.DEFAULT_CONFIG`), overridden by ``baselines/configs/<env id>.yml``
+where it exists. Everything is validated before training starts.
+
+The evaluation success rate over time goes to ``<out>/success.csv``: for environments of the
+suite it is the *exact* success probability of the current stochastic policy (the oracle's
+model, no sampling noise); for other environments the success share of ``--eval-episodes``
+sampled episodes.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch as th
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.env_util import make_vec_env
+
+import routine_envs
+from baselines.lib import cli
+from baselines.lib.config import TURN_LEVEL_METHODS, known_methods, load_hyperparameters
+from baselines.lib.trajectory_ppo import TrajectoryAdvantagePPO, maskable_classes, policy_table
+
+gym.register_envs(routine_envs)
+th.set_num_threads(1)
+
+
+@dataclass
+class TrainArgs:
+    """Settings of one run (cleanrl-style: each field carries its help text)."""
+
+    env_id: str = field(default="DilutedDoors-v0", metadata={"help": "registered env id"})
+    env_kwargs: dict[str, Any] = field(
+        default_factory=dict, metadata={"help": "gym.make keyword arguments (JSON)"}
+    )
+    method: str = field(default="ppo", metadata={"help": "'ppo' or an estimator name"})
+    seed: int = field(default=0, metadata={"help": "seed of the algorithm and the envs"})
+    total_timesteps: int = field(default=50_000, metadata={"help": "environment steps"})
+    eval_every: int = field(default=2_000, metadata={"help": "steps between evaluations"})
+    eval_episodes: int = field(
+        default=200, metadata={"help": "episodes per evaluation when the env has no exact model"}
+    )
+    target_success: float = field(default=0.9, metadata={"help": "success rate to reach"})
+    out: Path | None = field(default=None, metadata={"help": "folder for CSV and SB3 logs"})
+    config: Path | None = field(default=None, metadata={"help": "hyperparameter YAML"})
+    tensorboard: bool = field(default=False, metadata={"help": "write TensorBoard logs"})
+    progress: bool = field(default=True, metadata={"help": "show a progress bar"})
+
+
+@dataclass
+class RunResult:
+    """What a run measured: the success curve at the evaluation grid and its summaries."""
+
+    timesteps: list[int]
+    success: list[float]
+    steps_to_target: int | None
+    wall_time: float
+    hyperparameters: dict[str, Any]
+
+    @property
+    def final_success(self) -> float:
+        return self.success[-1]
+
+
+def has_action_masks(env: gym.Env) -> bool:
+    return callable(getattr(env.unwrapped, "action_masks", None))
+
+
+class SuccessCurve(BaseCallback):
+    """Evaluate the success rate at every multiple of ``eval_every`` steps (and at 0)."""
+
+    def __init__(
+        self,
+        eval_env: gym.Env,
+        eval_every: int,
+        eval_episodes: int,
+        seed: int,
+        csv_path: Path | None = None,
+    ) -> None:
+        super().__init__()
+        self.eval_env, self.eval_every, self.eval_episodes = eval_env, eval_every, eval_episodes
+        self.csv_path = csv_path
+        self.rng = np.random.default_rng(seed)
+        self.timesteps: list[int] = []
+        self.success: list[float] = []
+        base = eval_env.unwrapped
+        self.exact = hasattr(base, "success_probability") and (
+            not has_action_masks(eval_env) or hasattr(base, "action_masks_of")
+        )
+        if csv_path is not None:
+            csv_path.parent.mkdir(parents=True, exist_ok=True)
+            with csv_path.open("w", newline="") as f:
+                csv.writer(f).writerow(["timesteps", "success", "exact"])
+
+    def evaluate(self) -> float:
+        if self.exact:
+            return self.eval_env.unwrapped.success_probability(
+                policy_table(self.model.policy, self.eval_env)
+            )
+        wins = 0
+        masked = has_action_masks(self.eval_env)
+        for _ in range(self.eval_episodes):
+            obs, _ = self.eval_env.reset(seed=int(self.rng.integers(2**31 - 1)))
+            done = False
+            while not done:
+                kwargs = {"action_masks": self.eval_env.unwrapped.action_masks()} if masked else {}
+                action, _ = self.model.predict(obs, deterministic=False, **kwargs)
+                obs, _, terminated, truncated, info = self.eval_env.step(int(action))
+                done = terminated or truncated
+            wins += bool(info.get("success", False))
+        return wins / self.eval_episodes
+
+    def record(self, timestep: int) -> None:
+        value = float(self.evaluate())
+        self.timesteps.append(timestep)
+        self.success.append(value)
+        self.logger.record("eval/success", value)
+        if self.csv_path is not None:
+            with self.csv_path.open("a", newline="") as f:
+                csv.writer(f).writerow([timestep, f"{value:.6f}", int(self.exact)])
+
+    def _on_training_start(self) -> None:
+        if not self.timesteps:
+            self.record(0)
+
+    def _on_step(self) -> bool:
+        next_point = (len(self.timesteps)) * self.eval_every
+        while self.num_timesteps >= next_point:
+            self.record(next_point)
+            next_point += self.eval_every
+        return True
+
+
+class ProgressBar(BaseCallback):
+    """A tqdm progress bar over environment steps (SB3's own needs ``rich``)."""
+
+    def __init__(self, total: int, label: str) -> None:
+        super().__init__()
+        self.total, self.label, self.bar = total, label, None
+
+    def _on_training_start(self) -> None:
+        from tqdm import tqdm
+
+        self.bar = tqdm(
+            total=self.total, desc=self.label, unit="step", dynamic_ncols=True, mininterval=0.5
+        )
+
+    def _on_step(self) -> bool:
+        self.bar.update(max(0, min(self.num_timesteps, self.total) - self.bar.n))
+        return True
+
+    def _on_training_end(self) -> None:
+        self.bar.close()
+
+
+def build(args: TrainArgs) -> tuple[Any, gym.Env, dict[str, Any]]:
+    """Validate everything and build the algorithm, its evaluation env and its settings.
+
+    Raises:
+        ValueError: unknown env id, bad env kwargs, unknown method, bad YAML key, an estimator
+            whose annotations the env does not provide.
+    """
+    if args.env_id not in gym.registry:
+        raise ValueError(
+            f"unknown environment {args.env_id!r}; registered by routine_envs: "
+            f"{[e.id for e in routine_envs.ENVIRONMENTS]}"
+        )
+    if args.method not in known_methods():
+        raise ValueError(f"unknown method {args.method!r}; known: {known_methods()}")
+    for name in ("total_timesteps", "eval_every"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"{name} must be >= 1, got {getattr(args, name)}")
+    if not 0 < args.target_success <= 1:
+        raise ValueError(f"target_success must be in (0, 1], got {args.target_success}")
+    eval_env = gym.make(args.env_id, **args.env_kwargs)  # raises ValueError on bad kwargs
+    hyper = load_hyperparameters(args.env_id, args.method, args.config)
+    params = dict(hyper)
+    n_envs = params.pop("n_envs", 8)
+    estimator_kwargs = params.pop("estimator_kwargs", None)
+    venv = make_vec_env(args.env_id, n_envs=n_envs, seed=args.seed, env_kwargs=args.env_kwargs)
+    masked = has_action_masks(eval_env)
+    common = dict(seed=args.seed, device="cpu", verbose=0, **params)
+    if args.tensorboard and args.out is not None:
+        common["tensorboard_log"] = str(args.out / "tensorboard")
+    if args.method in TURN_LEVEL_METHODS:
+        if masked:
+            from sb3_contrib import MaskablePPO
+
+            algo = MaskablePPO("MlpPolicy", venv, **common)
+        else:
+            from stable_baselines3 import PPO
+
+            algo = PPO("MlpPolicy", venv, **common)
+    else:
+        cls = maskable_classes()[0] if masked else TrajectoryAdvantagePPO
+        algo = cls(
+            "MlpPolicy", venv, estimator=args.method, estimator_kwargs=estimator_kwargs, **common
+        )
+    return algo, eval_env, {"n_envs": n_envs, **hyper}
+
+
+def main(args: TrainArgs) -> RunResult:
+    """Train one run and return its success curve (also written to ``args.out``)."""
+    algo, eval_env, hyper = build(args)
+    if args.out is not None:
+        from stable_baselines3.common.logger import configure
+
+        args.out.mkdir(parents=True, exist_ok=True)
+        algo.set_logger(configure(str(args.out), ["csv"]))
+        (args.out / "settings.json").write_text(
+            json.dumps(
+                {
+                    **asdict(args),
+                    "out": str(args.out),
+                    "config": str(args.config),
+                    "hyperparameters": hyper,
+                },
+                indent=2,
+                default=str,
+            )
+        )
+    curve = SuccessCurve(
+        eval_env,
+        args.eval_every,
+        args.eval_episodes,
+        args.seed,
+        None if args.out is None else args.out / "success.csv",
+    )
+    callbacks = [curve]
+    if args.progress:
+        callbacks.append(ProgressBar(args.total_timesteps, f"{args.method} seed {args.seed}"))
+    start = time.perf_counter()
+    algo.learn(args.total_timesteps, callback=callbacks)
+    while curve.timesteps[-1] + args.eval_every <= args.total_timesteps:  # grid up to budget
+        curve.record(curve.timesteps[-1] + args.eval_every)
+    reached = [
+        t for t, s in zip(curve.timesteps, curve.success, strict=True) if s >= args.target_success
+    ]
+    return RunResult(
+        curve.timesteps,
+        curve.success,
+        reached[0] if reached else None,
+        time.perf_counter() - start,
+        hyper,
+    )
+
+
+def parse_args(argv: list[str] | None = None) -> TrainArgs:
+    """The settings of one run from the command line (one flag per :class:`TrainArgs` field)."""
+    return cli.parse_settings(TrainArgs, argv, description=__doc__.splitlines()[0])
+
+
+def cli_main(argv: list[str] | None = None) -> RunResult:
+    """``python -m baselines.train``: parse, train, print the outcome (errors as messages)."""
+    run_args = parse_args(argv)
+    try:
+        result = main(run_args)
+    except ValueError as err:
+        raise SystemExit(f"error: {err}") from None
+    print(
+        f"final success {result.final_success:.3f}; steps to {run_args.target_success}: "
+        f"{result.steps_to_target}; {result.wall_time:.1f} s"
+    )
+    return result
