@@ -25,7 +25,7 @@ def test_jacobian_route_equals_autograd_gradient():
     via_jacobian = jac.T @ s_all  # sum over groups of J^T g_k
     actor = snr_network._Actor(policy)
     obs = th.as_tensor(
-        np.stack([env._observe(env.model().states[int(s)]) for s in batch.state_ids]),
+        np.stack([env.dynamics.observe(env.model().states[int(s)]) for s in batch.state_ids]),
         dtype=th.float32,
     )
     logp = th.log_softmax(actor(obs), dim=1)[

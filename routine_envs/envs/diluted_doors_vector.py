@@ -384,7 +384,7 @@ class DilutedDoorsVectorEnv(gym.vector.VectorEnv):
         return key
 
     def _state_ids(self, key: np.ndarray, p: np.ndarray, length: np.ndarray) -> np.ndarray:
-        """``state_id`` (int64) of each state, as ``DilutedDoorsEnv._state_id``."""
+        """``state_id`` (int64) of each state, as ``DoorsDynamics.state_id``."""
         state_id = self._id_base.take(key)
         state_id += self._corridor_offset.take(length)
         state_id += p
@@ -393,7 +393,7 @@ class DilutedDoorsVectorEnv(gym.vector.VectorEnv):
     def _observe(
         self, key: np.ndarray, state_id: np.ndarray, p: np.ndarray, length: np.ndarray
     ) -> np.ndarray:
-        """Observations ``(len(key), num_floors + 5)`` float32, as ``DilutedDoorsEnv._observe``."""
+        """Observations ``(len(key), num_floors + 5)`` float32, as ``DoorsDynamics.observe``."""
         if self._obs_table is not None:
             return self._obs_table.take(state_id, axis=0)  # take: much faster than [...]
         return self._observe_columns(key, p, length)
