@@ -103,9 +103,29 @@ class DictWalkDynamics(WalkDynamics):
         return {"cell": state, "parity": np.array([state % 2], dtype=np.float32)}
 
 
+@dataclass(frozen=True)
+class InterleavedWalkDynamics(WalkDynamics):
+    """The walk with its model's transitions interleaved across ``(state, action)``s (each one's
+    outcomes still in their order): the vector env must sort them."""
+
+    def build_model(self):
+        model = super().build_model()
+        sa = model.state * model.num_actions + model.action
+        rng = np.random.default_rng(0)
+        r = rng.random(sa.size)  # random positions, then given out in order within each group
+        by_group = np.argsort(sa, kind="stable")
+        positions = np.empty(sa.size)
+        positions[by_group] = r[np.lexsort((r, sa))]
+        order = np.argsort(positions)
+        columns = ("state", "action", "prob", "next_state", "reward", "terminated")
+        return dataclasses.replace(model, **{c: getattr(model, c)[order] for c in columns})
+
+
 class WalkEnv(RoutineEnv):
-    def __init__(self, size=6, slip=0.25, dict_obs=False, max_steps=None, render_mode=None):
-        kind = DictWalkDynamics if dict_obs else WalkDynamics
+    def __init__(
+        self, size=6, slip=0.25, dict_obs=False, max_steps=None, render_mode=None, mixed=False
+    ):
+        kind = DictWalkDynamics if dict_obs else InterleavedWalkDynamics if mixed else WalkDynamics
         super().__init__(kind(size, slip), render_mode, max_steps)
 
 
@@ -202,6 +222,7 @@ CONFIGS = [
     (BUTTON, {"num_buttons": 2, "payout": 1.0, "length": 2}),
     (WALK, {}),
     (WALK, {"dict_obs": True, "slip": 0.5}),
+    (WALK, {"mixed": True, "size": 9}),
 ]
 
 

@@ -109,8 +109,7 @@ class ModelVectorEnv(gym.vector.VectorEnv):
     do not batch into one array (``Dict``, ``Text``, ...) are always computed per step.
     """
 
-    #: the defaults; an instance's ``metadata`` holds its own ``autoreset_mode``.
-    metadata: dict[str, Any] = {  # noqa: RUF012 (as gymnasium.vector.VectorEnv declares it)
+    metadata: dict[str, Any] = {  # noqa: RUF012 (defaults, as VectorEnv declares it)
         "autoreset_mode": AutoresetMode.NEXT_STEP,
         "render_modes": [],
     }
@@ -143,7 +142,6 @@ class ModelVectorEnv(gym.vector.VectorEnv):
         self.max_episode_steps = max_episode_steps
         self.autoreset_mode = mode
         self.metadata = {**type(self).metadata, "autoreset_mode": mode}
-        self.render_mode = None
 
         space = dynamics.observation_space if single is None else single.observation_space
         self.single_observation_space = space
@@ -174,7 +172,9 @@ class ModelVectorEnv(gym.vector.VectorEnv):
         # each (state, action)'s outcomes, contiguous and in the model's (= outcomes') order
         starts = np.flatnonzero(np.concatenate(([True], sa[1:] != sa[:-1]))) if sa.size else sa
         order = None
-        if np.unique(sa[starts]).size != starts.size:  # not contiguous: sort, stably
+        seen = np.zeros(num_states * num_actions, dtype=bool)
+        seen[sa[starts]] = True  # a (state, action) starting twice collapses: not contiguous
+        if int(np.count_nonzero(seen)) != starts.size:  # then sort, stably
             order = np.argsort(sa, kind="stable")
             sa = sa[order]
             starts = np.flatnonzero(np.concatenate(([True], sa[1:] != sa[:-1])))
