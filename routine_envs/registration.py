@@ -15,6 +15,9 @@ class EnvEntry:
     ``max_episode_steps`` is ``None`` for environments whose episodes end by construction within a
     bound that depends on their keyword arguments: a fixed Gymnasium ``TimeLimit`` would cut
     episodes of larger configurations short. ``rho`` says what sets the decision density.
+    ``vector_entry_point`` is a hand-written native vector env; ``None`` gives every row with
+    dynamics the generic :class:`~routine_envs.envs.model_vector.ModelVectorEnv`, driven by its
+    exact model (``gym.make_vec(id, num_envs)``).
     """
 
     id: str
@@ -142,13 +145,18 @@ def entry(env_id: str) -> EnvEntry:
 def register_all() -> None:
     """Register every row of :data:`ENVIRONMENTS` and :data:`TEAM_ADAPTERS` (ids already
     registered are left alone)."""
+    from routine_envs.envs.model_vector import make_model_vector_env
+
     for entry in (*ENVIRONMENTS, *TEAM_ADAPTERS):
         if entry.id in gym.registry:
             continue
+        vector = entry.vector_entry_point
+        if vector is None and entry in ENVIRONMENTS:
+            vector = make_model_vector_env(entry.entry_point)
         gym.register(
             id=entry.id,
             entry_point=entry.entry_point,
-            vector_entry_point=entry.vector_entry_point,
+            vector_entry_point=vector,
             max_episode_steps=entry.max_episode_steps,
             kwargs=dict(entry.kwargs),
         )

@@ -328,3 +328,26 @@ def test_team_bad_actions_are_refused(team_name):
         env.step({a: env.num_actions for a in env.agents})
     with pytest.raises(ValueError, match="every live agent"):
         env.step({env.agents[0]: 0})
+
+
+def test_native_vector_env_equals_sync(env_id):
+    """``gym.make_vec(id)`` (the native vector env of every id) returns what ``SyncVectorEnv``
+    over single envs returns, step by step, bit for bit."""
+    if env_id == "ContributedButton-v0":
+        pytest.skip("registered without a vector entry point (gym.register outside the table)")
+    kwargs = SMALL.get(env_id, {})
+    native = gym.make_vec(env_id, num_envs=3, **kwargs)
+    sync = gym.make_vec(env_id, num_envs=3, vectorization_mode="sync", **kwargs)
+    assert not isinstance(native, gym.vector.SyncVectorEnv)
+    rng = np.random.default_rng(0)
+    dynamics = native.unwrapped.dynamics if hasattr(native.unwrapped, "dynamics") else None
+    out_native, out_sync = [native.reset(seed=5)], [sync.reset(seed=5)]
+    for _ in range(60):
+        if dynamics is not None and dynamics.has_action_masks:
+            masks = [e.unwrapped.action_masks() for e in sync.envs]
+            actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+        else:
+            actions = rng.integers(native.single_action_space.n, size=3)
+        out_native.append(native.step(actions))
+        out_sync.append(sync.step(actions))
+    assert same(out_native, out_sync)

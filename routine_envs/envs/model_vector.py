@@ -218,7 +218,7 @@ class ModelVectorEnv(gym.vector.VectorEnv):
         self._critical_table = critical
         self._success_table = dynamics.success_table()
         self._success_cache: dict[int, bool] = {}
-        self._gaps = dynamics.action_gaps() if dynamics.approximate_routine else None
+        self._gaps = dynamics.action_gaps() if dynamics.reports_action_gap else None
         reachable, states = model.reachable, self._states
         self._observations: _RowTable | None = None
         probe = create_empty_array(self.single_observation_space, 1)
