@@ -14,8 +14,13 @@ state in which the *next* action is taken:
     state, where no action is taken.
 ``state_id`` (int)
     Canonical id of the underlying (Markov) state, in ``[0, env.unwrapped.num_states)``. Equal
-    states give equal ids, so ids can index tabular policies and values, or group identical
-    states across episodes.
+    states give equal ids, so ids can index tabular policies and values. The state may hold what
+    the observation hides (a hidden bug, the layout's outcome so far): ``state_id`` is
+    *privileged*, and grouping steps by it is an explicit, named choice.
+``anchor`` (int)
+    An observation-only grouping key: a stable 63-bit hash of the observation alone
+    (:func:`observation_anchor`), so equal observations give equal anchors in every process and
+    run. Estimators that group steps (GiGPO's step groups) group by it unless asked otherwise.
 
 At the end of an episode (``terminated or truncated``) additionally:
 
@@ -47,6 +52,7 @@ has ``action_masks()``, the sb3-contrib ``MaskablePPO`` protocol):
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -54,12 +60,13 @@ import numpy as np
 
 CRITICAL: Final = "critical"
 STATE_ID: Final = "state_id"
+ANCHOR: Final = "anchor"
 SUCCESS: Final = "success"
 NUM_CRITICAL: Final = "num_critical"
 EPISODE_LENGTH: Final = "episode_length"
 DECISION_DENSITY: Final = "decision_density"
 
-STEP_KEYS: Final = (CRITICAL, STATE_ID)
+STEP_KEYS: Final = (CRITICAL, STATE_ID, ANCHOR)
 """Keys present in ``info`` on ``reset`` and every ``step``."""
 EPISODE_END_KEYS: Final = (SUCCESS, NUM_CRITICAL, EPISODE_LENGTH, DECISION_DENSITY)
 """Keys added to ``info`` on the step that ends an episode."""
@@ -69,6 +76,28 @@ INVALID_ACTION: Final = "invalid_action"
 OPTIONAL_KEYS: Final = (ACTION_GAP, ACTION_MASK, INVALID_ACTION)
 """Keys some environments add on ``reset`` and every ``step``."""
 ALL_KEYS: Final = STEP_KEYS + EPISODE_END_KEYS
+
+
+def observation_anchor(observation: Any) -> int:
+    """The ``anchor`` of an observation: a stable 63-bit hash (blake2b) of its dtype, shape and
+    bytes (of its UTF-8 text for a string, of its items in key order for a dict), equal for
+    equal observations in every process, as a non-negative int."""
+    digest = hashlib.blake2b(digest_size=8)
+    _feed(digest, observation)
+    return int.from_bytes(digest.digest(), "little") >> 1
+
+
+def _feed(digest: Any, observation: Any) -> None:
+    if isinstance(observation, str):
+        digest.update(b"s" + observation.encode())
+    elif isinstance(observation, Mapping):
+        for key in sorted(observation):
+            digest.update(b"k" + str(key).encode())
+            _feed(digest, observation[key])
+    else:
+        array = np.ascontiguousarray(observation)
+        digest.update(f"{array.dtype.str}{array.shape}".encode())
+        digest.update(array.tobytes())
 
 
 def decision_density(critical: Sequence[bool] | np.ndarray) -> float:
@@ -101,6 +130,9 @@ def check_step_info(info: Mapping[str, Any], num_states: int | None = None) -> N
         raise ValueError(f"info[{STATE_ID!r}] must be an int, got {type(state_id).__name__}")
     if num_states is not None and not 0 <= state_id < num_states:
         raise ValueError(f"info[{STATE_ID!r}]={state_id} is outside [0, {num_states})")
+    anchor = info[ANCHOR]
+    if not isinstance(anchor, (int, np.integer)) or isinstance(anchor, bool) or anchor < 0:
+        raise ValueError(f"info[{ANCHOR!r}] must be a non-negative int, got {anchor!r}")
 
 
 def check_episode_end_info(info: Mapping[str, Any]) -> None:

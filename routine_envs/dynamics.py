@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 import gymnasium as gym
 import numpy as np
 
+from routine_envs.annotations import observation_anchor
 from routine_envs.oracle import (
     OracleValues,
     Outcome,
@@ -137,6 +138,32 @@ class Dynamics(ABC, Generic[StateType, ObsType]):
     def action_mask(self, state: StateType) -> np.ndarray | None:
         """The valid actions in ``state``, bool ``(num_actions,)``; ``None``: all are valid."""
         return None
+
+    def anchor(self, state: StateType) -> int:
+        """The ``anchor`` of ``state``'s observation (:func:`annotations.observation_anchor`),
+        computed once per state."""
+        anchors = self._cached("anchors", dict)
+        value = anchors.get(state)
+        if value is None:
+            value = anchors[state] = observation_anchor(self.observe(state))
+        return value
+
+    def anchors_of(self, state_ids: np.ndarray) -> np.ndarray:
+        """The anchors of many states by id, int64 of the shape of ``state_ids`` (each computed
+        once and kept: in a table over every id up to 2**22 states, else in a dict)."""
+        ids = np.asarray(state_ids, dtype=np.int64)
+        if self.num_states <= 1 << 22:
+            table = self._cached("anchor_table", lambda: np.full(self.num_states, -1, np.int64))
+            values = table[ids]
+            missing = np.unique(ids[values < 0])
+            if missing.size:
+                table.setflags(write=True)
+                table[missing] = [self.anchor(self.state_from_id(int(i))) for i in missing]
+                table.setflags(write=False)
+                values = table[ids]
+            return values
+        flat = [self.anchor(self.state_from_id(int(i))) for i in ids.ravel()]
+        return np.asarray(flat, dtype=np.int64).reshape(ids.shape)
 
     def describe(self, state: StateType) -> str:
         """A short text description of ``state``, as an agent would be told it."""

@@ -5,11 +5,30 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from routine_envs import annotations as keys
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_observation_anchor_is_stable_and_observation_only():
+    obs = np.array([0.0, 1.0, 0.5], dtype=np.float32)
+    assert keys.observation_anchor(obs) == keys.observation_anchor(obs.copy())
+    assert keys.observation_anchor(obs) != keys.observation_anchor(obs.astype(np.float64))
+    assert keys.observation_anchor(obs) != keys.observation_anchor(obs[::-1].copy())
+    assert keys.observation_anchor("text") == keys.observation_anchor("text")
+    assert 0 <= keys.observation_anchor(obs) < 2**63
+    # the same in another process (no per-process hash seed)
+    code = "import numpy as np; from routine_envs import annotations as k; " + (
+        "print(k.observation_anchor(np.array([0.0, 1.0, 0.5], dtype=np.float32)))"
+    )
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert int(out.stdout) == keys.observation_anchor(obs)
 
 
 def test_decision_density_helper():
@@ -19,12 +38,14 @@ def test_decision_density_helper():
 
 
 def test_check_step_info_rejects_broken_infos():
-    keys.check_step_info({"critical": True, "state_id": 3}, num_states=4)
+    keys.check_step_info({"critical": True, "state_id": 3, "anchor": 7}, num_states=4)
     for info, match in [
-        ({"state_id": 1}, "critical"),
-        ({"critical": 1, "state_id": 1}, "bool"),
-        ({"critical": True, "state_id": 1.0}, "int"),
-        ({"critical": True, "state_id": 9}, "outside"),
+        ({"state_id": 1, "anchor": 0}, "critical"),
+        ({"critical": 1, "state_id": 1, "anchor": 0}, "bool"),
+        ({"critical": True, "state_id": 1.0, "anchor": 0}, "int"),
+        ({"critical": True, "state_id": 9, "anchor": 0}, "outside"),
+        ({"critical": True, "state_id": 1}, "anchor"),
+        ({"critical": True, "state_id": 1, "anchor": -1}, "anchor"),
     ]:
         with pytest.raises(ValueError, match=match):
             keys.check_step_info(info, num_states=4)

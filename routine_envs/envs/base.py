@@ -176,7 +176,8 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
         self._num_critical = 0
         self._critical_now = dynamics.is_critical(state)
         self.history = EpisodeHistory([state], [])
-        return self._observation(), self._step_info(state, None)
+        obs = self._observation()
+        return obs, self._step_info(state, None, obs)
 
     def step(self, action: Any) -> tuple[ObsType, float, bool, bool, dict[str, Any]]:
         """Take ``action``; raises :class:`InvalidActionError` for an action outside the space and
@@ -205,14 +206,15 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
         history.states.append(nxt)
         self._state = nxt
         self._critical_now = False if terminated else dynamics.is_critical(nxt)
-        info = self._step_info(nxt, (state, a))
+        obs = self._observation()
+        info = self._step_info(nxt, (state, a), obs)
         truncated = (
             not terminated and self.max_steps is not None and self._episode_length >= self.max_steps
         )
         if terminated or truncated:
             self._finished = True
             info.update(self._episode_end_info(nxt))
-        return self._observation(), float(reward), bool(terminated), truncated, info
+        return obs, float(reward), bool(terminated), truncated, info
 
     def render(self) -> str | np.ndarray | None:
         """``"ansi"``: a text picture; ``"rgb_array"``: an ``(H, W, 3)`` uint8 image."""
@@ -241,15 +243,31 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
         """Whether the next action, taken in the current state, can change the expected return."""
         return self._critical_now
 
+    #: the observation shows more than the state (e.g. a transcript's last call): the anchor is
+    #: then hashed from each observation instead of cached per state.
+    observation_shows_history: ClassVar[bool] = False
+
     def _observation(self) -> ObsType:
         """The observation of the current state (an env whose observation also shows the
-        history, e.g. a transcript, overrides this)."""
+        history, e.g. a transcript, overrides this and sets ``observation_shows_history``)."""
         return self.dynamics.observe(self._state)
 
-    def _step_info(self, state: StateType, taken: tuple[StateType, int] | None) -> dict[str, Any]:
-        """Per-step info for ``state``, just reached by ``taken`` (previous state, action)."""
+    def _step_info(
+        self, state: StateType, taken: tuple[StateType, int] | None, obs: ObsType
+    ) -> dict[str, Any]:
+        """Per-step info for ``state``, just reached by ``taken`` (previous state, action), seen
+        as ``obs``."""
         dynamics = self.dynamics
-        info = {keys.CRITICAL: self._critical_now, keys.STATE_ID: dynamics.state_id(state)}
+        anchor = (
+            keys.observation_anchor(obs)
+            if self.observation_shows_history
+            else dynamics.anchor(state)
+        )
+        info = {
+            keys.CRITICAL: self._critical_now,
+            keys.STATE_ID: dynamics.state_id(state),
+            keys.ANCHOR: anchor,
+        }
         if self._reports_gap:
             info[keys.ACTION_GAP] = dynamics.action_gap(state)
         if self._masked:

@@ -364,10 +364,11 @@ class DilutedDoorsEnv(RoutineEnv[np.ndarray, DoorsState]):
 
     ## Information
 
-    The keys of :mod:`routine_envs.annotations`: ``critical`` and ``state_id`` on every
-    ``reset``/``step``; ``success``, ``num_critical``, ``episode_length`` and ``decision_density``
-    at the end. ``critical`` is true exactly at the doors while the return can still change: every
-    door with ``"fraction"``, doors with no earlier mistake with ``"success"``.
+    The keys of :mod:`routine_envs.annotations`: ``critical``, ``state_id`` and ``anchor`` (a stable
+    hash of the observation) on every ``reset``/``step``; ``success``, ``num_critical``,
+    ``episode_length`` and ``decision_density`` at the end. ``critical`` is true exactly at the
+    doors while the return can still change: every door with ``"fraction"``, doors with no earlier
+    mistake with ``"success"``.
 
     ## Arguments
 

@@ -412,12 +412,13 @@ class DilutedDoorsV1Env(RoutineEnv[np.ndarray, PathState]):
 
     ## Information
 
-    The keys of :mod:`routine_envs.annotations`: ``critical`` and ``state_id`` on every
-    ``reset``/``step``; ``success``, ``num_critical``, ``episode_length`` and ``decision_density``
-    at the end. ``critical`` is true exactly at the doors while the return can still change: every
-    door with ``"fraction"``, doors with no earlier mistake with ``"success"``. ``state_id``
-    encodes the path of doors chosen (the Markov state) and is privileged: it reveals nothing of
-    the outcome either, but equal observations give equal ids only in ``"actions"`` mode.
+    The keys of :mod:`routine_envs.annotations`: ``critical``, ``state_id`` and ``anchor`` (a stable
+    hash of the observation) on every ``reset``/``step``; ``success``, ``num_critical``,
+    ``episode_length`` and ``decision_density`` at the end. ``critical`` is true exactly at the
+    doors while the return can still change: every door with ``"fraction"``, doors with no earlier
+    mistake with ``"success"``. ``state_id`` encodes the path of doors chosen (the Markov state) and
+    is privileged: it reveals nothing of the outcome either, but equal observations give equal ids
+    only in ``"actions"`` mode.
 
     ## Arguments
 

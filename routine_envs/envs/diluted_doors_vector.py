@@ -254,6 +254,7 @@ class DilutedDoorsVectorEnv(gym.vector.VectorEnv):
         f, p, length, c = self._floor, self._position, self._length, self._correct
         key = self._key(f, c, p == 0)
         all_ids = self._state_ids(key, p, length)
+        anchors = self.dynamics.anchors_of(all_ids)
         if mask is None:
             set_mask = np.ones(self.num_envs, dtype=bool)
             critical, state_id = self._critical.copy(), all_ids.copy()
@@ -261,11 +262,14 @@ class DilutedDoorsVectorEnv(gym.vector.VectorEnv):
             set_mask = np.zeros(self.num_envs, dtype=bool)
             set_mask[index] = True
             critical, state_id = self._critical & set_mask, all_ids * set_mask
+            anchors = anchors * set_mask
         infos = {
             keys.CRITICAL: critical,
             "_" + keys.CRITICAL: set_mask,
             keys.STATE_ID: state_id,
             "_" + keys.STATE_ID: set_mask.copy(),
+            keys.ANCHOR: anchors,
+            "_" + keys.ANCHOR: set_mask.copy(),
         }
         return self._observe(key, all_ids, p, length), infos
 
@@ -332,11 +336,15 @@ class DilutedDoorsVectorEnv(gym.vector.VectorEnv):
                 final_obs[i] = row
             state_id = np.zeros(self.num_envs, dtype=np.int64)
             state_id[index] = final_ids
+            anchors = np.zeros(self.num_envs, dtype=np.int64)
+            anchors[index] = self.dynamics.anchors_of(final_ids)
             final_info = {
                 keys.CRITICAL: self._critical & ended,
                 "_" + keys.CRITICAL: ended,
                 keys.STATE_ID: state_id,
                 "_" + keys.STATE_ID: ended.copy(),
+                keys.ANCHOR: anchors,
+                "_" + keys.ANCHOR: ended.copy(),
                 **self._episode_end_infos(ended),
             }
             infos.update(
@@ -360,6 +368,8 @@ class DilutedDoorsVectorEnv(gym.vector.VectorEnv):
         infos["_" + keys.CRITICAL] = all_set
         infos[keys.STATE_ID] = state_id
         infos["_" + keys.STATE_ID] = all_set.copy()
+        infos[keys.ANCHOR] = self.dynamics.anchors_of(state_id)
+        infos["_" + keys.ANCHOR] = all_set.copy()
         return self._observe(key, state_id, p, length), rewards, terminated, truncated, infos
 
     # --------------------------------------------------------------------------- internals

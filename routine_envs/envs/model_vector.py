@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -393,6 +394,7 @@ class ModelVectorEnv(gym.vector.VectorEnv):
         values: dict[str, np.ndarray] = {
             keys.CRITICAL: self._critical.copy(),
             keys.STATE_ID: state.copy(),
+            keys.ANCHOR: self.dynamics.anchors_of(state),
         }
         if self._gaps is not None:
             values[keys.ACTION_GAP] = self._gaps.take(state)
@@ -669,16 +671,18 @@ def autoreset_mode_of(value: AutoresetMode | str) -> AutoresetMode:
         ) from None
 
 
-def make_model_vector_env(
-    entry_point: str | Callable[..., gym.Env],
-) -> Callable[..., ModelVectorEnv]:
+@dataclass(frozen=True)
+class ModelVectorEntryPoint:
     """A ``vector_entry_point`` building a :class:`ModelVectorEnv` over the single env that
-    ``entry_point`` (``"module:Class"``, resolved on first call, or a callable) builds from the
+    ``entry_point`` (``"module:Class"``, resolved on each call, or a callable) builds from the
     keyword arguments. ``gym.make_vec(id, num_envs, max_episode_steps=..., autoreset_mode=...,
     **kwargs)`` calls it as ``creator(num_envs=..., **kwargs)``; the env kwargs go to the single
-    env, the others to the vector env."""
+    env, the others to the vector env. A module-level class, so env specs that hold it pickle."""
 
-    def vector_entry_point(
+    entry_point: str | Callable[..., gym.Env]
+
+    def __call__(
+        self,
         num_envs: int = 1,
         *,
         max_episode_steps: int | None = None,
@@ -686,7 +690,8 @@ def make_model_vector_env(
         render_mode: str | None = None,
         **kwargs: Any,
     ) -> ModelVectorEnv:
-        creator = load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
+        entry = self.entry_point
+        creator = load_env_creator(entry) if isinstance(entry, str) else entry
         return ModelVectorEnv(
             creator(**kwargs),
             num_envs,
@@ -695,6 +700,7 @@ def make_model_vector_env(
             render_mode=render_mode,
         )
 
-    name = entry_point if isinstance(entry_point, str) else getattr(entry_point, "__name__", "")
-    vector_entry_point.__doc__ = f"ModelVectorEnv over {name} (see make_model_vector_env)."
-    return vector_entry_point
+
+def make_model_vector_env(entry_point: str | Callable[..., gym.Env]) -> ModelVectorEntryPoint:
+    """The ``vector_entry_point`` of a registration: a :class:`ModelVectorEntryPoint`."""
+    return ModelVectorEntryPoint(entry_point)

@@ -566,11 +566,11 @@ class RoutineGridEnv(RoutineEnv[np.ndarray, int]):
 
     ## Information
 
-    The keys of :mod:`routine_envs.annotations`: ``critical`` and ``state_id`` on every
-    ``reset``/``step``; ``success`` (the goal was reached), ``num_critical``, ``episode_length``
-    and ``decision_density`` at the end. Also ``action_gap`` (float, on every reset/step): the
-    exact optimal action gap of the state just observed (0 on terminal cells). ``critical`` is
-    ``action_gap > critical_tolerance``.
+    The keys of :mod:`routine_envs.annotations`: ``critical``, ``state_id`` and ``anchor`` (a stable
+    hash of the observation) on every ``reset``/``step``; ``success`` (the goal was reached),
+    ``num_critical``, ``episode_length`` and ``decision_density`` at the end. Also ``action_gap``
+    (float, on every reset/step): the exact optimal action gap of the state just observed (0 on
+    terminal cells). ``critical`` is ``action_gap > critical_tolerance``.
 
     ## Arguments
 

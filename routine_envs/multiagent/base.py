@@ -28,6 +28,7 @@ from gymnasium.utils import seeding
 from pettingzoo import ParallelEnv
 
 from routine_envs import annotations as keys
+from routine_envs.annotations import observation_anchor
 from routine_envs.dynamics import Dynamics
 from routine_envs.envs import validation
 from routine_envs.envs.base import (
@@ -122,6 +123,14 @@ class TeamDynamics(Dynamics[StateType, np.ndarray]):
     def observe(self, state: StateType) -> np.ndarray:
         """Every agent's observation, concatenated (agent 0 first): for centralized critics."""
         return np.concatenate([self.observe_agent(state, i) for i in range(self.team_size)])
+
+    def agent_anchor(self, state: StateType, agent: int) -> int:
+        """The ``anchor`` of agent ``agent``'s observation of ``state`` (computed once)."""
+        anchors = self._cached("agent_anchors", dict)
+        value = anchors.get((state, agent))
+        if value is None:
+            value = anchors[state, agent] = observation_anchor(self.observe_agent(state, agent))
+        return value
 
     # ---------------------------------------------------------- derived: per-agent truth
     def is_agent_critical(self, state: StateType, agent: int) -> bool:
@@ -334,7 +343,7 @@ class TeamEnv(ParallelEnv[str, np.ndarray, int], Generic[StateType]):
         observations = {
             name: dynamics.observe_agent(state, i) for i, name in enumerate(self.agents)
         }
-        infos = {name: self._step_info(sid, i) for i, name in enumerate(self.agents)}
+        infos = {name: self._step_info(state, sid, i) for i, name in enumerate(self.agents)}
         return observations, infos
 
     def step(
@@ -379,7 +388,7 @@ class TeamEnv(ParallelEnv[str, np.ndarray, int], Generic[StateType]):
         sid = dynamics.state_id(nxt)
         agents = self.agents
         observations = {name: dynamics.observe_agent(nxt, i) for i, name in enumerate(agents)}
-        infos = {name: self._step_info(sid, i) for i, name in enumerate(agents)}
+        infos = {name: self._step_info(nxt, sid, i) for i, name in enumerate(agents)}
         if terminated or truncated:
             success = bool(dynamics.is_success(nxt))
             for i, name in enumerate(agents):
@@ -442,8 +451,12 @@ class TeamEnv(ParallelEnv[str, np.ndarray, int], Generic[StateType]):
     def _critical_flags(self, state: StateType) -> tuple[bool, ...]:
         return tuple(bool(self.dynamics.is_agent_critical(state, i)) for i in range(self.team_size))
 
-    def _step_info(self, state_id: int, agent: int) -> dict[str, Any]:
-        return {keys.CRITICAL: self._critical_now[agent], keys.STATE_ID: state_id}
+    def _step_info(self, state: StateType, state_id: int, agent: int) -> dict[str, Any]:
+        return {
+            keys.CRITICAL: self._critical_now[agent],
+            keys.STATE_ID: state_id,
+            keys.ANCHOR: self.dynamics.agent_anchor(state, agent),
+        }
 
     # ------------------------------------------------------- the exact model (the dynamics')
     @property

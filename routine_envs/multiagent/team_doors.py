@@ -246,7 +246,8 @@ class TeamDilutedDoorsEnv(TeamEnv[DoorsState]):
     ## Information
 
     ``infos[agent]`` on ``reset`` and every ``step``: ``critical`` (can *this agent's* action
-    change the expected team return?) and ``state_id`` (the canonical id of the joint state, the
+    change the expected team return?), ``anchor`` (a stable hash of this agent's observation)
+    and ``state_id`` (the canonical id of the joint state, the
     same for every agent and equal to the single-agent env's id of that state). At the end, per
     agent: ``success`` (the team's), ``num_critical`` (this agent's critical steps),
     ``episode_length`` (steps of the team episode) and ``decision_density`` (``num_critical /

@@ -133,6 +133,7 @@ class TurnBasedTeamEnv(gym.Env[np.ndarray, np.int64]):
         return {
             keys.CRITICAL: info[keys.CRITICAL],
             keys.STATE_ID: info[keys.STATE_ID] * self.num_agents + turn,
+            keys.ANCHOR: info[keys.ANCHOR],  # the acting agent's observation is this turn's
         }
 
     # ------------------------------------------------------------------------------ oracle
