@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from routine_envs import annotations as keys
 from routine_envs.annotations import ACTION_MASK, INVALID_ACTION
+from routine_envs.dynamics import Dynamics
 from routine_envs.envs import CodeFixEnv, CodeState, InvalidActionError
 from routine_envs.envs.code_fix import CodeFixDynamics
 from routine_envs.envs.code_fix_text import (
@@ -230,6 +231,86 @@ def test_annotation_is_the_optimal_action_gap_over_valid_actions(kwargs):
     # the clairvoyant optimum fixes the bug on the first attempt, in the shortest episode
     clean = env.routine_length + 2
     assert model.initial @ opt.v == pytest.approx(1 - env.step_cost * clean, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"routine_length": 2, "signal_noise": 0.0},
+        {"num_modules": 2, "num_patches": 4, "signal_noise": 1.0, "routine_length": 3},
+        {"routine_length": 4, "step_cost": 0.02},
+        {"num_modules": 3, "routine_length": 3, "max_attempts": 3, "step_cost": 0.01},
+    ],
+)
+def test_dynamics_rules_agree_with_the_definitions(kwargs):
+    """The dynamics' own ``is_critical`` (by the rules) is the definition (the exact optimal gap
+    over the valid actions above the tolerance, ``Dynamics.is_critical``) on every reachable
+    state; ``state_from_id`` inverts ``state_id`` on every id."""
+    dyn = CodeFixEnv(**kwargs).unwrapped.dynamics
+    assert isinstance(dyn, CodeFixDynamics) and dyn.has_action_masks
+    model, q = dyn.model(), dyn.optimal().q
+    reachable = np.flatnonzero(model.reachable)
+    flags = []
+    for sid in reachable:
+        state = model.states[int(sid)]
+        assert dyn.state_id(state) == sid and dyn.state_from_id(int(sid)) == state
+        valid = q[sid, dyn.action_mask(state)]
+        gap = valid.max() - valid.min() if valid.size else 0.0
+        assert dyn.action_gap(state) == gap
+        assert Dynamics.is_critical(dyn, state) == (gap > dyn.critical_tolerance)
+        assert dyn.is_critical(state) == Dynamics.is_critical(dyn, state), state
+        flags.append(dyn.is_critical(state))
+    assert any(flags) and not all(flags)
+    for sid in range(dyn.num_states):
+        assert dyn.state_id(dyn.state_from_id(sid)) == sid
+    for bad in (-1, dyn.num_states):
+        with pytest.raises(ValueError, match="state_id"):
+            dyn.state_from_id(bad)
+
+
+def test_dynamics_are_immutable_and_shared():
+    env = CodeFixEnv(num_modules=3, routine_length=3)
+    dyn = env.unwrapped.dynamics
+    with pytest.raises(AttributeError):
+        dyn.num_modules = 5
+    assert copy.deepcopy(env).dynamics is dyn
+    assert dyn == CodeFixDynamics(num_modules=3, routine_length=3)
+    assert env.num_modules == dyn.num_modules and env.tool_calls is dyn.tool_calls
+    assert env.parse_action("open codegen") == dyn.parse_action("open codegen") == 9
+    env.reset(seed=0)
+    assert env.valid_actions() == np.flatnonzero(dyn.action_mask(env.state)).tolist()
+    with pytest.raises(ValueError, match="max_attempts=2 needs step_cost > 0"):
+        CodeFixDynamics(max_attempts=2)
+
+
+def test_describe_tells_what_the_agent_knows_and_nothing_hidden():
+    """On every reachable state the description is a function of the (vector) observation, so it
+    reveals neither the buggy module before the log is read nor an untested patch's effect, and
+    it tells apart every two observations."""
+    dyn = CodeFixDynamics(
+        num_modules=3, num_patches=2, routine_length=4, max_attempts=2, step_cost=0.01
+    )
+    model = dyn.model()
+    by_observation: dict[bytes, set[str]] = {}
+    for sid in np.flatnonzero(model.reachable):
+        state = model.states[int(sid)]
+        by_observation.setdefault(dyn.observe(state).tobytes(), set()).add(dyn.describe(state))
+    assert all(len(texts) == 1 for texts in by_observation.values())
+    assert len(set().union(*by_observation.values())) == len(by_observation)
+    start = CodeState(
+        bug=1,
+        pointer=0,
+        symptom=0,
+        log_read=0,
+        attempt=0,
+        phase=TRIAGE,
+        module=0,
+        progress=0,
+        fixed=0,
+    )
+    assert "optimizer" not in dyn.describe(start) and "parser" in dyn.describe(start)
+    assert "optimizer" in dyn.describe(start._replace(log_read=1))
 
 
 @pytest.mark.parametrize(
@@ -665,6 +746,21 @@ def test_render_modes():
     env.step(7)
     assert np.all(env.render() == (250, 200, 0), axis=-1).sum() == 0  # navigation: routine
     assert np.all(env.render() == (30, 80, 200), axis=-1).sum() > 0  # the open module
+    env = CodeFixEnv(routine_length=3, render_mode="rgb_array")  # the applied patch, from history
+    env.reset(seed=0)
+
+    def green() -> int:
+        return int(np.all(env.render() == (60, 170, 75), axis=-1).sum())
+
+    *before, apply = fix_calls(env, read_log=False)[:-2]
+    for a in before:
+        env.step(a)
+    assert green() == 0
+    env.step(apply)  # the right patch in the buggy module
+    assert green() > 0
+    env.step(SUBMIT)  # invalid before the tests: a no-op that does not hide the patch
+    env.step(RUN_TESTS)
+    assert green() > 0
 
 
 def test_docstring_example_episode_is_current():
