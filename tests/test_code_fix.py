@@ -17,11 +17,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from routine_envs import annotations as keys
+from routine_envs.annotations import ACTION_MASK, INVALID_ACTION
+from routine_envs.dynamics import Dynamics
 from routine_envs.envs import CodeFixEnv, CodeState, InvalidActionError
-from routine_envs.envs.code_fix import (
-    ACTION_MASK,
+from routine_envs.envs.code_fix import CodeFixDynamics
+from routine_envs.envs.code_fix_text import (
     DONE,
-    INVALID_ACTION,
     MODULE_NAMES,
     NAVIGATE,
     PATCH,
@@ -35,7 +36,7 @@ from routine_envs.envs.code_fix import (
     TESTED,
     TRIAGE,
 )
-from routine_envs.rendering.code_fix import example_transcript
+from routine_envs.rendering.code_fix import EXAMPLE_KWARGS, example_transcript
 from tests.utils import continue_episode, run_episode, sample_states, tabular_sampler
 
 
@@ -143,7 +144,7 @@ def test_retries_with_a_step_cost():
 
 def test_hidden_state_distribution_is_exact_and_sampled_on_np_random():
     env = CodeFixEnv(num_modules=3, num_patches=2, signal_noise=0.3)
-    initial = env._initial_outcomes()
+    initial = env.unwrapped.dynamics.initial_outcomes()
     assert sum(p for p, _ in initial) == pytest.approx(1.0, abs=1e-15)
     assert sum(p for p, s in initial if s.pointer == s.bug) == pytest.approx(0.7)
     assert all(p == pytest.approx(0.3 / 2 / 6) for p, s in initial if s.pointer != s.bug)
@@ -152,7 +153,7 @@ def test_hidden_state_distribution_is_exact_and_sampled_on_np_random():
         env.reset(seed=seed)
         hits.append(env.state.pointer == env.state.bug)
     assert abs(np.mean(hits) - 0.7) < 4 * math.sqrt(0.21 / 3000)
-    assert len(CodeFixEnv(signal_noise=0.0)._initial_outcomes()) == 4 * 3  # no zero-prob states
+    assert len(CodeFixDynamics(signal_noise=0.0).initial_outcomes()) == 4 * 3  # no zero-prob
 
 
 def test_vector_observation_layout():
@@ -191,7 +192,7 @@ def test_vector_observation_layout():
 def test_state_ids_are_canonical_and_invertible():
     env = CodeFixEnv(num_modules=3, num_patches=2, routine_length=4, max_attempts=2, step_cost=0.01)
     for sid in range(env.num_states):
-        assert env._state_id(env.describe_state(sid)) == sid
+        assert env.dynamics.state_id(env.describe_state(sid)) == sid
     model = env.model()
     assert np.flatnonzero(model.reachable).max() < env.num_states
     for sid in np.flatnonzero(model.reachable):  # every reachable state is reached by its id
@@ -216,12 +217,12 @@ def test_annotation_is_the_optimal_action_gap_over_valid_actions(kwargs):
     model, opt = env.model(), env.optimal()
     gap = env.valid_action_gap(opt)
     decide = np.flatnonzero(model.decision_states)
-    critical = np.array([env._is_critical(env.describe_state(int(s))) for s in decide])
+    critical = np.array([env.dynamics.is_critical(env.describe_state(int(s))) for s in decide])
     np.testing.assert_array_equal(gap[decide] > 1e-12, critical)
     assert critical.any() and not critical.all()
     assert np.all(gap[decide][~critical] == 0.0)  # exactly zero on routine states
     assert not any(
-        env._is_critical(env.describe_state(int(s))) for s in np.flatnonzero(model.terminal)
+        env.dynamics.is_critical(env.describe_state(int(s))) for s in np.flatnonzero(model.terminal)
     )
     if env.step_cost == 0.0:  # an invalid no-op has Q* = V*: the full gap is the valid gap
         np.testing.assert_array_equal(opt.action_gap, gap)
@@ -230,6 +231,86 @@ def test_annotation_is_the_optimal_action_gap_over_valid_actions(kwargs):
     # the clairvoyant optimum fixes the bug on the first attempt, in the shortest episode
     clean = env.routine_length + 2
     assert model.initial @ opt.v == pytest.approx(1 - env.step_cost * clean, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"routine_length": 2, "signal_noise": 0.0},
+        {"num_modules": 2, "num_patches": 4, "signal_noise": 1.0, "routine_length": 3},
+        {"routine_length": 4, "step_cost": 0.02},
+        {"num_modules": 3, "routine_length": 3, "max_attempts": 3, "step_cost": 0.01},
+    ],
+)
+def test_dynamics_rules_agree_with_the_definitions(kwargs):
+    """The dynamics' own ``is_critical`` (by the rules) is the definition (the exact optimal gap
+    over the valid actions above the tolerance, ``Dynamics.is_critical``) on every reachable
+    state; ``state_from_id`` inverts ``state_id`` on every id."""
+    dyn = CodeFixEnv(**kwargs).unwrapped.dynamics
+    assert isinstance(dyn, CodeFixDynamics) and dyn.has_action_masks
+    model, q = dyn.model(), dyn.optimal().q
+    reachable = np.flatnonzero(model.reachable)
+    flags = []
+    for sid in reachable:
+        state = model.states[int(sid)]
+        assert dyn.state_id(state) == sid and dyn.state_from_id(int(sid)) == state
+        valid = q[sid, dyn.action_mask(state)]
+        gap = valid.max() - valid.min() if valid.size else 0.0
+        assert dyn.action_gap(state) == gap
+        assert Dynamics.is_critical(dyn, state) == (gap > dyn.critical_tolerance)
+        assert dyn.is_critical(state) == Dynamics.is_critical(dyn, state), state
+        flags.append(dyn.is_critical(state))
+    assert any(flags) and not all(flags)
+    for sid in range(dyn.num_states):
+        assert dyn.state_id(dyn.state_from_id(sid)) == sid
+    for bad in (-1, dyn.num_states):
+        with pytest.raises(ValueError, match="state_id"):
+            dyn.state_from_id(bad)
+
+
+def test_dynamics_are_immutable_and_shared():
+    env = CodeFixEnv(num_modules=3, routine_length=3)
+    dyn = env.unwrapped.dynamics
+    with pytest.raises(AttributeError):
+        dyn.num_modules = 5
+    assert copy.deepcopy(env).dynamics is dyn
+    assert dyn == CodeFixDynamics(num_modules=3, routine_length=3)
+    assert env.num_modules == dyn.num_modules and env.tool_calls is dyn.tool_calls
+    assert env.parse_action("open codegen") == dyn.parse_action("open codegen") == 9
+    env.reset(seed=0)
+    assert env.valid_actions() == np.flatnonzero(dyn.action_mask(env.state)).tolist()
+    with pytest.raises(ValueError, match="max_attempts=2 needs step_cost > 0"):
+        CodeFixDynamics(max_attempts=2)
+
+
+def test_describe_tells_what_the_agent_knows_and_nothing_hidden():
+    """On every reachable state the description is a function of the (vector) observation, so it
+    reveals neither the buggy module before the log is read nor an untested patch's effect, and
+    it tells apart every two observations."""
+    dyn = CodeFixDynamics(
+        num_modules=3, num_patches=2, routine_length=4, max_attempts=2, step_cost=0.01
+    )
+    model = dyn.model()
+    by_observation: dict[bytes, set[str]] = {}
+    for sid in np.flatnonzero(model.reachable):
+        state = model.states[int(sid)]
+        by_observation.setdefault(dyn.observe(state).tobytes(), set()).add(dyn.describe(state))
+    assert all(len(texts) == 1 for texts in by_observation.values())
+    assert len(set().union(*by_observation.values())) == len(by_observation)
+    start = CodeState(
+        bug=1,
+        pointer=0,
+        symptom=0,
+        log_read=0,
+        attempt=0,
+        phase=TRIAGE,
+        module=0,
+        progress=0,
+        fixed=0,
+    )
+    assert "optimizer" not in dyn.describe(start) and "parser" in dyn.describe(start)
+    assert "optimizer" in dyn.describe(start._replace(log_read=1))
 
 
 @pytest.mark.parametrize(
@@ -329,7 +410,7 @@ def test_oracle_closed_forms():
     model = env.model()
     assert model.initial @ values.v == pytest.approx(1 / 6, abs=1e-14)
     decide = np.flatnonzero(model.decision_states)
-    routine = [s for s in decide if not env._is_critical(env.describe_state(int(s)))]
+    routine = [s for s in decide if not env.dynamics.is_critical(env.describe_state(int(s)))]
     mask = env.mask_table()
     assert np.abs(np.where(mask, values.advantage, 0.0)[routine]).max() == 0.0
     everything = env.oracle(np.full((env.num_states, env.action_space.n), 1 / env.action_space.n))
@@ -351,7 +432,7 @@ def test_masks_are_consistent_with_transitions():
             continue
         assert mask.any()
         for a in range(env.action_space.n):
-            ((prob, nxt, reward, done),) = env._outcomes(state, a)
+            ((prob, nxt, reward, done),) = env.dynamics.outcomes(state, a)
             assert prob == 1.0
             assert (nxt != state) == mask[a], (state, a)
             assert done == (mask[a] and a == SUBMIT)
@@ -370,9 +451,9 @@ def test_invalid_actions_are_flagged_no_ops():
         for a in np.flatnonzero(~info[ACTION_MASK]):
             twin = copy.deepcopy(branch)
             t = twin.unwrapped
-            before, length = t.state, t._episode_length
+            before, length = t.state, len(t.history.actions)
             obs, reward, terminated, _, nxt = twin.step(int(a))
-            assert t.state == before and t._episode_length == length + 1
+            assert t.state == before and len(t.history.actions) == length + 1
             assert reward == -0.01 and not terminated and nxt[INVALID_ACTION] is True
             assert nxt["critical"] == info["critical"] and nxt["state_id"] == info["state_id"]
             assert obs.startswith(f"$ {u.tool_calls[a]}\nerror: ") and "nothing changed" in obs
@@ -584,9 +665,12 @@ def test_deepcopy_branches_share_future_and_are_independent():
 def test_pickle_round_trip_preserves_future():
     env = gym.make("CodeFix-v0", routine_length=3)
     env.reset(seed=3)
-    env.unwrapped.model()
+    env.unwrapped.model()  # fills the caches of the dynamics: the model, every state's record
+    fresh = gym.make("CodeFix-v0", routine_length=3)
+    fresh.reset(seed=3)
+    assert pickle.dumps(env) == pickle.dumps(fresh)  # no cache is pickled: rebuilt on demand
     clone = pickle.loads(pickle.dumps(env))
-    assert clone.unwrapped._records == {} and clone.unwrapped._model_cache is None
+    assert clone.unwrapped.dynamics == env.unwrapped.dynamics
     for a in (READ_LOG, 7, 1, 9, 8, 12, 3, 6):
         o1, o2 = env.step(a), clone.step(a)
         np.testing.assert_array_equal(o1[0], o2[0])
@@ -662,11 +746,26 @@ def test_render_modes():
     env.step(7)
     assert np.all(env.render() == (250, 200, 0), axis=-1).sum() == 0  # navigation: routine
     assert np.all(env.render() == (30, 80, 200), axis=-1).sum() > 0  # the open module
+    env = CodeFixEnv(routine_length=3, render_mode="rgb_array")  # the applied patch, from history
+    env.reset(seed=0)
+
+    def green() -> int:
+        return int(np.all(env.render() == (60, 170, 75), axis=-1).sum())
+
+    *before, apply = fix_calls(env, read_log=False)[:-2]
+    for a in before:
+        env.step(a)
+    assert green() == 0
+    env.step(apply)  # the right patch in the buggy module
+    assert green() > 0
+    env.step(SUBMIT)  # invalid before the tests: a no-op that does not hide the patch
+    env.step(RUN_TESTS)
+    assert green() > 0
 
 
 def test_docstring_example_episode_is_current():
     doc = inspect.cleandoc(CodeFixEnv.__doc__)
-    transcript = example_transcript()
+    transcript = example_transcript(CodeFixEnv(**EXAMPLE_KWARGS))
     assert transcript in doc
     assert "success True, rho 0.4286" in transcript  # 3 / (3 + 4): the log was read
     for section in ("## Action Space", "rho = 2 / (2 + routine_length)", "## Example Episode"):

@@ -1,82 +1,27 @@
 """Code Fix: a mock multi-turn bug-fix session with tool actions, action masks, text observations
-and exact annotations of which turns matter."""
+and exact annotations of which turns matter: the public MDP :class:`CodeFixDynamics` and the env
+:class:`CodeFixEnv` (the words are in :mod:`~routine_envs.envs.code_fix_text`)."""
 
 from __future__ import annotations
 
+import itertools
 import numbers
-import string
 from collections.abc import Sequence
-from typing import Any, Final, NamedTuple
+from dataclasses import dataclass
+from typing import Any, ClassVar, NamedTuple
 
 import gymnasium as gym
 import numpy as np
 
-from routine_envs import annotations as keys
-from routine_envs.annotations import ACTION_MASK, INVALID_ACTION
+from routine_envs.dynamics import Dynamics
+from routine_envs.envs import code_fix_text as text
 from routine_envs.envs import validation
-from routine_envs.envs.base import InvalidActionError
-from routine_envs.envs.legacy_base import RoutineEnv
+from routine_envs.envs.base import RoutineEnv, check_discrete_action
+from routine_envs.envs.code_fix_text import DONE, NAVIGATE, PATCH, PATCHED, TESTED, TRIAGE
 from routine_envs.oracle import OracleValues, Outcome
+from routine_envs.rendering.code_fix import render_code_fix
 
 OBS_MODES = ("vector", "text")
-
-#: module names, in order; ``num_modules`` takes the first ones.
-MODULE_NAMES: Final = (
-    "parser",
-    "optimizer",
-    "codegen",
-    "runtime",
-    "lexer",
-    "linker",
-    "typechecker",
-    "scheduler",
-    "allocator",
-    "profiler",
-)
-#: the function on the failing code path of each module (for the transcripts).
-FUNCTION_NAMES: Final = (
-    "parse_expr",
-    "fold_constants",
-    "emit_call",
-    "dispatch",
-    "next_token",
-    "resolve_symbol",
-    "unify",
-    "pick_next",
-    "alloc_block",
-    "sample_stack",
-)
-#: symptom ``k``: the error the failing test raises, and the patch that fixes it.
-SYMPTOMS: Final = (
-    ("IndexError: list index out of range", "fix the off-by-one loop bound"),
-    ("TypeError: 'NoneType' object is not subscriptable", "add the missing None check"),
-    ("KeyError: 'scope'", "use the enclosing scope when the key is missing"),
-    ("ZeroDivisionError: division by zero", "guard the division against empty input"),
-    ("RecursionError: maximum recursion depth exceeded", "add the missing base case"),
-    ("AssertionError: expected 3, got -3", "restore the sign of the result"),
-    ("UnboundLocalError: cannot access local variable 'node'", "initialize node before the loop"),
-    ("AttributeError: 'Token' object has no attribute 'value'", "read the renamed Token.text"),
-)
-TESTS_PER_MODULE: Final = 12
-
-# phases of a session
-TRIAGE, NAVIGATE, PATCH, PATCHED, TESTED, DONE = range(6)
-PHASE_NAMES: Final = ("triage", "navigate", "patch", "patched", "tested", "done")
-
-# fixed tool actions; then ``open <module>`` and ``apply_patch <module> <k>`` (see the class doc)
-READ_LOG, SCROLL, READ, RUN_TESTS, RUN_RELATED, REVERT, SUBMIT = range(7)
-SIMPLE_TOOLS: Final = (
-    "read_log",
-    "scroll",
-    "read",
-    "run_tests",
-    "run_related_tests",
-    "revert",
-    "submit",
-)
-OPEN = len(SIMPLE_TOOLS)
-#: characters of the text observations (printable ASCII, tab and newline).
-TEXT_CHARSET: Final = frozenset(string.printable) - {"\r", "\x0b", "\x0c"}
 
 
 class CodeState(NamedTuple):
@@ -103,8 +48,7 @@ class CodeState(NamedTuple):
 
 
 class _Record(NamedTuple):
-    """What the environment computes once per state: its id, annotation, mask ``(n,)`` (read-only),
-    vector observation (read-only) and the outcomes of every action."""
+    """Computed once per state: id, annotation, mask, vector (read-only), every outcome."""
 
     state_id: int
     critical: bool
@@ -121,6 +65,332 @@ def _probability(name: str, value: Any) -> float:
     if not 0.0 <= value <= 1.0:
         raise ValueError(f"{name} must be in [0, 1], got {value}")
     return value
+
+
+@dataclass(frozen=True)
+class CodeFixDynamics(Dynamics[CodeState, np.ndarray]):
+    """The exact MDP of Code Fix over the hidden state (see :class:`CodeFixEnv` for the rules).
+
+    The fields are the configuration. ``state_id`` layout: blocks of ``(bug, pointer, symptom,
+    log_read, attempt)``, each with the positions triage | navigate ``(module, progress)`` |
+    patch ``module`` | patched, tested, done ``(module, fixed)``. Each state's id, annotation,
+    mask, vector observation and outcomes are computed once and kept (shared by every env).
+    ``critical`` is the optimal action gap over the *valid* actions (:meth:`action_gaps`).
+    """
+
+    num_modules: int = 4
+    num_patches: int = 3
+    routine_length: int = 10
+    signal_noise: float = 0.05
+    max_attempts: int = 1
+    step_cost: float = 0.0
+    layout_seed: int = 0
+
+    has_action_masks: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        M = validation.integer(
+            "num_modules", self.num_modules, minimum=2, maximum=len(text.MODULE_NAMES)
+        )
+        P = validation.integer(
+            "num_patches", self.num_patches, minimum=2, maximum=len(text.SYMPTOMS)
+        )
+        L = validation.integer("routine_length", self.routine_length, minimum=2)
+        noise = _probability("signal_noise", self.signal_noise)
+        A = validation.integer("max_attempts", self.max_attempts, minimum=1)
+        seed = validation.integer("layout_seed", self.layout_seed, minimum=0)
+        longest = A * (L + 2) + 1
+        step_cost = self.step_cost
+        if isinstance(step_cost, bool) or not isinstance(step_cost, numbers.Real):
+            raise ValueError(f"step_cost must be a real number >= 0, got {step_cost!r}")
+        limit = 1.0 / longest
+        if not 0.0 <= float(step_cost) < limit:  # NaN fails too
+            raise ValueError(
+                f"step_cost must be >= 0 and < 1 / (max_attempts * (routine_length + 2) + 1) "
+                f"= {limit:.6g}, so that a success always returns more than a failure; "
+                f"got {step_cost!r}"
+            )
+        if A > 1 and float(step_cost) == 0.0:
+            raise ValueError(
+                f"max_attempts={A} needs step_cost > 0: with free retries a mistake on an early "
+                "attempt costs nothing, so its optimal action gap (the critical annotation) "
+                "would be 0 although the choice matters to any other policy"
+            )
+        names = text.MODULE_NAMES[:M]
+        patch_order = tuple(int(x) for x in np.random.default_rng(seed).permutation(P))
+        patch0 = 1 + M * (L - 2)
+        self._derive(
+            num_modules=M,
+            num_patches=P,
+            routine_length=L,
+            signal_noise=noise,
+            max_attempts=A,
+            step_cost=float(step_cost),
+            layout_seed=seed,
+            module_names=names,  # MODULE_NAMES[:num_modules]
+            patch_order=patch_order,  # [j]: the symptom candidate patch j addresses
+            correct_patch=tuple(patch_order.index(k) for k in range(P)),  # [k]: fixes symptom k
+            num_sections=L - 2,  # navigation turns per fix
+            first_patch_action=text.OPEN + M,  # apply_patch <module 0> 0 (open <m>: OPEN + m)
+            tool_calls=text.tool_calls(names, P),  # the text form of every action
+            max_text_length=1024 + 48 * (M + 2 * P),  # bound on a text observation's length
+            _longest=longest,
+            _num_actions=text.OPEN + M + M * P,
+            _obs_dim=3 * M + P + 11,
+            _patch0=patch0,  # state_id layout: see the class docstring
+            _patched0=patch0 + M,
+            _tested0=patch0 + 3 * M,
+            _done0=patch0 + 5 * M,
+            _positions=patch0 + 7 * M,
+            _num_states=M * M * P * 2 * A * (patch0 + 7 * M),
+        )
+        initial = []  # bug and symptom uniform; the report right with probability 1 - noise
+        for bug, symptom, pointer in itertools.product(range(M), range(P), range(M)):
+            p = (1.0 - noise) if pointer == bug else noise / (M - 1)
+            if p > 0.0:
+                state = CodeState(bug, pointer, symptom, 0, 0, TRIAGE, 0, 0, 0)
+                initial.append((p / (M * P), state))
+        self._derive(_initial=tuple(initial), _records={}, _last=[(None, None)])
+
+    # ----------------------------------------------------------------------------- sizes
+    @property
+    def num_states(self) -> int:
+        return self._num_states
+
+    @property
+    def num_actions(self) -> int:
+        return self._num_actions
+
+    @property
+    def observation_space(self) -> gym.spaces.Box:
+        """The vector observation (``obs_mode="vector"``), ``Box(0, 1, (3M + P + 11,))``."""
+        return gym.spaces.Box(0.0, 1.0, (self._obs_dim,), np.float32)
+
+    @property
+    def decision_density(self) -> float:
+        """rho of a first-attempt fix without the log, ``K / (routine_length + 2)``: ``K = 2``
+        critical turns (module, patch), 3 when a retry is allowed (the submit decides too)."""
+        return (2 + (self.max_attempts > 1)) / (self.routine_length + 2)
+
+    @property
+    def max_episode_length(self) -> int:
+        """The longest episode of valid actions, ``max_attempts * (routine_length + 2) + 1``."""
+        return self._longest
+
+    # ----------------------------------------------------------------------- the dynamics
+    def initial_outcomes(self) -> Sequence[tuple[float, CodeState]]:
+        """The hidden state: bug and symptom uniform, the report right w.p. ``1 - noise``."""
+        return self._initial
+
+    def transitions(self, state: CodeState) -> list[tuple[int, CodeState]]:
+        """The valid actions of ``state`` and the (deterministic) next state of each."""
+        bug, pointer, symptom, log_read, attempt, phase, module, progress, _ = state
+        if phase == TRIAGE:
+            read = CodeState(bug, pointer, symptom, 1, attempt, TRIAGE, 0, 0, 0)
+            out = [] if log_read else [(text.READ_LOG, read)]
+            to = NAVIGATE if self.num_sections > 0 else PATCH
+            return out + [
+                (text.OPEN + m, CodeState(bug, pointer, symptom, log_read, attempt, to, m, 0, 0))
+                for m in range(self.num_modules)
+            ]
+        head = (bug, pointer, symptom, log_read, attempt)
+        if phase == NAVIGATE:
+            if progress + 1 < self.num_sections:
+                nxt = CodeState(*head, NAVIGATE, module, progress + 1, 0)
+            else:
+                nxt = CodeState(*head, PATCH, module, 0, 0)
+            return [(text.SCROLL, nxt), (text.READ, nxt)]
+        if phase == PATCH:
+            P = self.num_patches
+            fix = self.correct_patch[symptom] if module == bug else -1
+            first = self.first_patch_action + module * P
+            return [
+                (first + j, CodeState(*head, PATCHED, module, 0, int(j == fix))) for j in range(P)
+            ]
+        if phase == PATCHED:
+            nxt = CodeState(*head, TESTED, module, 0, state.fixed)
+            return [(text.RUN_TESTS, nxt), (text.RUN_RELATED, nxt)]
+        if phase == TESTED:
+            out = [(text.SUBMIT, CodeState(*head, DONE, module, 0, state.fixed))]
+            if attempt + 1 < self.max_attempts:
+                back = CodeState(bug, pointer, symptom, log_read, attempt + 1, TRIAGE, 0, 0, 0)
+                out.append((text.REVERT, back))
+            return out
+        return []  # done: terminal
+
+    def _record(self, state: CodeState) -> _Record:
+        """Everything a step needs about ``state``, computed once (a step asks about the state it
+        reaches several times: the last one is kept at hand, as one tuple so threads may share)."""
+        last, record = self._last[0]
+        if last is not state:
+            record = self._records.get(state)
+            if record is None:
+                record = self._records[state] = self._build_record(state)
+            self._last[0] = (state, record)
+        return record
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**super().__getstate__(), "_records": {}, "_last": [(None, None)]}  # caches
+
+    def _build_record(self, state: CodeState) -> _Record:
+        n = self.num_actions
+        cost = 0.0 - self.step_cost  # 0.0, not -0.0, without a cost
+        stay: tuple[Outcome, ...] = ((1.0, state, cost, False),)
+        row = [stay] * n  # invalid actions: self-loops
+        mask = np.zeros(n, dtype=bool)
+        for action, nxt in self.transitions(state):
+            mask[action] = True
+            if nxt.phase == DONE:
+                row[action] = ((1.0, nxt, float(nxt.fixed) - self.step_cost, True),)
+            else:
+                row[action] = ((1.0, nxt, cost, False),)
+        mask.flags.writeable = False
+        vector = self._vector(state)
+        vector.flags.writeable = False
+        phase = state.phase
+        critical = (
+            phase == TRIAGE
+            or (phase == PATCH and state.module == state.bug)
+            or (phase == TESTED and state.attempt + 1 < self.max_attempts)
+        )
+        return _Record(self._compute_id(state), critical, mask, vector, tuple(row))
+
+    def outcomes(self, state: CodeState, action: int) -> Sequence[Outcome]:
+        """Deterministic; an invalid action is a no-op self-loop (costing ``step_cost``)."""
+        return self._record(state).row[action]
+
+    def state_id(self, state: CodeState) -> int:
+        return self._record(state).state_id
+
+    def _compute_id(self, state: CodeState) -> int:
+        bug, pointer, symptom, log_read, attempt, phase, module, progress, fixed = state
+        M, P, A = self.num_modules, self.num_patches, self.max_attempts
+        block = (((bug * M + pointer) * P + symptom) * 2 + log_read) * A + attempt
+        if phase == TRIAGE:
+            pos = 0
+        elif phase == NAVIGATE:
+            pos = 1 + module * self.num_sections + progress
+        elif phase == PATCH:
+            pos = self._patch0 + module
+        else:
+            base = (self._patched0, self._tested0, self._done0)[phase - PATCHED]
+            pos = base + 2 * module + fixed
+        return block * self._positions + pos
+
+    def state_from_id(self, state_id: int) -> CodeState:
+        if not 0 <= state_id < self.num_states:
+            raise ValueError(f"state_id must be in [0, {self.num_states}), got {state_id}")
+        M, P, A = self.num_modules, self.num_patches, self.max_attempts
+        block, pos = divmod(int(state_id), self._positions)
+        block, attempt = divmod(block, A)
+        block, log_read = divmod(block, 2)
+        block, symptom = divmod(block, P)
+        bug, pointer = divmod(block, M)
+        module = progress = fixed = 0
+        if pos == 0:
+            phase = TRIAGE
+        elif pos < self._patch0:
+            phase = NAVIGATE
+            module, progress = divmod(pos - 1, self.num_sections)
+        elif pos < self._patched0:
+            phase, module = PATCH, pos - self._patch0
+        else:
+            phase = PATCHED + (pos - self._patched0) // (2 * M)
+            module, fixed = divmod((pos - self._patched0) % (2 * M), 2)
+        return CodeState(bug, pointer, symptom, log_read, attempt, phase, module, progress, fixed)
+
+    def _vector(self, state: CodeState) -> np.ndarray:
+        """The vector observation of ``state`` (see the env's docstring), ``(3M + P + 11,)``."""
+        M, P = self.num_modules, self.num_patches
+        obs = np.zeros(self._obs_dim, dtype=np.float32)
+        obs[state.pointer] = 1.0
+        obs[M + state.symptom] = 1.0
+        obs[M + P] = state.log_read
+        obs[M + P + 1 + (state.bug if state.log_read else state.pointer)] = 1.0
+        base = 2 * M + P + 1
+        obs[base + state.phase] = 1.0
+        if state.phase != TRIAGE:
+            obs[base + 6 + state.module] = 1.0
+        if state.phase == NAVIGATE:
+            obs[3 * M + P + 7] = state.progress / self.num_sections
+        elif state.phase != TRIAGE:
+            obs[3 * M + P + 7] = 1.0
+        if state.phase in (TESTED, DONE):
+            obs[3 * M + P + 9 - state.fixed] = 1.0
+        if self.max_attempts > 1:
+            obs[3 * M + P + 10] = (self.max_attempts - 1 - state.attempt) / (self.max_attempts - 1)
+        return obs
+
+    def observe(self, state: CodeState) -> np.ndarray:
+        """The vector observation of ``state`` (a fresh array)."""
+        return self._record(state).vector.copy()
+
+    def is_critical(self, state: CodeState) -> bool:
+        """Triage, the patch in the buggy module, and the submit-or-revert choice with an attempt
+        left (by the rules, cheaper than the model; a test checks it against the exact gap)."""
+        return self._record(state).critical
+
+    def is_success(self, state: CodeState) -> bool:
+        return state.phase == DONE and state.fixed == 1
+
+    def describe(self, state: CodeState) -> str:
+        """What the agent knows of ``state`` (nothing hidden: a function of its observation)."""
+        return text.describe(self, state)
+
+    # ------------------------------------------------------------------- masks and the model
+    def action_mask(self, state: CodeState) -> np.ndarray:
+        """The valid actions of ``state``, shape ``(num_actions,)`` bool, read-only."""
+        return self._record(state).mask
+
+    def mask_table(self) -> np.ndarray:
+        """The mask of every state id, shape ``(num_states, num_actions)`` bool (a fresh array);
+        all-False rows for terminal and unreachable ids."""
+
+        def build() -> np.ndarray:
+            table = np.zeros((self.num_states, self.num_actions), dtype=bool)
+            for sid in np.flatnonzero(self.model().decision_states):
+                table[sid] = self.action_mask(self.state_from_id(int(sid)))
+            table.flags.writeable = False
+            return table
+
+        return self._cached("mask_table", build).copy()
+
+    def valid_action_gap(self, values: OracleValues) -> np.ndarray:
+        """``max - min`` of ``values.q`` over each state's valid actions, ``(num_states,)`` (0
+        where none is valid); positive exactly on critical states for ``self.optimal()``."""
+        mask = self.mask_table()
+        hi = np.where(mask, values.q, -np.inf).max(axis=1)
+        lo = np.where(mask, values.q, np.inf).min(axis=1)
+        return np.where(mask.any(axis=1), hi - lo, 0.0)
+
+    def action_gaps(self) -> np.ndarray:
+        """The exact optimal action gap over the *valid* actions of every ``state_id``: an invalid
+        no-op is no choice (with ``step_cost > 0`` its self-loop would make every gap positive)."""
+        return self._cached("action_gaps", lambda: self.valid_action_gap(self.optimal()))
+
+    def masked_uniform_policy(self) -> np.ndarray:
+        """Uniform over the valid actions of each state, shape ``(num_states, num_actions)``
+        (uniform over all actions where none is valid), for :meth:`oracle`."""
+        mask = self.mask_table().astype(np.float64)
+        counts = mask.sum(axis=1, keepdims=True)
+        return np.where(counts > 0, mask / np.maximum(counts, 1), 1.0 / mask.shape[1])
+
+    # -------------------------------------------------------------------------- tool calls
+    def action_text(self, action: int) -> str:
+        """The text form of ``action`` (e.g. ``"apply_patch parser 2"``)."""
+        return self.tool_calls[check_discrete_action(action, self.num_actions)]
+
+    def parse_action(self, call: str) -> int:
+        """Map a tool call written as text (``"open parser"``) to its action; a malformed call
+        raises ``InvalidActionError`` naming the problem (see ``code_fix_text.parse_tool_call``)."""
+        return text.parse_tool_call(self, call)
+
+    def text_observation(
+        self, state: CodeState, action: int | None = None, invalid: bool = False
+    ) -> str:
+        """The text observation of ``state`` reached by the call ``action`` (``None``: the
+        episode start), ``invalid`` when that call was a no-op."""
+        return text.text_observation(self, state, action, invalid)
 
 
 class CodeFixEnv(RoutineEnv[Any, CodeState]):
@@ -238,13 +508,13 @@ class CodeFixEnv(RoutineEnv[Any, CodeState]):
     ``critical`` is the optimal action gap *over the valid actions* at ``gamma = 1``. In the model
     an invalid action is the no-op it is in ``step``: a self-loop paying ``-step_cost``. With
     ``step_cost = 0`` its ``Q*`` equals ``V*`` of the state, so ``optimal().action_gap > 0`` on
-    exactly the critical states; with ``step_cost > 0`` use ``valid_action_gap(optimal())``
-    (``action_gap`` also counts the self-loop, which costs a step). The masks of every state are
-    ``env.unwrapped.mask_table()``, shape ``(num_states, num_actions)``, or
-    ``action_masks_of(state_id)``; ``masked_uniform_policy()`` is a tabular policy for
-    ``oracle``. ``oracle(policy)`` is exact after finitely many sweeps for policies that give
-    invalid actions probability 0 (as ``MaskablePPO``'s do); a policy that takes no-ops with
-    positive probability has self-loops, and its values converge only geometrically.
+    exactly the critical states; with ``step_cost > 0`` use ``valid_action_gap(optimal())``, which
+    is ``dynamics.action_gaps()`` (``optimal().action_gap`` also counts the self-loop, which costs
+    a step). The masks of every state are ``env.unwrapped.mask_table()``, shape ``(num_states,
+    num_actions)``, or ``action_masks_of(state_id)``; ``masked_uniform_policy()`` is a tabular
+    policy for ``oracle``. ``oracle(policy)`` is exact after finitely many sweeps for policies
+    that give invalid actions probability 0 (as ``MaskablePPO``'s do); a policy that takes no-ops
+    with positive probability has self-loops, and its values converge only geometrically.
 
     ## Arguments
 
@@ -274,11 +544,14 @@ class CodeFixEnv(RoutineEnv[Any, CodeState]):
       module), so the patch for each symptom can be learned.
     - ``render_mode`` (``None``, ``"ansi"`` or ``"rgb_array"``).
 
-    Also exposed on ``env.unwrapped``: ``model()``, ``oracle(policy)``, ``optimal()`` (exact, over
-    the hidden state), ``describe_state(state_id)`` (a :class:`CodeState`), ``decision_density``,
-    ``max_episode_length`` (the longest valid episode), ``tool_calls`` (the text form of every
-    action), ``text_observation(state, action)``; and ``copy.deepcopy(env)`` branches (an
-    independent env with the same future for the same actions).
+    The MDP is public: ``env.unwrapped.dynamics`` is an immutable :class:`CodeFixDynamics` over
+    the hidden state (outcomes, ``state_id`` and its inverse, the vector observation, criticality,
+    masks, ``decision_density``, ``max_episode_length`` (the longest valid episode),
+    ``tool_calls`` (the text form of every action), ``text_observation(state, action)``, state
+    descriptions), with the exact model ``dynamics.model()`` and the perfect critic
+    ``dynamics.oracle(policy)`` (exact ``Q^pi``, ``V^pi``, ``A^pi``), all forwarded by the env,
+    as is ``describe_state(state_id)`` (a :class:`CodeState`). ``copy.deepcopy(env)`` is an
+    independent branch with the same future for the same actions.
 
     ## Example Episode
 
@@ -286,8 +559,8 @@ class CodeFixEnv(RoutineEnv[Any, CodeState]):
     ``reset(seed=8)``: the report points to ``codegen``; the log shows that the bug is in
     ``optimizer``. After each call: the reward, the annotation of the state reached (in which
     the next call is made) and its text observation. Reading the log adds a critical turn:
-    ``rho = 3 / (3 + 4)``. (Generated by ``routine_envs.rendering.code_fix.example_transcript()``;
-    a test keeps it up to date.)
+    ``rho = 3 / (3 + 4)``. (Generated by ``example_transcript(CodeFixEnv(**EXAMPLE_KWARGS))`` of
+    ``routine_envs.rendering.code_fix``; a test keeps it up to date.)
 
     ```text
     -- reset: critical state 1332
@@ -345,6 +618,9 @@ class CodeFixEnv(RoutineEnv[Any, CodeState]):
     - v0: initial release.
     """
 
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    renderer = staticmethod(render_code_fix)
+
     def __init__(
         self,
         num_modules: int = 4,
@@ -358,555 +634,53 @@ class CodeFixEnv(RoutineEnv[Any, CodeState]):
         layout_seed: int = 0,
         render_mode: str | None = None,
     ) -> None:
-        super().__init__(render_mode=render_mode)
-        self.num_modules = validation.integer(
-            "num_modules", num_modules, minimum=2, maximum=len(MODULE_NAMES)
-        )
-        self.num_patches = validation.integer(
-            "num_patches", num_patches, minimum=2, maximum=len(SYMPTOMS)
-        )
-        self.routine_length = validation.integer("routine_length", routine_length, minimum=2)
-        self.signal_noise = _probability("signal_noise", signal_noise)
-        self.max_attempts = validation.integer("max_attempts", max_attempts, minimum=1)
+        config = (num_modules, num_patches, routine_length, signal_noise, max_attempts, step_cost)
+        dynamics = CodeFixDynamics(*config, layout_seed)
+        #: ``"vector"`` (``dynamics.observe``) or ``"text"`` (the transcript of the last call).
         self.obs_mode = validation.choice("obs_mode", obs_mode, OBS_MODES)
-        self.layout_seed = validation.integer("layout_seed", layout_seed, minimum=0)
-        M, P, A = self.num_modules, self.num_patches, self.max_attempts
-        #: navigation turns per fix.
-        self.num_sections = self.routine_length - 2
-        #: the longest episode of valid actions (steps).
-        self.max_episode_length = A * (self.routine_length + 2) + 1
-        if isinstance(step_cost, bool) or not isinstance(step_cost, numbers.Real):
-            raise ValueError(f"step_cost must be a real number >= 0, got {step_cost!r}")
-        self.step_cost = float(step_cost)
-        limit = 1.0 / self.max_episode_length
-        if not 0.0 <= self.step_cost < limit:  # NaN fails too
-            raise ValueError(
-                f"step_cost must be >= 0 and < 1 / (max_attempts * (routine_length + 2) + 1) "
-                f"= {limit:.6g}, so that a success always returns more than a failure; "
-                f"got {step_cost!r}"
-            )
-        if A > 1 and self.step_cost == 0.0:
-            raise ValueError(
-                f"max_attempts={A} needs step_cost > 0: with free retries a mistake on an early "
-                "attempt costs nothing, so its optimal action gap (the critical annotation) "
-                "would be 0 although the choice matters to any other policy"
-            )
         if max_steps is None:
-            self.max_steps = 4 * self.max_episode_length
-        else:
-            self.max_steps = validation.integer("max_steps", max_steps, minimum=1)
-
-        self.module_names: tuple[str, ...] = MODULE_NAMES[:M]
-        rng = np.random.default_rng(self.layout_seed)
-        #: ``patch_order[j]``: the symptom that candidate patch ``j`` addresses (in every module).
-        self.patch_order: tuple[int, ...] = tuple(int(x) for x in rng.permutation(P))
-        #: ``correct_patch[k]``: the candidate that fixes symptom ``k`` (in the buggy module).
-        self.correct_patch: tuple[int, ...] = tuple(self.patch_order.index(k) for k in range(P))
-        self._apply0 = OPEN + M
-        self._module_index = {name: m for m, name in enumerate(self.module_names)}
-
-        # state_id layout: blocks of (bug, pointer, symptom, log_read, attempt), each with the
-        # positions triage | navigate (m, n) | patch m | patched, tested, done (m, fixed)
-        N = self.num_sections
-        self._nav0 = 1
-        self._patch0 = 1 + M * N
-        self._patched0 = self._patch0 + M
-        self._tested0 = self._patched0 + 2 * M
-        self._done0 = self._tested0 + 2 * M
-        self._positions = self._done0 + 2 * M
-        self._num_blocks = M * M * P * 2 * A
-        self.num_states = self._num_blocks * self._positions
-
-        n = OPEN + M + M * P
-        self.action_space = gym.spaces.Discrete(n)
-        #: the text form of every action, ``(n,)``.
-        self.tool_calls: tuple[str, ...] = (
-            *SIMPLE_TOOLS,
-            *(f"open {name}" for name in self.module_names),
-            *(f"apply_patch {name} {j}" for name in self.module_names for j in range(P)),
-        )
-        self._obs_dim = 3 * M + P + 11
-        #: upper bound on the length of a text observation (characters).
-        self.max_text_length = 1024 + 48 * (M + 2 * P)
-        if self.obs_mode == "vector":
-            self.observation_space = gym.spaces.Box(0.0, 1.0, (self._obs_dim,), np.float32)
-        else:
+            max_steps = 4 * dynamics.max_episode_length
+        super().__init__(dynamics, render_mode=render_mode, max_steps=max_steps)
+        if self.obs_mode == "text":
             self.observation_space = gym.spaces.Text(
-                self.max_text_length, min_length=1, charset=TEXT_CHARSET
+                dynamics.max_text_length, min_length=1, charset=text.TEXT_CHARSET
             )
-        # per-state records, shared by deep copies (they depend on the configuration only)
-        self._records: dict[CodeState, _Record] = {}
-        self._last_state: CodeState | None = None
-        self._last_record: _Record | None = None
-        self._initial: tuple[tuple[float, CodeState], ...] = self._build_initial()
-        # episode-level attributes (for the text observation and rendering)
-        self._last_action: int | None = None
-        self._invalid = False
-        self._last_applied: int | None = None
 
-    _shared_attributes = RoutineEnv._shared_attributes | {
-        "_records",
-        "_last_state",  # a cache of a pure function of the state: safe to share
-        "_last_record",
-        "_initial",
-        "tool_calls",
-        "module_names",
-        "patch_order",
-        "correct_patch",
-        "_module_index",
-    }
-
-    # ---------------------------------------------------------------------------- config
-    @property
-    def decision_density(self) -> float:
-        """rho of a fix on the first attempt without reading the log: ``K / (routine_length + 2)``
-        with ``K = 2`` critical turns (module, patch), ``K = 3`` when a retry is allowed (the
-        submit is then a decision too). Reading the log adds one critical turn and one step."""
-        critical = 2 + (self.max_attempts > 1)
-        return critical / (self.routine_length + 2)
-
-    # ----------------------------------------------------------------------------- hooks
-    def _build_initial(self) -> tuple[tuple[float, CodeState], ...]:
-        M, P, eps = self.num_modules, self.num_patches, self.signal_noise
-        out = []
-        for bug in range(M):
-            for symptom in range(P):
-                for pointer in range(M):
-                    p = (1.0 - eps) if pointer == bug else eps / (M - 1)
-                    if p > 0.0:
-                        state = CodeState(bug, pointer, symptom, 0, 0, TRIAGE, 0, 0, 0)
-                        out.append((p / (M * P), state))
-        return tuple(out)
-
-    def _initial_outcomes(self) -> Sequence[tuple[float, CodeState]]:
-        return self._initial
-
-    def transitions(self, state: CodeState) -> list[tuple[int, CodeState]]:
-        """The valid actions of ``state`` and the (deterministic) next state of each."""
-        phase = state.phase
-        if phase == TRIAGE:
-            out = [] if state.log_read else [(READ_LOG, state._replace(log_read=1))]
-            if self.num_sections > 0:
-                out += [
-                    (OPEN + m, state._replace(phase=NAVIGATE, module=m))
-                    for m in range(self.num_modules)
-                ]
-            else:
-                out += [
-                    (OPEN + m, state._replace(phase=PATCH, module=m))
-                    for m in range(self.num_modules)
-                ]
-            return out
-        if phase == NAVIGATE:
-            if state.progress + 1 < self.num_sections:
-                nxt = state._replace(progress=state.progress + 1)
-            else:
-                nxt = state._replace(phase=PATCH, progress=0)
-            return [(SCROLL, nxt), (READ, nxt)]
-        if phase == PATCH:
-            m, P = state.module, self.num_patches
-            fix = self.correct_patch[state.symptom] if m == state.bug else -1
-            first = self._apply0 + m * P
-            return [
-                (first + j, state._replace(phase=PATCHED, fixed=int(j == fix))) for j in range(P)
-            ]
-        if phase == PATCHED:
-            nxt = state._replace(phase=TESTED)
-            return [(RUN_TESTS, nxt), (RUN_RELATED, nxt)]
-        if phase == TESTED:
-            out = [(SUBMIT, state._replace(phase=DONE))]
-            if state.attempt + 1 < self.max_attempts:
-                back = state._replace(phase=TRIAGE, attempt=state.attempt + 1, module=0, fixed=0)
-                out.append((REVERT, back))
-            return out
-        return []  # done: terminal
-
-    def _record(self, state: CodeState) -> _Record:
-        """Everything ``step`` needs about ``state``, computed once (the last one is kept at hand:
-        ``step`` asks about the state it reaches three times)."""
-        if state is self._last_state:
-            return self._last_record
-        record = self._records.get(state)
-        if record is None:
-            record = self._records[state] = self._build_record(state)
-        self._last_state, self._last_record = state, record
-        return record
-
-    def _build_record(self, state: CodeState) -> _Record:
-        cost = 0.0 - self.step_cost  # 0.0, not -0.0, without a cost
-        stay: tuple[Outcome, ...] = ((1.0, state, cost, False),)
-        row = [stay] * self.action_space.n  # invalid actions: self-loops
-        mask = np.zeros(self.action_space.n, dtype=bool)
-        for action, nxt in self.transitions(state):
-            mask[action] = True
-            if nxt.phase == DONE:
-                row[action] = ((1.0, nxt, float(nxt.fixed) - self.step_cost, True),)
-            else:
-                row[action] = ((1.0, nxt, cost, False),)
-        mask.flags.writeable = False
-        vector = self._vector(state)
-        vector.flags.writeable = False
-        phase = state.phase
-        critical = (
-            phase == TRIAGE
-            or (phase == PATCH and state.module == state.bug)
-            or (phase == TESTED and state.attempt + 1 < self.max_attempts)
-        )
-        return _Record(self._compute_id(state), critical, mask, vector, tuple(row))
-
-    def _outcomes(self, state: CodeState, action: int) -> Sequence[Outcome]:
-        return self._record(state).row[action]
-
-    def _mask(self, state: CodeState) -> np.ndarray:
-        """The valid actions of ``state``, shape ``(num_actions,)`` bool, read-only."""
-        return self._record(state).mask
-
-    def _state_id(self, state: CodeState) -> int:
-        return self._record(state).state_id
-
-    def _compute_id(self, state: CodeState) -> int:
-        bug, pointer, symptom, log_read, attempt, phase, module, progress, fixed = state
-        M, P, A = self.num_modules, self.num_patches, self.max_attempts
-        block = (((bug * M + pointer) * P + symptom) * 2 + log_read) * A + attempt
-        if phase == TRIAGE:
-            pos = 0
-        elif phase == NAVIGATE:
-            pos = self._nav0 + module * self.num_sections + progress
-        elif phase == PATCH:
-            pos = self._patch0 + module
-        else:
-            base = (self._patched0, self._tested0, self._done0)[phase - PATCHED]
-            pos = base + 2 * module + fixed
-        return block * self._positions + pos
+    def _observation(self) -> Any:
+        if self.obs_mode == "vector":
+            return self.dynamics.observe(self._state)
+        action, invalid = text.last_call(self.dynamics, self.history)
+        return self.dynamics.text_observation(self._state, action, invalid)
 
     def describe_state(self, state_id: int) -> CodeState:
         """Inverse of ``state_id``: the :class:`CodeState` with that id."""
-        if not 0 <= state_id < self.num_states:
-            raise ValueError(f"state_id must be in [0, {self.num_states}), got {state_id}")
-        M, P, A = self.num_modules, self.num_patches, self.max_attempts
-        block, pos = divmod(int(state_id), self._positions)
-        block, attempt = divmod(block, A)
-        block, log_read = divmod(block, 2)
-        block, symptom = divmod(block, P)
-        bug, pointer = divmod(block, M)
-        module = progress = fixed = 0
-        if pos == 0:
-            phase = TRIAGE
-        elif pos < self._patch0:
-            phase = NAVIGATE
-            module, progress = divmod(pos - self._nav0, self.num_sections)
-        elif pos < self._patched0:
-            phase, module = PATCH, pos - self._patch0
-        else:
-            phase = PATCHED + (pos - self._patched0) // (2 * M)
-            module, fixed = divmod((pos - self._patched0) % (2 * M), 2)
-        return CodeState(bug, pointer, symptom, log_read, attempt, phase, module, progress, fixed)
+        return self.dynamics.state_from_id(state_id)
 
-    def _vector(self, state: CodeState) -> np.ndarray:
-        """The vector observation of ``state`` (see the class docstring), ``(3M + P + 11,)``."""
-        M, P = self.num_modules, self.num_patches
-        obs = np.zeros(self._obs_dim, dtype=np.float32)
-        obs[state.pointer] = 1.0
-        obs[M + state.symptom] = 1.0
-        obs[M + P] = state.log_read
-        obs[M + P + 1 + (state.bug if state.log_read else state.pointer)] = 1.0
-        base = 2 * M + P + 1
-        obs[base + state.phase] = 1.0
-        if state.phase != TRIAGE:
-            obs[base + 6 + state.module] = 1.0
-        if state.phase == NAVIGATE:
-            obs[3 * M + P + 7] = state.progress / self.num_sections
-        elif state.phase != TRIAGE:
-            obs[3 * M + P + 7] = 1.0
-        if state.phase in (TESTED, DONE):
-            obs[3 * M + P + 9 - state.fixed] = 1.0
-        if self.max_attempts > 1:
-            obs[3 * M + P + 10] = (self.max_attempts - 1 - state.attempt) / (self.max_attempts - 1)
-        return obs
-
-    def _observe(self, state: CodeState) -> Any:
-        if self.obs_mode == "vector":
-            return self._record(state).vector.copy()
-        return self.text_observation(state, self._last_action, self._invalid)
-
-    def _is_critical(self, state: CodeState) -> bool:
-        return self._record(state).critical
-
-    def _is_success(self, state: CodeState) -> bool:
-        return state.phase == DONE and state.fixed == 1
-
-    def _after_reset(self) -> None:
-        self._last_action = None
-        self._invalid = False
-        self._last_applied = None
-
-    def _after_step(self, state: CodeState, action: int, next_state: CodeState) -> None:
-        self._last_action = action
-        self._invalid = invalid = next_state == state  # every valid action changes the state
-        if not invalid and action >= self._apply0:
-            self._last_applied = (action - self._apply0) % self.num_patches
-
-    def _step_info(self, state: CodeState) -> dict[str, Any]:
-        record = self._record(state)
-        return {
-            keys.CRITICAL: self._critical_now,
-            keys.STATE_ID: record.state_id,
-            INVALID_ACTION: self._invalid,
-            ACTION_MASK: record.mask.copy(),
-        }
-
-    # ------------------------------------------------------------------ masks and the model
+    # ------------------------------------------------------------------ masks and tool calls
     def action_masks(self) -> np.ndarray:
         """Valid actions of the current state, shape ``(num_actions,)`` bool (a fresh array;
         the protocol of sb3-contrib's ``MaskablePPO``)."""
-        return self._mask(self.state).copy()
+        return self.dynamics.action_mask(self.state).copy()
 
     def action_masks_of(self, state_id: int) -> np.ndarray:
         """Valid actions of the state with id ``state_id``, shape ``(num_actions,)`` bool."""
-        return self._mask(self.describe_state(state_id)).copy()
+        dynamics = self.dynamics
+        return dynamics.action_mask(dynamics.state_from_id(state_id)).copy()
 
     def valid_actions(self) -> list[int]:
         """The valid actions of the current state, ascending."""
-        return [a for a, _ in sorted(self.transitions(self.state))]
-
-    def mask_table(self) -> np.ndarray:
-        """The mask of every state id, shape ``(num_states, num_actions)`` bool; all-False rows
-        for terminal and unreachable ids."""
-        table = np.zeros((self.num_states, self.action_space.n), dtype=bool)
-        model = self.model()
-        for sid in np.flatnonzero(model.decision_states):
-            table[sid] = self._mask(self.describe_state(int(sid)))
-        return table
-
-    def valid_action_gap(self, values: OracleValues) -> np.ndarray:
-        """``max - min`` of ``values.q`` over each state's valid actions, shape
-        ``(num_states,)`` (0 where no action is valid); positive exactly on critical states for
-        ``values = self.optimal()``."""
-        mask = self.mask_table()
-        hi = np.where(mask, values.q, -np.inf).max(axis=1)
-        lo = np.where(mask, values.q, np.inf).min(axis=1)
-        return np.where(mask.any(axis=1), hi - lo, 0.0)
-
-    def masked_uniform_policy(self) -> np.ndarray:
-        """Uniform over the valid actions of each state, shape ``(num_states, num_actions)``
-        (uniform over all actions where none is valid), for :meth:`oracle`."""
-        mask = self.mask_table().astype(np.float64)
-        counts = mask.sum(axis=1, keepdims=True)
-        return np.where(counts > 0, mask / np.maximum(counts, 1), 1.0 / mask.shape[1])
-
-    # -------------------------------------------------------------------------- text mode
-    def action_text(self, action: int) -> str:
-        """The text form of ``action`` (e.g. ``"apply_patch parser 2"``)."""
-        return self.tool_calls[self._check_action(action)]
+        return np.flatnonzero(self.dynamics.action_mask(self.state)).tolist()
 
     def valid_tool_calls(self) -> list[str]:
         """The text forms of the valid actions of the current state."""
-        return [self.tool_calls[a] for a in self.valid_actions()]
-
-    def parse_action(self, call: str) -> int:
-        """Map a tool call written as text to its action.
-
-        Tokens are separated by whitespace; tool and module names are case-insensitive:
-        ``"read_log"``, ``"open parser"``, ``"apply_patch parser 2"``. A well-formed call that is
-        not valid in the current state still parses (the step is then a flagged no-op).
-
-        Raises:
-            InvalidActionError: (a ``ValueError``) for a malformed call, naming the problem.
-        """
-        if not isinstance(call, str):
-            raise InvalidActionError(
-                f"a tool call must be a string, got {call!r} of type {type(call).__name__}"
-            )
-        tokens = call.split()
-        if not tokens:
-            raise InvalidActionError(f"empty tool call; tools: {self._tool_summary()}")
-        tool, args = tokens[0].lower(), tokens[1:]
-        if tool in SIMPLE_TOOLS:
-            if args:
-                raise InvalidActionError(f"{tool} takes no arguments, got {len(args)} in {call!r}")
-            return SIMPLE_TOOLS.index(tool)
-        if tool == "open":
-            if len(args) != 1:
-                raise InvalidActionError(
-                    f"open takes 1 argument (a module: {', '.join(self.module_names)}), "
-                    f"got {len(args)} in {call!r}"
-                )
-            return OPEN + self._parse_module(args[0], call)
-        if tool == "apply_patch":
-            if len(args) != 2:
-                raise InvalidActionError(
-                    "apply_patch takes 2 arguments (a module and a patch index 0.."
-                    f"{self.num_patches - 1}), got {len(args)} in {call!r}"
-                )
-            m = self._parse_module(args[0], call)
-            j = args[1]
-            if not (j.isascii() and j.isdigit()) or int(j) >= self.num_patches:
-                raise InvalidActionError(
-                    f"patch index must be an integer in 0..{self.num_patches - 1}, "
-                    f"got {j!r} in {call!r}"
-                )
-            return self._apply0 + m * self.num_patches + int(j)
-        raise InvalidActionError(
-            f"unknown tool {tokens[0]!r} in {call!r}; tools: {self._tool_summary()}"
-        )
-
-    def _parse_module(self, name: str, call: str) -> int:
-        m = self._module_index.get(name.lower())
-        if m is None:
-            raise InvalidActionError(
-                f"unknown module {name!r} in {call!r}; modules: {', '.join(self.module_names)}"
-            )
-        return m
-
-    def _tool_summary(self) -> str:
-        return ", ".join((*SIMPLE_TOOLS, "open <module>", "apply_patch <module> <k>"))
-
-    def text_observation(
-        self, state: CodeState, action: int | None = None, invalid: bool = False
-    ) -> str:
-        """The text observation of ``state`` reached by the call ``action`` (``None``: the
-        episode start), ``invalid`` when that call was a no-op."""
-        if action is None:
-            lines = ["$ pytest -q", *self._failure_lines(state), self._summary(state, False)]
-        else:
-            call = self.tool_calls[action]
-            lines = [f"$ {call}"]
-            if invalid:
-                lines.append(
-                    f"error: `{call}` is not valid now ({self._why_invalid(state, action)})"
-                    "; nothing changed."
-                )
-            else:
-                lines += self._output(state, action)
-        if state.phase != DONE:
-            valid = [self.tool_calls[a] for a, _ in sorted(self.transitions(state))]
-            lines.append("valid: " + " | ".join(valid))
-        return "\n".join(lines) + "\n"
-
-    def _failure_lines(self, state: CodeState) -> list[str]:
-        name = self.module_names[state.pointer]
-        error = SYMPTOMS[state.symptom][0]
-        return [f"FAILED tests/test_{name}.py::test_main - {error}"]
-
-    def _summary(self, state: CodeState, passed: bool) -> str:
-        total = TESTS_PER_MODULE * self.num_modules
-        return f"{total} passed" if passed else f"1 failed, {total - 1} passed"
-
-    def _listing(self, state: CodeState) -> list[str]:
-        m = state.module
-        name = self.module_names[m]
-        lines = [
-            f"Reached {FUNCTION_NAMES[m]}() in src/{name}.py, on the failing test's code path.",
-            f"The failing test raises {SYMPTOMS[state.symptom][0]}",
-            f"Candidate patches for src/{name}.py:",
-        ]
-        lines += [f"  {j}: {SYMPTOMS[k][1]}" for j, k in enumerate(self.patch_order)]
-        return lines
-
-    def _output(self, state: CodeState, action: int) -> list[str]:
-        name = self.module_names[state.module]
-        N = self.num_sections
-        if action == READ_LOG:
-            reported = self.module_names[state.pointer]
-            buggy = self.module_names[state.bug]
-            return [
-                "Traceback (most recent call last):",
-                f'  File "tests/test_{reported}.py", line 27, in test_main',
-                f'  File "src/{buggy}.py", line 118, in {FUNCTION_NAMES[state.bug]}',
-                SYMPTOMS[state.symptom][0],
-            ]
-        if action in (SCROLL, READ) or OPEN <= action < self._apply0:
-            if action >= OPEN:
-                head = f"Opened src/{name}.py ({40 * (N + 1)} lines)."
-                if state.phase == NAVIGATE:
-                    head += f" The failing code path is {N} section{'s' * (N > 1)} down."
-            else:
-                n = state.progress if state.phase == NAVIGATE else N
-                if action == SCROLL:
-                    head = (
-                        f"src/{name}.py lines {40 * n - 39}-{40 * n} (section {n}/{N}): "
-                        "nothing suspicious."
-                    )
-                else:
-                    head = f"Read helper_{n}() in src/{name}.py (section {n}/{N}): looks correct."
-            return [head, *self._listing(state)] if state.phase == PATCH else [head]
-        if action >= self._apply0:
-            j = (action - self._apply0) % self.num_patches
-            desc = SYMPTOMS[self.patch_order[j]][1]
-            return [f"Applied patch {j} to src/{name}.py: {desc}."]
-        if action == RUN_TESTS:
-            if state.fixed:
-                return [self._summary(state, True)]
-            return [*self._failure_lines(state), self._summary(state, False)]
-        if action == RUN_RELATED:
-            reported = self.module_names[state.pointer]
-            if state.fixed:
-                return [f"tests/test_{reported}.py: {TESTS_PER_MODULE} passed"]
-            return [
-                *self._failure_lines(state),
-                f"tests/test_{reported}.py: 1 failed, {TESTS_PER_MODULE - 1} passed",
-            ]
-        if action == REVERT:
-            return [
-                f"Reverted the patch. Attempt {state.attempt + 1} of {self.max_attempts}; "
-                "still failing:",
-                *self._failure_lines(state),
-            ]
-        # submit
-        if state.fixed:
-            return ["Submitted. Hidden tests passed: the bug is fixed."]
-        buggy = self.module_names[state.bug]
-        fix = self.correct_patch[state.symptom]
-        return [
-            f"Submitted. Hidden tests failed: the bug was in src/{buggy}.py (patch {fix} fixes it)."
-        ]
-
-    def _why_invalid(self, state: CodeState, action: int) -> str:
-        phase = PHASE_NAMES[state.phase]
-        if action == READ_LOG:
-            return "the log was already read" if state.log_read else "only during triage"
-        if action in (SCROLL, READ):
-            return f"only while navigating an open module; phase is {phase}"
-        if action in (RUN_TESTS, RUN_RELATED):
-            return f"only right after a patch is applied; phase is {phase}"
-        if action == REVERT:
-            if self.max_attempts == 1:
-                return "this session allows a single attempt"
-            return f"only after the tests ran, with an attempt left; phase is {phase}"
-        if action == SUBMIT:
-            return f"apply a patch and run the tests first; phase is {phase}"
-        if action < self._apply0:
-            return f"only during triage (one module per attempt); phase is {phase}"
-        m = (action - self._apply0) // self.num_patches
-        if state.phase == PATCH:
-            return (
-                f"the open module is {self.module_names[state.module]}, not {self.module_names[m]}"
-            )
-        return f"only at the failing code of the open module; phase is {phase}"
-
-    # ------------------------------------------------------------------------- rendering
-    def _render_ansi(self) -> str:
-        from routine_envs.rendering.code_fix import render_code_fix_ansi
-
-        return render_code_fix_ansi(self)
-
-    def _render_rgb(self) -> np.ndarray:
-        from routine_envs.rendering.code_fix import render_code_fix_rgb
-
-        return render_code_fix_rgb(self)
-
-    # --------------------------------------------------------------------------- internals
-    def __getstate__(self) -> dict[str, Any]:
-        state = super().__getstate__()
-        state["_records"] = {}  # a cache: rebuilt on demand
-        state["_last_state"] = state["_last_record"] = None
-        return state
+        return [self.dynamics.tool_calls[a] for a in self.valid_actions()]
 
     def __repr__(self) -> str:
+        d = self.dynamics
         return (
-            f"CodeFixEnv(num_modules={self.num_modules}, num_patches={self.num_patches}, "
-            f"routine_length={self.routine_length}, signal_noise={self.signal_noise}, "
-            f"max_attempts={self.max_attempts}, step_cost={self.step_cost}, "
+            f"CodeFixEnv(num_modules={d.num_modules}, num_patches={d.num_patches}, "
+            f"routine_length={d.routine_length}, signal_noise={d.signal_noise}, "
+            f"max_attempts={d.max_attempts}, step_cost={d.step_cost}, "
             f"obs_mode={self.obs_mode!r}, max_steps={self.max_steps}, "
-            f"layout_seed={self.layout_seed})"
+            f"layout_seed={d.layout_seed})"
         )

@@ -1,14 +1,22 @@
-"""Text and RGB pictures of a Code Fix session, and the example transcript of its docs page."""
+"""Text and RGB pictures of a Code Fix session."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from routine_envs.envs.code_fix import CodeFixEnv
+from routine_envs.envs.code_fix_text import (
+    NAVIGATE,
+    PATCH,
+    PATCHED,
+    PHASE_NAMES,
+    SYMPTOMS,
+    TRIAGE,
+    last_applied_patch,
+    last_call,
+)
 
 CELL = 14  # pixels per cell edge
 COLORS = {
@@ -25,26 +33,37 @@ COLORS = {
     "broken": (210, 60, 50),
     "critical": (250, 200, 0),
 }
-#: the calls of the docs page's example episode, ``reset(seed=EXAMPLE_SEED)``.
+#: the configuration and seed of the docs page's example episode (:func:`example_transcript`).
 EXAMPLE_KWARGS = {"routine_length": 4, "obs_mode": "text", "signal_noise": 0.2}
 EXAMPLE_SEED = 8
 
 
-def render_code_fix_ansi(env: CodeFixEnv) -> str:
-    """A status header (turn, phase, annotation, the hidden truth) and the last tool output."""
-    from routine_envs.envs.code_fix import PHASE_NAMES, SYMPTOMS, TRIAGE
+def render_code_fix(dynamics: Any, state: Any, history: Any, mode: str) -> str | np.ndarray:
+    """The renderer of Code Fix: ``render_mode`` ``"ansi"`` or ``"rgb_array"``.
 
-    s = env.state
-    names = env.module_names
+    Args:
+        dynamics: a ``CodeFixDynamics``; state: its current ``CodeState``; history: the
+            episode's ``EpisodeHistory``.
+    """
+    if mode == "ansi":
+        return render_code_fix_ansi(dynamics, state, history)
+    return render_code_fix_rgb(dynamics, state, history)
+
+
+def render_code_fix_ansi(dynamics: Any, state: Any, history: Any) -> str:
+    """A status header (turn, phase, annotation, the hidden truth) and the last tool output."""
+    s = state
+    names = dynamics.module_names
     modules = []
     for m, name in enumerate(names):
         mark = f"[{name}]" if s.phase != TRIAGE and m == s.module else f" {name} "
         modules.append(mark + ("<report" if m == s.pointer else ""))
-    fix = env.correct_patch[s.symptom]
+    fix = dynamics.correct_patch[s.symptom]
+    critical = dynamics.is_critical(s)
     header = (
-        f"Code Fix  turn {env._episode_length}  attempt {s.attempt + 1}/{env.max_attempts}  "
-        f"phase {PHASE_NAMES[s.phase]}  {'critical' if env.critical else 'routine'}  "
-        f"rho={env.decision_density:.4f}"
+        f"Code Fix  turn {len(history.actions)}  attempt {s.attempt + 1}/{dynamics.max_attempts}  "
+        f"phase {PHASE_NAMES[s.phase]}  {'critical' if critical else 'routine'}  "
+        f"rho={dynamics.decision_density:.4f}"
     )
     lines = [
         header,
@@ -52,19 +71,18 @@ def render_code_fix_ansi(env: CodeFixEnv) -> str:
         f"hidden:  bug in {names[s.bug]}, patch {fix} ({SYMPTOMS[s.symptom][1]})",
         "-" * 40,
     ]
-    text = env.text_observation(s, env._last_action, env._invalid)
+    text = dynamics.text_observation(s, *last_call(dynamics, history))
     return "\n".join(lines) + "\n" + text
 
 
-def render_code_fix_rgb(env: CodeFixEnv) -> np.ndarray:
+def render_code_fix_rgb(dynamics: Any, state: Any, history: Any) -> np.ndarray:
     """An ``(H, W, 3)`` uint8 picture. Row 0: the modules (grey; blue when open; a red bar under
     the buggy one, a grey bar over the reported one, green when the log was read). Row 1: the
     sections of the open module (read in light blue). Row 2: its candidate patches (the applied
     one green if it fixes the bug, red if not). A yellow frame marks a critical state."""
-    from routine_envs.envs.code_fix import NAVIGATE, PATCH, PATCHED, TRIAGE
-
-    s = env.state
-    cols = max(env.num_modules, env.num_sections, env.num_patches, 1)
+    s = state
+    sections, patches = dynamics.num_sections, dynamics.num_patches
+    cols = max(dynamics.num_modules, sections, patches, 1)
     img = np.empty((3 * (CELL + 4) + 8, cols * CELL + 8, 3), dtype=np.uint8)
     img[:] = COLORS["background"]
 
@@ -77,37 +95,36 @@ def render_code_fix_rgb(env: CodeFixEnv) -> np.ndarray:
         img[y : y + 3, x + 1 : x + CELL - 1] = COLORS[color]
 
     is_open = s.phase != TRIAGE
-    for m in range(env.num_modules):
+    for m in range(dynamics.num_modules):
         cell(0, m, "open" if is_open and m == s.module else "module")
         if m == s.bug:
             bar(0, m, "bug", top=False)
         if m == s.pointer:
             bar(0, m, "log" if s.log_read else "report", top=True)
     if is_open:
-        done = s.progress if s.phase == NAVIGATE else env.num_sections
-        for n in range(env.num_sections):
+        done = s.progress if s.phase == NAVIGATE else sections
+        for n in range(sections):
             cell(1, n, "read" if n < done else "section")
         if s.phase >= PATCH:
-            applied = env._last_applied if s.phase >= PATCHED else None
-            for j in range(env.num_patches):
+            applied = last_applied_patch(dynamics, history) if s.phase >= PATCHED else None
+            for j in range(patches):
                 color = "patch"
                 if applied == j:
                     color = "fixed" if s.fixed else "broken"
                 cell(2, j, color)
-    if env.critical:
+    if dynamics.is_critical(s):
         img[:3] = img[-3:] = COLORS["critical"]
         img[:, :3] = img[:, -3:] = COLORS["critical"]
     return img
 
 
-def example_transcript(calls: Sequence[str] | None = None, seed: int = EXAMPLE_SEED) -> str:
-    """Play ``calls`` (default: the docs page's example) from ``reset(seed=seed)`` of
-    ``CodeFixEnv(**EXAMPLE_KWARGS)``. One block per turn: the reward, the annotation of the state
-    reached (``critical`` and ``state_id``: of the state in which the next call is made) and the
-    text observation of that state."""
-    from routine_envs.envs.code_fix import CodeFixEnv
-
-    env = CodeFixEnv(**EXAMPLE_KWARGS)
+def example_transcript(
+    env: Any, calls: Sequence[str] | None = None, seed: int = EXAMPLE_SEED
+) -> str:
+    """The docs page's example episode: play ``calls`` (default: the page's) from
+    ``env.reset(seed=seed)``, ``env`` a fresh ``CodeFixEnv(**EXAMPLE_KWARGS)``. One block per
+    turn: the reward, the annotation of the state reached (``critical`` and ``state_id``: of the
+    state in which the next call is made) and the text observation of that state."""
     obs, info = env.reset(seed=seed)
     if calls is None:
         bug = env.module_names[env.state.bug]
