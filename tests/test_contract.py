@@ -345,7 +345,8 @@ def test_native_vector_env_equals_sync(env_id):
     for _ in range(60):
         if dynamics is not None and dynamics.has_action_masks:
             masks = [e.unwrapped.action_masks() for e in sync.envs]
-            actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+            # a finished sub-env (reset by the next step) has no valid action: any is ignored
+            actions = np.array([rng.choice(np.flatnonzero(m)) if m.any() else 0 for m in masks])
         else:
             actions = rng.integers(native.single_action_space.n, size=3)
         out_native.append(native.step(actions))

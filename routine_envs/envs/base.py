@@ -244,8 +244,9 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
         return self._critical_now
 
     #: the observation shows more than the state (e.g. a transcript's last call): the anchor is
-    #: then hashed from each observation instead of cached per state.
-    observation_shows_history: ClassVar[bool] = False
+    #: then hashed from each observation instead of cached per state (set on the class, or on an
+    #: instance whose mode decides it).
+    observation_shows_history: bool = False
 
     def _observation(self) -> ObsType:
         """The observation of the current state (an env whose observation also shows the

@@ -500,10 +500,11 @@ class CodeFixEnv(RoutineEnv[Any, CodeState]):
     ## Information
 
     The keys of :mod:`routine_envs.annotations`, exact from the hidden state: ``critical`` and
-    ``state_id`` on every ``reset``/``step``; ``success`` (the submitted patch fixes the bug),
-    ``num_critical``, ``episode_length`` and ``decision_density`` at the end. Also, on every
-    ``reset``/``step``: ``invalid_action`` (bool: the action just taken was a no-op) and
-    ``action_mask`` (the valid actions of the state just observed: ``action_masks()`` then).
+    ``state_id`` on every ``reset``/``step``, with ``anchor`` (a stable hash of the observation);
+    ``success`` (the submitted patch fixes the bug), ``num_critical``, ``episode_length`` and
+    ``decision_density`` at the end. Also, on every ``reset``/``step``: ``invalid_action`` (bool:
+    the action just taken was a no-op) and ``action_mask`` (the valid actions of the state just
+    observed: ``action_masks()`` then).
 
     ``critical`` is the optimal action gap *over the valid actions* at ``gamma = 1``. In the model
     an invalid action is the no-op it is in ``step``: a self-loop paying ``-step_cost``. With
@@ -645,6 +646,7 @@ class CodeFixEnv(RoutineEnv[Any, CodeState]):
             self.observation_space = gym.spaces.Text(
                 dynamics.max_text_length, min_length=1, charset=text.TEXT_CHARSET
             )
+            self.observation_shows_history = True  # the text echoes the last call
 
     def _observation(self) -> Any:
         if self.obs_mode == "vector":

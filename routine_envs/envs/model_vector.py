@@ -134,6 +134,12 @@ class ModelVectorEnv(gym.vector.VectorEnv):
                 "environments (gym.make) instead"
             )
         dynamics, single = _resolve(source)
+        if single is not None and single.unwrapped.observation_shows_history:
+            raise ValueError(
+                f"{type(single.unwrapped).__name__} observes more than its state (its observation "
+                "shows the history), which the model-driven vector env cannot: use "
+                'gym.make_vec(..., vectorization_mode="sync")'
+            )
         #: the shared, immutable MDP of every sub-environment.
         self.dynamics = dynamics
         #: the (never stepped) single env it came from, ``None`` when built from dynamics.
