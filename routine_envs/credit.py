@@ -39,9 +39,9 @@ import numpy as np
 from routine_envs.episodes import EpisodeBatch
 from routine_envs.oracle import PolicyLike
 
-BATCH_FIELDS = ("actions", "critical", "state_ids", "values", "snapshots")
+BATCH_FIELDS = ("actions", "critical", "state_ids", "anchors", "values", "snapshots")
 """Optional :class:`EpisodeBatch` fields an estimator may require."""
-INFO_KEY_OF_FIELD = {"critical": "critical", "state_ids": "state_id"}
+INFO_KEY_OF_FIELD = {"critical": "critical", "state_ids": "state_id", "anchors": "anchor"}
 """The ``info`` key each annotation field is read from."""
 
 
@@ -250,19 +250,42 @@ class RLOO(FromContext):
         return Advantages(np.repeat(adv, batch.lengths))
 
 
+GROUP_KEYS = ("anchor", "state_id")
+"""What grouping estimators group steps by: the observation-only ``anchor`` (the default, fair:
+what any agent could compute) or the privileged ``state_id`` (may encode hidden state)."""
+
+
 @dataclass
 class GiGPO(FromContext):
     """Group-in-group policy optimization (critic-free, turn-level): the episode advantage plus
     ``omega`` times a step advantage ``G_t - mean(G)`` over the steps of the same episode group
-    that share ``state_id`` (anchor states); each part over its std when ``normalize_std``."""
+    that share an anchor state; each part over its std when ``normalize_std``.
+
+    ``group_by="anchor"`` (default) groups steps with equal observations (``info["anchor"]``),
+    as GiGPO does with the agent's own observation; ``"state_id"`` groups by the privileged
+    state id, an explicit choice that results name (see :attr:`label`)."""
 
     omega: float = 1.0
     gamma: float = 1.0
     normalize_std: bool = False
     eps: float = 1e-6
+    group_by: str = "anchor"
     name: ClassVar[str] = "gigpo"
-    requires: ClassVar[frozenset[str]] = frozenset({"state_ids"})
     trains_critic: ClassVar[bool] = False
+
+    def __post_init__(self) -> None:
+        if self.group_by not in GROUP_KEYS:
+            raise ValueError(f"group_by must be one of {GROUP_KEYS}, got {self.group_by!r}")
+
+    @property
+    def requires(self) -> frozenset[str]:
+        """``{"anchors"}``, or ``{"state_ids"}`` when grouping by the privileged id."""
+        return frozenset({"anchors" if self.group_by == "anchor" else "state_ids"})
+
+    @property
+    def label(self) -> str:
+        """How results name this estimator: privileged grouping says so."""
+        return self.name if self.group_by == "anchor" else f"{self.name} (privileged: state_id)"
 
     def __call__(self, batch: EpisodeBatch) -> Advantages:
         check_batch(self, batch)
@@ -271,8 +294,9 @@ class GiGPO(FromContext):
         )
         to_go = batch.returns_to_go(self.gamma)
         group_of_step = np.repeat(batch.group_index(), batch.lengths)
+        keys_of_step = batch.anchors if self.group_by == "anchor" else batch.state_ids
         anchors = np.unique(
-            np.stack([group_of_step, batch.state_ids]), axis=1, return_inverse=True
+            np.stack([group_of_step, keys_of_step]), axis=1, return_inverse=True
         )[1].reshape(-1)
         mean, std, _ = _group_stats(to_go, anchors)
         step_adv = to_go - mean

@@ -49,7 +49,10 @@ class EpisodeBatch:
             the same initial state (GRPO-style groups).
         actions: action of each step, shape ``(N,)``, or ``None``.
         critical: ``info["critical"]`` of each step's state, shape ``(N,)``, or ``None``.
-        state_ids: ``info["state_id"]`` of each step's state, shape ``(N,)``, or ``None``.
+        state_ids: ``info["state_id"]`` of each step's state, shape ``(N,)``, or ``None``
+            (privileged: the id may encode what the observation hides).
+        anchors: ``info["anchor"]`` of each step, an observation-only key (equal observations,
+            equal anchors), shape ``(N,)`` int64, or ``None``.
         values: the learner's value prediction ``V(s_t)``, shape ``(N,)``, or ``None``.
         truncated: whether each episode was cut by a time limit, shape ``(M,)``.
         bootstrap_values: ``V(s_T)`` after the last step of each episode, shape ``(M,)``; only
@@ -63,6 +66,7 @@ class EpisodeBatch:
     actions: np.ndarray | None = None
     critical: np.ndarray | None = None
     state_ids: np.ndarray | None = None
+    anchors: np.ndarray | None = None
     values: np.ndarray | None = None
     truncated: np.ndarray | None = None
     bootstrap_values: np.ndarray | None = None
@@ -80,7 +84,7 @@ class EpisodeBatch:
             raise ValueError(
                 f"groups must have one entry per episode ({m}), got {len(self.groups)}"
             )
-        for name in ("actions", "critical", "state_ids", "values"):
+        for name in ("actions", "critical", "state_ids", "anchors", "values"):
             value = getattr(self, name)
             if value is not None and len(value) != n:
                 raise ValueError(f"{name} must have one entry per step ({n}), got {len(value)}")
@@ -156,7 +160,8 @@ class EpisodeBatch:
     @classmethod
     def from_episodes(cls, episodes: Iterable[Episode]) -> EpisodeBatch:
         """Stack :class:`Episode` records. Annotations are taken from the infos when every step
-        has them (``critical``/``state_id``), values and snapshots when every episode has them."""
+        has them (``critical``/``state_id``/``anchor``), values and snapshots when every episode
+        has them."""
         episodes = list(episodes)
         if not episodes:
             raise ValueError("an EpisodeBatch needs at least one episode")
@@ -188,6 +193,7 @@ class EpisodeBatch:
             actions=np.concatenate([np.asarray(ep.actions, dtype=np.int64) for ep in episodes]),
             critical=from_infos(keys.CRITICAL, bool),
             state_ids=from_infos(keys.STATE_ID, np.int64),
+            anchors=from_infos(keys.ANCHOR, np.int64),
             values=values,
             truncated=np.array([ep.truncated for ep in episodes], dtype=bool),
             bootstrap_values=np.array([ep.bootstrap_value for ep in episodes], dtype=np.float64),

@@ -108,6 +108,7 @@ class ModelSampler:
             groups=np.repeat(np.arange(num_groups), group_size),
             actions=np.stack(cols_a, axis=1)[mask],
             state_ids=states[mask],
+            anchors=self.env.dynamics.anchors_of(states[mask]),
             critical=self.critical[states[mask]],
         )
 

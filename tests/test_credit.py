@@ -23,6 +23,7 @@ def batch_of(
     state_ids=None,
     truncated=None,
     bootstrap=None,
+    anchors=None,
 ):
     lengths = [len(r) for r in rewards_per_episode]
     n = sum(lengths)
@@ -34,6 +35,7 @@ def batch_of(
         values=None if values is None else np.asarray(values, float),
         critical=None if critical is None else np.asarray(critical, bool),
         state_ids=None if state_ids is None else np.asarray(state_ids),
+        anchors=None if anchors is None else np.asarray(anchors),
         truncated=None if truncated is None else np.asarray(truncated, bool),
         bootstrap_values=None if bootstrap is None else np.asarray(bootstrap, float),
     )
@@ -107,18 +109,35 @@ def test_rloo_hand_computed():
 
 
 def test_gigpo_hand_computed():
-    # one group, two episodes; state 5 is visited by both (anchor), others once
-    batch = batch_of([[0, 0, 1], [0, 0]], groups=[0, 0], state_ids=[5, 1, 2, 5, 3])
+    # one group, two episodes; observation 5 is seen by both (anchor), others once
+    batch = batch_of([[0, 0, 1], [0, 0]], groups=[0, 0], anchors=[5, 1, 2, 5, 3])
     out = credit.GiGPO(omega=0.5)(batch)
     # episode returns 1, 0 -> episode adv 0.5, -0.5; returns-to-go [1,1,1], [0,0]
     # anchor 5: G = 1 and 0, mean 0.5 -> step adv +0.5 / -0.5; singletons -> 0
     np.testing.assert_allclose(out.advantages, [0.5 + 0.25, 0.5, 0.5, -0.5 - 0.25, -0.5])
-    with pytest.raises(ValueError, match="state_ids"):
-        credit.GiGPO()(batch_of([[0, 1]]))
+    with pytest.raises(ValueError, match="anchors"):
+        credit.GiGPO()(batch_of([[0, 1]], state_ids=[0, 1]))
+
+
+def test_gigpo_groups_by_the_observation_anchor_unless_asked():
+    """Two states that look the same (equal anchors) but differ in hidden state (ids 7, 8):
+    the default groups them, as an agent could; grouping by the privileged id is explicit and
+    named so."""
+    batch = batch_of([[0, 1], [0, 0]], groups=[0, 0], state_ids=[7, 1, 8, 3], anchors=[5, 1, 5, 3])
+    fair = credit.GiGPO()(batch).advantages
+    privileged_estimator = credit.GiGPO(group_by="state_id")
+    privileged = privileged_estimator(batch).advantages
+    assert fair[0] != privileged[0]  # the step advantage appears only with the shared anchor
+    np.testing.assert_allclose(privileged, credit.TrajectoryMC()(batch).advantages)
+    assert credit.GiGPO().label == "gigpo"
+    assert "privileged" in privileged_estimator.label
+    assert credit.GiGPO().requires == {"anchors"} and privileged_estimator.requires == {"state_ids"}
+    with pytest.raises(ValueError, match="group_by"):
+        credit.GiGPO(group_by="obs")
 
 
 def test_gigpo_anchors_do_not_cross_groups():
-    batch = batch_of([[1], [0]], groups=[0, 1], state_ids=[4, 4])
+    batch = batch_of([[1], [0]], groups=[0, 1], anchors=[4, 4])
     np.testing.assert_allclose(credit.GiGPO()(batch).advantages, [0.0, 0.0])
 
 
