@@ -295,9 +295,9 @@ class GiGPO(FromContext):
         to_go = batch.returns_to_go(self.gamma)
         group_of_step = np.repeat(batch.group_index(), batch.lengths)
         keys_of_step = batch.anchors if self.group_by == "anchor" else batch.state_ids
-        anchors = np.unique(
-            np.stack([group_of_step, keys_of_step]), axis=1, return_inverse=True
-        )[1].reshape(-1)
+        anchors = np.unique(np.stack([group_of_step, keys_of_step]), axis=1, return_inverse=True)[
+            1
+        ].reshape(-1)
         mean, std, _ = _group_stats(to_go, anchors)
         step_adv = to_go - mean
         if self.normalize_std:
