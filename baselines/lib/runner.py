@@ -28,11 +28,14 @@ def run_resumable(
     from tqdm import tqdm
 
     store = ResultsFile(path, required)
+    keys = [key(j) for j in jobs]
     done = {r["key"]: r for r in store.load()}
-    todo = [j for j in jobs if key(j) not in done]
+    todo = [(k, j) for k, j in zip(keys, jobs, strict=True) if k not in done]
+    other = len(set(done) - set(keys))
     print(
         f"{len(jobs)} {unit}s, {len(jobs) - len(todo)} already in {store.path}, "
-        f"{len(todo)} to do on {workers} worker(s)",
+        f"{len(todo)} to do on {workers} worker(s)"
+        + (f"; {other} record(s) there of other settings, not used" if other else ""),
         flush=True,
     )
     bar = tqdm(
@@ -44,18 +47,25 @@ def run_resumable(
     )
     pool = None
     try:
+        tasks = [(worker, k, j) for k, j in todo]
         if workers > 1 and len(todo) > 1:
             pool = mp.get_context("spawn").Pool(min(workers, len(todo)))
-            results = pool.imap_unordered(worker, todo)
+            results = pool.imap_unordered(_run_one, tasks)
         else:
-            results = map(worker, todo)
-        for record in results:
-            record["key"] = key(record)
+            results = map(_run_one, tasks)
+        for job_key, record in results:
+            record["key"] = job_key  # the key of the job as planned, never recomputed
             store.append(record)
-            done[record["key"]] = record
+            done[job_key] = record
             bar.update()
     finally:
         if pool is not None:
             pool.terminate()
         bar.close()
-    return [done[key(j)] for j in jobs]
+    return [done[k] for k in keys]
+
+
+def _run_one(task: tuple[Callable, str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    """``(key, worker(job))`` (a module-level function: spawned processes look it up)."""
+    worker, job_key, job = task
+    return job_key, worker(job)

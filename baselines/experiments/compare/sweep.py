@@ -82,11 +82,27 @@ class SweepArgs:
 
 
 # ------------------------------------------------------------------------------ the jobs
+KEY_FIELDS = (
+    "env_id",
+    "env_kwargs",
+    "method",
+    "seed",
+    "budget",
+    "eval_every",
+    "eval_points",
+    "target",
+    "hyperparameters",
+    "estimator",
+    "versions",
+)
+"""What a run's result depends on: the environment, the method and seed, the budget and the
+evaluation schedule, the target, the resolved hyperparameters, the estimator (name, arguments,
+code fingerprint) and the package versions. A rerun with any of them changed is a new run."""
+
+
 def run_key(job: dict[str, Any]) -> str:
-    """The identity of a run: env, its kwargs, method and seed."""
-    return json.dumps(
-        [job["env_id"], job["env_kwargs"], job["method"], job["seed"]], sort_keys=True
-    )
+    """The identity of a run: every field of :data:`KEY_FIELDS`, as canonical JSON."""
+    return json.dumps({k: job[k] for k in KEY_FIELDS}, sort_keys=True)
 
 
 def plan(args: SweepArgs) -> list[dict[str, Any]]:
@@ -124,6 +140,19 @@ def make_jobs(
     built once per length (bad kwargs fail here). ``extra(env)`` adds fields to every job."""
     import gymnasium as gym
 
+    from baselines.lib import provenance
+    from baselines.lib.config import load_hyperparameters
+
+    per_method = {}
+    for method in args.methods:
+        hyper = load_hyperparameters(args.env_id, method)
+        kwargs = hyper.get("estimator_kwargs") or {}
+        per_method[method] = {
+            "label": provenance.method_label(method, kwargs),
+            "hyperparameters": hyper,
+            "estimator": provenance.estimator_identity(method, kwargs),
+        }
+    versions = provenance.versions()
     jobs = []
     for length in args.routine_lengths:
         kwargs = {**args.env_kwargs, density_kwarg: length}
@@ -145,7 +174,10 @@ def make_jobs(
                         **fields,
                         "budget": eval_every * args.eval_points,
                         "eval_every": eval_every,
+                        "eval_points": args.eval_points,
                         "target": args.target_success,
+                        **per_method[method],
+                        "versions": versions,
                     }
                 )
     return jobs
@@ -170,6 +202,12 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
             progress=False,
         )
     )
+    used = {k: v for k, v in result.hyperparameters.items() if k in job["hyperparameters"]}
+    if used != job["hyperparameters"]:  # the YAML changed between planning and this run
+        raise ValueError(
+            f"hyperparameters changed since the sweep was planned: {used} != "
+            f"{job['hyperparameters']}"
+        )
     return {
         **job,
         "key": run_key(job),
@@ -177,7 +215,6 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         "success": result.success,
         "steps_to_target": result.steps_to_target,
         "wall_time": result.wall_time,
-        "hyperparameters": result.hyperparameters,
     }
 
 

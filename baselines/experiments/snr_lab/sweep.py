@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from baselines.experiments.snr_lab import analysis
-from baselines.lib import cli
+from baselines.lib import cli, provenance
 from baselines.lib.runner import run_resumable
 from baselines.lib.tables import write_csv
 from routine_envs import credit, snr
@@ -158,19 +158,38 @@ def measure_setting(setting: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def setting_key(setting: dict[str, Any]) -> str:
-    keys = (
-        "experiment",
-        "routine_length",
-        "param",
-        "estimators",
-        "episodes",
-        "group_size",
-        "num_floors",
-        "num_doors",
-        "seed",
+def estimator_code(label: str) -> str:
+    """The fingerprint of the estimator class a lab label builds (see :data:`LAB_ESTIMATORS`)."""
+    kind, _, arg = label.partition(":")
+    spec = (
+        LAB_ESTIMATORS[kind](arg or "1", {"J": 0.5, "std_R": 0.5})[0]
+        if kind in LAB_ESTIMATORS
+        else kind
     )
-    return json.dumps([setting[k] for k in keys])
+    return provenance.code_fingerprint(credit.estimator_class(spec))
+
+
+KEY_FIELDS = (
+    "experiment",
+    "routine_length",
+    "param",
+    "estimators",
+    "reference",
+    "episodes",
+    "group_size",
+    "num_floors",
+    "num_doors",
+    "seed",
+    "code",
+    "versions",
+)
+"""What a setting's measurement depends on: the setting, the estimators and their reference,
+the code of the estimators and of the measurement, and the package versions."""
+
+
+def setting_key(setting: dict[str, Any]) -> str:
+    """The identity of a setting: every field of :data:`KEY_FIELDS`, as canonical JSON."""
+    return json.dumps({k: setting[k] for k in KEY_FIELDS}, sort_keys=True)
 
 
 def run_settings(settings: list[dict[str, Any]], path: Path, workers: int) -> list[dict]:
@@ -195,6 +214,9 @@ def _settings(
     reference: str,
     episodes: int,
 ) -> list[dict[str, Any]]:
+    code = {name: estimator_code(name) for name in estimators}
+    code["measure_setting"] = provenance.code_fingerprint(measure_setting)
+    versions = provenance.versions()
     return [
         {
             "experiment": experiment,
@@ -207,6 +229,8 @@ def _settings(
             "num_floors": args.num_floors,
             "num_doors": args.num_doors,
             "seed": args.seed,
+            "code": code,
+            "versions": versions,
         }
         for length in lengths
         for param in params
