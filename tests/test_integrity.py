@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from baselines.experiments.compare import sweep as compare
 from baselines.experiments.snr_lab import sweep as snr_lab
 from routine_envs import credit
@@ -109,3 +111,36 @@ def test_snr_lab_key_covers_reference_and_estimator_code(monkeypatch):
 
     monkeypatch.setitem(credit.ESTIMATORS, "oracle", ChangedOracle)
     assert key() != base
+
+
+# ---------------------------------------------------------------- 2. duplicates double-counted
+def one_line_error(capsys, parse, argv):
+    """The exit code and the error message of a command line that must be refused."""
+    with pytest.raises(SystemExit) as exit_info:
+        parse(argv)
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    return exit_info.value.code, err
+
+
+def test_duplicate_values_in_list_flags_are_refused(capsys):
+    from baselines import multiagent, snr_network
+
+    code, err = one_line_error(capsys, compare.parse_args, ["--seeds", "0", "0", "1"])
+    assert code == 2 and "--seeds" in err and "duplicate" in err and "0" in err
+    code, err = one_line_error(
+        capsys, snr_lab.parse_args, ["rho-law", "--routine-lengths", "2", "2", "3"]
+    )
+    assert code == 2 and "--routine-lengths" in err and "duplicate" in err
+    code, err = one_line_error(capsys, multiagent.parse_args, ["--methods", "ppo", "ppo"])
+    assert code == 2 and "--methods" in err
+    assert snr_network.parse_args(["--net-arch", "64", "64"]).net_arch == [64, 64]  # a shape
+
+
+def test_duplicate_values_in_settings_are_refused_before_any_run(tmp_path):
+    with pytest.raises(ValueError, match=r"seeds.*duplicate.*\[0\]"):
+        compare.plan(tiny(tmp_path, seeds=[0, 0, 1]))
+    with pytest.raises(ValueError, match=r"routine_lengths.*duplicate"):
+        compare.plan(tiny(tmp_path, routine_lengths=[1, 1]))
+    with pytest.raises(ValueError, match=r"routine_lengths.*duplicate"):
+        snr_lab.rho_law(snr_lab.LabArgs(out=tmp_path, routine_lengths=(2, 2, 3), episodes=400))

@@ -10,8 +10,11 @@ by its default. The field's type sets the parsing:
 - ``dict``: one JSON object (``--env-kwargs '{"routine_length": 5}'``).
 
 ``metadata["choices"]`` restricts the values, ``metadata["positional"]`` makes the field a
-positional argument. Flags that are not given keep the value of a *base* settings object (the
-dataclass defaults, or a named sweep's settings), so a script can tell what was given.
+positional argument. A list flag refuses a value given twice (``--seeds 0 0 1`` would run seed 0
+twice and count it twice), unless ``metadata["allow_duplicates"]`` (a network shape ``64 64``).
+Errors are one line naming the flag, exit status 2, before any work. Flags that are not given
+keep the value of a *base* settings object (the dataclass defaults, or a named sweep's
+settings), so a script can tell what was given.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -55,6 +59,41 @@ def _show(value: Any) -> str:
     return str(value)
 
 
+def duplicates(values: Sequence[Any]) -> list[Any]:
+    """The values that occur more than once in ``values``, in order of first occurrence."""
+    seen, twice = [], []
+    for v in values:
+        if v in seen and v not in twice:
+            twice.append(v)
+        seen.append(v)
+    return twice
+
+
+def check_unique(name: str, values: Sequence[Any]) -> None:
+    """``ValueError`` naming the setting ``name`` when ``values`` holds a value twice."""
+    twice = duplicates(values)
+    if twice:
+        raise ValueError(f"{name}: duplicate values {twice}; give each value once")
+
+
+class _Unique(argparse.Action):
+    """Store a list, refusing a value given twice."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: Any, values: Any, option: Any):
+        twice = duplicates(values)
+        if twice:
+            parser.error(f"argument {option}: duplicate values {twice}; give each value once")
+        setattr(namespace, self.dest, values)
+
+
+class SettingsParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line on stderr (exit status 2)."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)
+        sys.exit(2)
+
+
 def add_settings_arguments(parser: argparse.ArgumentParser, settings_cls: type) -> None:
     """Add one argument per field of the dataclass ``settings_cls`` to ``parser``.
 
@@ -81,6 +120,8 @@ def add_settings_arguments(parser: argparse.ArgumentParser, settings_cls: type) 
         elif origin in (list, tuple):
             args = typing.get_args(kind)
             options.update(nargs="+", type=args[0] if args else str)
+            if not f.metadata.get("allow_duplicates"):
+                options["action"] = _Unique
         elif origin is dict:
             options.update(type=json.loads, metavar="JSON")
         elif origin in SCALARS:
@@ -96,7 +137,7 @@ def add_settings_arguments(parser: argparse.ArgumentParser, settings_cls: type) 
 
 def settings_parser(settings_cls: type, description: str | None = None) -> argparse.ArgumentParser:
     """An ``ArgumentParser`` with one argument per field of ``settings_cls``."""
-    parser = argparse.ArgumentParser(
+    parser = SettingsParser(
         description=description or (settings_cls.__doc__ or "").strip().splitlines()[0]
     )
     add_settings_arguments(parser, settings_cls)

@@ -105,6 +105,15 @@ def run_key(job: dict[str, Any]) -> str:
     return json.dumps({k: job[k] for k in KEY_FIELDS}, sort_keys=True)
 
 
+def check_lists(args: SweepArgs) -> None:
+    """Refuse empty lists and a value given twice (a seed run twice would count twice)."""
+    for name in ("routine_lengths", "methods", "seeds"):
+        values = getattr(args, name)
+        if not values:
+            raise ValueError(f"{name} must not be empty")
+        cli.check_unique(name, values)
+
+
 def plan(args: SweepArgs) -> list[dict[str, Any]]:
     """Every run of the sweep, validated before any training starts."""
     import gymnasium as gym
@@ -113,6 +122,7 @@ def plan(args: SweepArgs) -> list[dict[str, Any]]:
     from baselines.lib.config import known_methods, load_hyperparameters
 
     gym.register_envs(routine_envs)
+    check_lists(args)
     if args.env_id not in gym.registry:
         raise ValueError(f"unknown environment {args.env_id!r}")
     if args.statistic not in analysis.STATISTICS:

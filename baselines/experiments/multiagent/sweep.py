@@ -51,6 +51,7 @@ def plan(args: TeamSweepArgs) -> list[dict[str, Any]]:
     single-agent sweep's ``plan``; ``rho`` is the mean per-agent decision density)."""
     from baselines.lib.config import known_methods, load_hyperparameters
 
+    compare.check_lists(args)
     if args.env_id not in TEAM_ENVS:
         raise ValueError(f"unknown team environment {args.env_id!r}; known: {sorted(TEAM_ENVS)}")
     if args.statistic not in analysis.STATISTICS:
@@ -61,8 +62,6 @@ def plan(args: TeamSweepArgs) -> list[dict[str, Any]]:
         load_hyperparameters(args.env_id, method)
     if args.budget_episodes < 1 or args.eval_points < 1 or args.workers < 1:
         raise ValueError("budget_episodes, eval_points and workers must be >= 1")
-    if not args.routine_lengths or not args.seeds:
-        raise ValueError("routine_lengths and seeds must not be empty")
     density_kwarg = TEAM_ENVS[args.env_id]["density_kwarg"]
     return compare.make_jobs(
         args,

@@ -205,6 +205,16 @@ def run_settings(settings: list[dict[str, Any]], path: Path, workers: int) -> li
     )
 
 
+def check_lab_args(args: LabArgs) -> None:
+    """Refuse settings that would measure nothing or count a setting twice (``ValueError``
+    naming the setting), before any work."""
+    for name in ("routine_lengths", "mc_routine_lengths", "params"):
+        values = getattr(args, name)
+        if not values:
+            raise ValueError(f"{name} must not be empty")
+        cli.check_unique(name, values)
+
+
 def _settings(
     args: LabArgs,
     experiment: str,
@@ -214,6 +224,7 @@ def _settings(
     reference: str,
     episodes: int,
 ) -> list[dict[str, Any]]:
+    check_lab_args(args)
     code = {name: estimator_code(name) for name in estimators}
     code["measure_setting"] = provenance.code_fingerprint(measure_setting)
     versions = provenance.versions()

@@ -121,7 +121,8 @@ class NetworkArgs:
     episodes: int = field(default=20_000, metadata={"help": "episodes per routine length"})
     group_size: int = field(default=8, metadata={"help": "episodes per group"})
     net_arch: list[int] = field(
-        default_factory=lambda: [64, 64], metadata={"help": "hidden layer sizes of the MLP"}
+        default_factory=lambda: [64, 64],
+        metadata={"help": "hidden layer sizes of the MLP", "allow_duplicates": True},
     )
     seed: int = field(default=0, metadata={"help": "seed of the network and the episodes"})
     out: Path = field(default=Path("results/snr/network"), metadata={"help": "output folder"})
