@@ -294,7 +294,8 @@ def test_results_file_recovers_from_partial_and_corrupt_lines(tmp_path):
     assert [r["key"] for r in good] == ["a", "b"]
     assert len(messages) == 1 and "partial last line 3" in messages[0]
     assert store.path.read_text().count("\n") == 2  # the file was repaired...
-    assert store.rejected.read_text().startswith('{"key": "c"')  # ...and nothing was lost
+    kept = json.loads(store.rejected.read_text().splitlines()[0])  # ...and nothing was lost
+    assert kept["line"] == 3 and kept["text"].startswith('{"key": "c"') and kept["reason"]
     # a corrupt line in the middle and a duplicate are reported too; good rows stay
     with store.path.open("ab") as f:
         f.write(b"not json\n")

@@ -3,6 +3,7 @@ lost work, schedules that are what the record says (fast: no test trains for lon
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,135 @@ def test_duplicate_values_in_settings_are_refused_before_any_run(tmp_path):
         compare.plan(tiny(tmp_path, routine_lengths=[1, 1]))
     with pytest.raises(ValueError, match=r"routine_lengths.*duplicate"):
         snr_lab.rho_law(snr_lab.LabArgs(out=tmp_path, routine_lengths=(2, 2, 3), episodes=400))
+
+
+# ------------------------------------------------------------- 3 and 9. rows that are not rows
+def good_row(key="a", **changes):
+    row = {
+        "key": key,
+        "method": "ppo",
+        "seed": 0,
+        "routine_length": 1,
+        "rho": 0.5,
+        "timesteps": [0, 100],
+        "success": [0.0, 1.0],
+        "budget": 100,
+        "target": 0.9,
+    }
+    row.update(changes)
+    return row
+
+
+def test_results_loader_rejects_every_kind_of_malformed_line(tmp_path):
+    from baselines.lib.results import ResultsFile
+
+    store = ResultsFile(tmp_path / "results.jsonl", compare.REQUIRED, compare.check_record)
+    bad_lines = [
+        "123",
+        "null",
+        "[1, 2]",
+        '"text"',
+        json.dumps(good_row(key=["a", "list"])),
+        json.dumps(good_row("s", success="abc")),
+        json.dumps(good_row("n", success=[0.0, float("nan")])),
+        json.dumps(good_row("r", rho=float("nan"))),
+        json.dumps(good_row("i", rho=float("inf"))),
+        json.dumps(good_row("l", success=[0.0])),  # not one success per timestep
+        json.dumps(good_row("m", seed="0")),
+        '{"key": "x"}',
+    ]
+    lines = [json.dumps(good_row("a")), *bad_lines, json.dumps(good_row("b"))]
+    store.path.write_text("\n".join(lines) + "\n")
+    messages = []
+    good = store.load(report=messages.append)
+    assert [r["key"] for r in good] == ["a", "b"]
+    assert len(messages) == len(bad_lines)
+    rejected = [json.loads(x) for x in store.rejected.read_text().splitlines()]
+    assert [r["line"] for r in rejected] == list(range(2, 2 + len(bad_lines)))
+    assert all(r["reason"] and r["text"] for r in rejected)
+    assert any("not finite" in r["reason"] for r in rejected)
+    assert [r["key"] for r in store.load(report=messages.append)] == ["a", "b"]  # repaired
+
+
+def test_snr_loader_rejects_a_row_without_its_ratios(tmp_path):
+    from baselines.lib.results import ResultsFile
+
+    row = {
+        "key": "k",
+        "routine_length": 1,
+        "rho": 0.5,
+        "estimators": ["oracle", "trajectory_exact"],
+        "reference": "trajectory_exact",
+        "results": [
+            {"estimator": "oracle", "snr": 2.0},
+            {"estimator": "trajectory_exact", "snr": 1.0},
+        ],
+        "ratios": {"oracle/trajectory_exact": [2.0, 1.5, 2.5]},
+    }
+    store = ResultsFile(tmp_path / "results.jsonl", snr_lab.REQUIRED, snr_lab.check_record)
+    store.path.write_text(
+        json.dumps(row) + "\n" + json.dumps({**row, "key": "empty", "ratios": {}}) + "\n"
+    )
+    messages = []
+    assert [r["key"] for r in store.load(report=messages.append)] == ["k"]
+    assert "oracle/trajectory_exact" in messages[0]
+
+
+def test_a_non_finite_row_is_not_written_but_kept_aside(tmp_path):
+    from baselines.lib.results import ResultsFile
+
+    store = ResultsFile(tmp_path / "results.jsonl", compare.REQUIRED, compare.check_record)
+    messages = []
+    assert not store.append(good_row(success=[0.0, float("nan")]), report=messages.append)
+    assert not store.path.exists() or store.path.read_text() == ""
+    assert "not finite" in messages[0] and str(store.rejected) in messages[0]
+    assert "NaN" in store.rejected.read_text()  # kept, with its reason
+
+
+def test_read_only_folder_does_not_claim_to_have_moved_anything(tmp_path):
+    from baselines.lib.results import ResultsFile
+
+    store = ResultsFile(tmp_path / "results.jsonl", compare.REQUIRED, compare.check_record)
+    store.path.write_text(json.dumps(good_row()) + "\nnot json\n")
+    store.rejected.mkdir()  # the rejected file cannot be written (as in a read-only folder)
+    messages = []
+    assert [r["key"] for r in store.load(report=messages.append)] == ["a"]
+    assert messages and not any("moved to" in m for m in messages)
+    assert any("left in place" in m for m in messages)
+    assert "not json" in store.path.read_text()  # nothing lost either
+
+
+# ------------------------------------------------------------------------------ 8. lost work
+def test_unwritable_output_is_refused_before_any_training(tmp_path, monkeypatch):
+    from baselines.lib.training import TrainArgs, main
+
+    calls = []
+    monkeypatch.setattr(compare, "run_job", lambda job: calls.append(job) or fake_run(job))
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    with pytest.raises(ValueError, match="a file is in the way"):
+        compare.run_sweep(tiny(a_file), progress=False)
+    (tmp_path / "dir" / "results.jsonl").mkdir(parents=True)
+    with pytest.raises(ValueError, match="is a directory"):
+        compare.run_sweep(tiny(tmp_path / "dir"), progress=False)
+    assert not calls
+    with pytest.raises(ValueError, match="--out"):
+        main(TrainArgs(out=a_file, total_timesteps=10, progress=False))
+
+
+def test_a_record_that_cannot_be_written_is_kept_and_its_place_reported(
+    tmp_path, monkeypatch, capsys
+):
+    results = tmp_path / "results.jsonl"
+
+    def worker(job):
+        if results.exists():
+            results.unlink()
+        results.mkdir()  # the file became unwritable while the run trained
+        return fake_run(job)
+
+    monkeypatch.setattr(compare, "run_job", worker)
+    records = compare.run_sweep(tiny(tmp_path), progress=False)
+    fallback = tmp_path / "results.unsaved.jsonl"
+    assert json.loads(fallback.read_text())["key"] == records[0]["key"]
+    assert str(fallback) in capsys.readouterr().out

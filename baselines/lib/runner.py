@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from baselines.lib.results import ResultsFile
+from baselines.lib.results import Check, ResultsFile, Schema
 
 
 def run_resumable(
@@ -16,18 +16,22 @@ def run_resumable(
     worker: Callable[[dict[str, Any]], dict[str, Any]],
     path: Path,
     workers: int,
-    required: tuple[str, ...] = ("key",),
+    required: tuple[str, ...] | Schema = ("key",),
+    check: Check | None = None,
     progress: bool = True,
     unit: str = "run",
 ) -> list[dict[str, Any]]:
     """Run the jobs whose ``key`` is not yet in the results file at ``path`` with ``worker``
     (``workers`` spawned processes, or in this process for 1), appending each record as soon as
     it is done; return the records of all ``jobs`` in order. ``worker`` must be importable by
-    name (spawned processes look it up). Records are checked for the ``required`` fields when
-    the file is loaded (:class:`~baselines.lib.results.ResultsFile`)."""
+    name (spawned processes look it up). Records are validated (the ``required`` fields and
+    their kinds, finite numbers, ``check``) when the file is loaded and when a record is
+    written (:class:`~baselines.lib.results.ResultsFile`); an invalid record is kept aside
+    and left out of the returned records (reported), so tables never see it."""
     from tqdm import tqdm
 
-    store = ResultsFile(path, required)
+    store = ResultsFile(path, required, check)
+    store.check_writable()  # before any work: a finished run must have somewhere to go
     keys = [key(j) for j in jobs]
     done = {r["key"]: r for r in store.load()}
     todo = [(k, j) for k, j in zip(keys, jobs, strict=True) if k not in done]
@@ -46,6 +50,7 @@ def run_resumable(
         dynamic_ncols=True,
     )
     pool = None
+    invalid: list[str] = []
     try:
         tasks = [(worker, k, j) for k, j in todo]
         if workers > 1 and len(todo) > 1:
@@ -55,14 +60,25 @@ def run_resumable(
             results = map(_run_one, tasks)
         for job_key, record in results:
             record["key"] = job_key  # the key of the job as planned, never recomputed
-            store.append(record)
-            done[job_key] = record
+            try:
+                store.validate(record)
+            except ValueError as err:
+                invalid.append(f"{job_key}: {err}")
+            else:
+                done[job_key] = record
+            store.append(record, report=bar.write)  # kept aside when invalid or unwritable
             bar.update()
     finally:
         if pool is not None:
             pool.terminate()
         bar.close()
-    return [done[k] for k in keys]
+    if invalid:
+        print(
+            f"{len(invalid)} {unit}(s) gave an invalid record, left out of the results and "
+            f"kept in {store.rejected}: " + "; ".join(invalid),
+            flush=True,
+        )
+    return [done[k] for k in keys if k in done]
 
 
 def _run_one(task: tuple[Callable, str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import json
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -164,6 +165,22 @@ class ProgressBar(BaseCallback):
         self.bar.close()
 
 
+def check_output_folder(out: Path) -> None:
+    """Create ``out`` and make sure files can be written there, before any training;
+    ``ValueError`` naming ``--out`` otherwise."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise ValueError(f"--out {out}: a file is in the way (give a folder)") from None
+    except OSError as err:
+        raise ValueError(f"--out {out}: cannot create the folder: {err}") from None
+    try:
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as err:
+        raise ValueError(f"--out {out}: cannot write there: {err}") from None
+
+
 def build(args: TrainArgs) -> tuple[Any, gym.Env, dict[str, Any]]:
     """Validate everything and build the algorithm, its evaluation env and its settings.
 
@@ -183,6 +200,8 @@ def build(args: TrainArgs) -> tuple[Any, gym.Env, dict[str, Any]]:
             raise ValueError(f"{name} must be >= 1, got {getattr(args, name)}")
     if not 0 < args.target_success <= 1:
         raise ValueError(f"target_success must be in (0, 1], got {args.target_success}")
+    if args.out is not None:
+        check_output_folder(args.out)
     eval_env = gym.make(args.env_id, **args.env_kwargs)  # raises ValueError on bad kwargs
     hyper = load_hyperparameters(args.env_id, args.method, args.config)
     params = dict(hyper)

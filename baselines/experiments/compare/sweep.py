@@ -16,6 +16,7 @@ rho, the ratio trajectory-level / turn-level per rho, and a bsuite-style summary
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -228,17 +229,29 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-REQUIRED = (
-    "key",
-    "method",
-    "seed",
-    "routine_length",
-    "rho",
-    "timesteps",
-    "success",
-    "budget",
-    "target",
-)
+REQUIRED = {
+    "key": "str",
+    "method": "str",
+    "seed": "int",
+    "routine_length": "int",
+    "rho": "number",
+    "timesteps": "numbers",
+    "success": "numbers",
+    "budget": "number",
+    "target": "number",
+}
+"""The fields every run record has, and their kinds (:class:`baselines.lib.results.ResultsFile`)."""
+
+
+def check_record(record: dict[str, Any]) -> None:
+    """A run record's curve: one success rate in [0, 1] per evaluation, at increasing times."""
+    t, s = record["timesteps"], record["success"]
+    if not t or len(t) != len(s):
+        raise ValueError(f"{len(t)} timesteps but {len(s)} success values")
+    if any(b < a for a, b in itertools.pairwise(t)):
+        raise ValueError("timesteps are not increasing")
+    if not all(-1e-9 <= x <= 1.0 + 1e-9 for x in s):  # exact probabilities: rounding only
+        raise ValueError("a success rate is outside [0, 1]")
 
 
 def run_sweep(args: SweepArgs, progress: bool = True) -> list[dict[str, Any]]:
@@ -250,6 +263,7 @@ def run_sweep(args: SweepArgs, progress: bool = True) -> list[dict[str, Any]]:
         args.out / "results.jsonl",
         args.workers,
         required=REQUIRED,
+        check=check_record,
         progress=progress,
     )
 

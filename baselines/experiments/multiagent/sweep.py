@@ -88,6 +88,7 @@ def run_sweep(args: TeamSweepArgs, progress: bool = True) -> list[dict[str, Any]
         args.out / "results.jsonl",
         args.workers,
         required=compare.REQUIRED,
+        check=compare.check_record,
         progress=progress,
     )
 

@@ -192,6 +192,42 @@ def setting_key(setting: dict[str, Any]) -> str:
     return json.dumps({k: setting[k] for k in KEY_FIELDS}, sort_keys=True)
 
 
+REQUIRED = {
+    "key": "str",
+    "routine_length": "int",
+    "rho": "number",
+    "estimators": "list",
+    "reference": "str",
+    "results": "list",
+    "ratios": "dict",
+}
+"""The fields every setting's record has, and their kinds."""
+
+
+def check_record(record: dict[str, Any]) -> None:
+    """A setting's record: one result (with its SNR) per estimator, and the ratio of each to
+    the reference wherever the reference's SNR is not zero (as :func:`measure_setting` writes)."""
+    results = record["results"]
+    if not all(isinstance(r, dict) and isinstance(r.get("snr"), (int, float)) for r in results):
+        raise ValueError("every result must be an object with a number 'snr'")
+    snrs = {r.get("estimator"): r["snr"] for r in results}
+    if sorted(snrs, key=str) != sorted(record["estimators"], key=str):
+        raise ValueError(f"results for {sorted(snrs, key=str)}, estimators {record['estimators']}")
+    ref = record["reference"]
+    if ref not in snrs:
+        raise ValueError(f"no result for the reference {ref!r}")
+    for name in snrs:
+        ratio = record["ratios"].get(f"{name}/{ref}")
+        if name != ref and snrs[ref] != 0 and ratio is None:
+            raise ValueError(f"no ratio {name}/{ref}")
+        if ratio is not None and not (
+            isinstance(ratio, list)
+            and len(ratio) == 3
+            and all(isinstance(x, (int, float)) for x in ratio)
+        ):
+            raise ValueError(f"ratio {name}/{ref} must be [ratio, low, high], got {ratio!r:.60}")
+
+
 def run_settings(settings: list[dict[str, Any]], path: Path, workers: int) -> list[dict]:
     """Measure what is missing (resumable), append each result as one JSON line."""
     return run_resumable(
@@ -200,7 +236,8 @@ def run_settings(settings: list[dict[str, Any]], path: Path, workers: int) -> li
         measure_setting,
         path,
         workers,
-        required=("key", "results", "ratios", "routine_length"),
+        required=REQUIRED,
+        check=check_record,
         unit="setting",
     )
 
