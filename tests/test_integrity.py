@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import gymnasium as gym
 import pytest
 
 from baselines.experiments.compare import sweep as compare
@@ -277,3 +278,55 @@ def test_a_record_that_cannot_be_written_is_kept_and_its_place_reported(
     fallback = tmp_path / "results.unsaved.jsonl"
     assert json.loads(fallback.read_text())["key"] == records[0]["key"]
     assert str(fallback) in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ 3. NaN and degenerate input
+def strict_json(text):
+    def refuse(constant):
+        raise ValueError(f"not valid JSON: {constant}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_a_fit_of_too_few_points_is_not_available_and_the_summary_is_strict_json(tmp_path):
+    args = snr_lab.LabArgs(out=tmp_path, routine_lengths=(1,), params=("per_state",), episodes=400)
+    summary = snr_lab.rho_law(args)
+    saved = strict_json((tmp_path / "rho_law" / "summary.json").read_text())
+    assert saved["fits"]["per_state"]["slope"] is None and saved["fits"]["per_state"]["r2"] is None
+    assert "3 distinct" in saved["fits"]["per_state"]["note"]
+    assert summary["theory_fit"]["r2"] is None
+    assert snr_lab.fit([1.0, 0.5, 0.25], [1.0, 2.0, 4.0])["slope"] == pytest.approx(-1.0)
+    assert snr_lab.fit([1.0, 1.0, 0.5], [1.0, 1.0, 2.0])["slope"] is None  # 2 distinct points
+
+
+def test_train_refuses_eval_episodes_below_one():
+    from baselines.lib.training import TrainArgs, build
+
+    for bad in (0, -1):
+        with pytest.raises(ValueError, match="eval_episodes must be >= 1"):
+            build(TrainArgs(env_id="CartPole-v1", eval_episodes=bad, progress=False))
+
+
+class NaNReward(gym.Env):
+    """A two-step env whose second step pays NaN (a broken reward)."""
+
+    def __init__(self):
+        self.action_space = gym.spaces.Discrete(2)
+        self.observation_space = gym.spaces.Discrete(3)
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return 0, {}
+
+    def step(self, action):
+        self.t += 1
+        return self.t, float("nan") if self.t == 2 else 0.0, self.t >= 2, False, {}
+
+
+def test_diagnose_refuses_nan_rewards_naming_the_env_and_the_step():
+    from routine_envs.diagnose import diagnose
+
+    with pytest.raises(ValueError, match=r"NaNReward.*reward nan.*step 2"):
+        diagnose(NaNReward(), num_states=4, num_rollouts=8)

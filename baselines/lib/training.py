@@ -195,7 +195,7 @@ def build(args: TrainArgs) -> tuple[Any, gym.Env, dict[str, Any]]:
         )
     if args.method not in known_methods():
         raise ValueError(f"unknown method {args.method!r}; known: {known_methods()}")
-    for name in ("total_timesteps", "eval_every"):
+    for name in ("total_timesteps", "eval_every", "eval_episodes"):
         if getattr(args, name) < 1:
             raise ValueError(f"{name} must be >= 1, got {getattr(args, name)}")
     if not 0 < args.target_success <= 1:

@@ -92,24 +92,43 @@ def branch(env: gym.Env) -> gym.Env:
         ) from error
 
 
+def _env_name(env: gym.Env) -> str:
+    spec = getattr(env, "spec", None)
+    return spec.id if spec is not None else type(env.unwrapped).__name__
+
+
+def _finite_reward(env: gym.Env, reward: Any, step: int) -> float:
+    """``reward`` as a float; ``ValueError`` naming the env and the step when it is NaN or
+    infinite (a rho from such returns would be meaningless: every difference is NaN)."""
+    value = float(reward)
+    if not math.isfinite(value):
+        raise ValueError(
+            f"{_env_name(env)} returned reward {value} at step {step} of an episode: "
+            "diagnose needs finite rewards"
+        )
+    return value
+
+
 def _continue(
     env: gym.Env,
     action: int,
     policy: ContinuationPolicy,
     rng: np.random.Generator,
     steps_left: int,
+    step: int = 0,
 ) -> tuple[float, bool]:
-    """Take ``action`` in ``env``, then follow ``policy`` to the episode's end or until
-    ``steps_left`` steps were taken. Returns ``(undiscounted return, cut at the step budget)``."""
+    """Take ``action`` in ``env`` (at episode step ``step``), then follow ``policy`` to the
+    episode's end or until ``steps_left`` steps were taken. Returns ``(undiscounted return, cut
+    at the step budget)``; ``ValueError`` for a reward that is not finite."""
     obs, reward, terminated, truncated, info = env.step(action)
-    total = float(reward)
+    total = _finite_reward(env, reward, step + 1)
     taken = 1
     while not (terminated or truncated):
         if taken >= steps_left:
             return total, True
         obs, reward, terminated, truncated, info = env.step(policy(obs, info, rng))
-        total += float(reward)
         taken += 1
+        total += _finite_reward(env, reward, step + taken)
     return total, False
 
 
@@ -120,6 +139,7 @@ def _rollout_returns(
     num_rollouts: int,
     steps_left: int,
     seed_key: tuple[int, ...],
+    step: int = 0,
 ) -> tuple[np.ndarray, int]:
     """``G[a, i]`` at the current state of ``env`` (left untouched), shape
     ``(len(actions), num_rollouts)``, and the number of continuations cut at the budget."""
@@ -132,7 +152,7 @@ def _rollout_returns(
         for k, action in enumerate(actions):
             child = base if k == last else branch(base)
             rng = np.random.default_rng((*seed_key, i, 1))
-            returns[k, i], was_cut = _continue(child, action, policy, rng, steps_left)
+            returns[k, i], was_cut = _continue(child, action, policy, rng, steps_left, step)
             cut += was_cut
     return returns, cut
 
@@ -176,7 +196,8 @@ def diagnose(
         A :class:`DiagnosisResult`.
 
     Raises:
-        ValueError: for a non-discrete action space or a bad argument.
+        ValueError: for a non-discrete action space, a bad argument, or a reward that is NaN
+            or infinite (the env and the step named).
         TypeError: when ``copy.deepcopy(env)`` fails.
     """
     space = check_arguments(env, num_states, num_rollouts, alpha, max_steps, confidence)
@@ -207,7 +228,13 @@ def diagnose(
                     truncated_episodes += 1
                     break
                 returns, cut = _rollout_returns(
-                    env, actions, policy, num_rollouts, max_steps - step, (seed, episode, 2, step)
+                    env,
+                    actions,
+                    policy,
+                    num_rollouts,
+                    max_steps - step,
+                    (seed, episode, 2, step),
+                    step,
                 )
                 truncated_rollouts += cut
                 outcome = action_dependence_test(returns)
@@ -231,7 +258,7 @@ def diagnose(
                     bar.total = len(records)
                 bar.update()
                 obs, reward, terminated, truncated, info = env.step(policy(obs, info, sample_rng))
-                total += float(reward)
+                total += _finite_reward(env, reward, step + 1)
                 step += 1
                 done = terminated or truncated
             episode_critical.append(critical_count)

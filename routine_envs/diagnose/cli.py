@@ -65,6 +65,8 @@ def run(args: argparse.Namespace) -> int:
                 max_steps=args.max_steps,
                 confidence=args.confidence,
             )
+        except ValueError as error:  # e.g. a NaN reward: named, no traceback
+            raise SystemExit(f"error: {error}") from None
         finally:
             env.close()
     for warning in caught:

@@ -169,13 +169,15 @@ def main(args: DemoArgs) -> None:
     columns = ("routine_length", "rho", "ratio", "ratio_low", "ratio_high", "theory_ratio")
     rows = [r for r in read_csv(lab.out / "rho_law" / "rho_law.csv") if r["param"] == "per_state"]
     print_table([{k: r[k] for k in columns} for r in rows])
+    from baselines.experiments.snr_lab.analysis import fit_text
+
     for param, fit in summary["fits"].items():
         print(
-            f"fit ({param}): slope {fit['slope']:.4f}, R^2 {fit['r2']:.4f}; closed form within "
+            f"fit ({param}): {fit_text(fit)}; closed form within "
             f"the 95% CI in {fit['within_ci']}/{fit['settings']} settings"
         )
     print(
-        f"closed-form slope {summary['theory_fit']['slope']:.4f}; paper: slope "
+        f"closed-form fit: {fit_text(summary['theory_fit'])}; paper: slope "
         f"{snr_lab.PAPER['slope']}, R^2 {snr_lab.PAPER['r2']}; "
         f"{args.snr_episodes} episodes per setting ({time.perf_counter() - start:.1f} s)"
     )

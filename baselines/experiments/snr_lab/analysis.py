@@ -33,6 +33,13 @@ def flat_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def fit_text(f: dict[str, Any]) -> str:
+    """``slope -0.508, R^2 0.9994``, or why the fit is not available."""
+    if f.get("slope") is None:
+        return f.get("note", "fit not available")
+    return f"slope {f['slope']:.3f}, R^2 {f['r2']:.4f}"
+
+
 def errorbars(ax: Any, rows: list[dict], y: str, low: str, high: str, **kw: Any) -> None:
     """``rows[y]`` against ``rho`` with error bars from ``rows[low]`` to ``rows[high]``."""
     x = np.array([r["rho"] for r in rows])
@@ -57,7 +64,7 @@ def plot_rho_law(rows: list[dict], fits: dict, path: Path) -> None:
             "ratio",
             "ratio_low",
             "ratio_high",
-            label=f"measured, {param} (slope {f['slope']:.3f}, R^2 {f['r2']:.4f})",
+            label=f"measured, {param} ({fit_text(f)})",
             marker=marker,
             ms=4,
         )

@@ -286,6 +286,34 @@ def _settings(
 
 
 # --------------------------------------------------------------------------- experiments
+MIN_FIT_POINTS = 3
+
+
+def fit(x: list[float], y: list[float]) -> dict[str, Any]:
+    """The log-log least-squares fit of ``y`` against ``x`` (:func:`routine_envs.snr.fit_loglog`)
+    as ``{"slope", "intercept", "r2", "points"}``; ``None`` values and a ``note`` when it is
+    not available: fewer than :data:`MIN_FIT_POINTS` distinct ``x`` (with positive, finite
+    ``x`` and ``y``), or a result that is not finite."""
+    pts = [(a, b) for a, b in zip(x, y, strict=True) if 0 < a < math.inf and 0 < b < math.inf]
+    distinct = len({a for a, _ in pts})
+    empty = {"slope": None, "intercept": None, "r2": None, "points": len(pts)}
+    if distinct < MIN_FIT_POINTS:
+        return {
+            **empty,
+            "note": f"not available: a fit needs at least {MIN_FIT_POINTS} distinct points, "
+            f"got {distinct}",
+        }
+    slope, intercept, r2 = snr.fit_loglog([a for a, _ in pts], [b for _, b in pts])
+    if not all(map(math.isfinite, (slope, intercept, r2))):
+        return {**empty, "note": "not available: the fit is not finite"}
+    return {"slope": slope, "intercept": intercept, "r2": r2, "points": len(pts)}
+
+
+def write_summary(path: Path, summary: dict[str, Any]) -> None:
+    """``summary`` as strict JSON (no NaN or infinity: ``ValueError`` instead)."""
+    path.write_text(json.dumps(summary, indent=2, allow_nan=False))
+
+
 def rho_law(args: LabArgs) -> dict[str, Any]:
     out = args.out / "rho_law"
     settings = _settings(
@@ -326,27 +354,22 @@ def rho_law(args: LabArgs) -> dict[str, Any]:
     fits = {}
     for param in args.params:
         sub = [r for r in rows if r["param"] == param]
-        slope, intercept, r2 = snr.fit_loglog([r["rho"] for r in sub], [r["ratio"] for r in sub])
         fits[param] = {
-            "slope": slope,
-            "intercept": intercept,
-            "r2": r2,
+            **fit([r["rho"] for r in sub], [r["ratio"] for r in sub]),
             "within_ci": sum(r["within_ci"] for r in sub),
             "settings": len(sub),
         }
     theory = [r for r in rows if r["param"] == args.params[0]]
-    t_slope, _, t_r2 = snr.fit_loglog(
-        [r["rho"] for r in theory], [r["theory_ratio"] for r in theory]
-    )
+    t_fit = fit([r["rho"] for r in theory], [r["theory_ratio"] for r in theory])
     summary = {
         "fits": fits,
-        "theory_fit": {"slope": t_slope, "r2": t_r2},
+        "theory_fit": {"slope": t_fit["slope"], "r2": t_fit["r2"]},
         "paper": PAPER,
         "episodes": args.episodes,
         "group_size": args.group_size,
         "routine_lengths": list(args.routine_lengths),
     }
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    write_summary(out / "summary.json", summary)
     analysis.plot_rho_law(rows, fits, out / "rho_law.png")
     return summary
 
@@ -397,7 +420,7 @@ def critic(args: LabArgs) -> dict[str, Any]:
             "std_R_over_sigma": 1 / c,
         }
     summary = {"plateau": plateau, "episodes": args.episodes, "mc_episodes": args.mc_episodes}
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    write_summary(out / "summary.json", summary)
     analysis.plot_critic(rows, out / "critic.png", SIGMA_MULTIPLES, ROLLOUTS)
     return summary
 
@@ -427,10 +450,12 @@ def beyond(args: LabArgs) -> dict[str, Any]:
     write_csv(out / "beyond.csv", rows)
     fits = {}
     for name in names:
-        sub = [r for r in rows if r["estimator"] == name and r["snr"] > 0]
-        slope, _, r2 = snr.fit_loglog([r["rho"] for r in sub], [r["snr"] for r in sub])
-        fits[name] = {"snr_slope_vs_rho": slope, "r2": r2}
-    (out / "summary.json").write_text(json.dumps({"fits": fits}, indent=2))
+        sub = [r for r in rows if r["estimator"] == name]
+        f = fit([r["rho"] for r in sub], [r["snr"] for r in sub])
+        fits[name] = {"snr_slope_vs_rho": f["slope"], "r2": f["r2"], "points": f["points"]}
+        if "note" in f:
+            fits[name]["note"] = f["note"]
+    write_summary(out / "summary.json", {"fits": fits})
     analysis.plot_beyond(rows, out / "beyond.png")
     return {"fits": fits}
 
