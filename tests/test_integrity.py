@@ -330,3 +330,51 @@ def test_diagnose_refuses_nan_rewards_naming_the_env_and_the_step():
 
     with pytest.raises(ValueError, match=r"NaNReward.*reward nan.*step 2"):
         diagnose(NaNReward(), num_states=4, num_rollouts=8)
+
+
+# ------------------------------------------------------------- 15. a last minibatch of one step
+def test_maskable_trajectory_ppo_survives_a_last_minibatch_of_one_step():
+    import numpy as np
+    import torch as th
+    from stable_baselines3.common.env_util import make_vec_env
+
+    from baselines.lib.trajectory_ppo import TrajectoryAdvantageMaskablePPO
+    from tests.test_baselines import SMALL, MaskedDoors, collect_once
+
+    venv = make_vec_env(lambda: MaskedDoors(routine_length=1), n_envs=2, seed=0)
+    algo = TrajectoryAdvantageMaskablePPO(
+        "MlpPolicy", venv, estimator="trajectory_mc", seed=0, **SMALL
+    )
+    buf, batch, _ = collect_once(algo)
+    n = batch.num_steps
+    algo.batch_size = n - 1  # the size that triggers it: minibatches of n - 1 and 1 steps
+    sizes = [len(s.advantages) for s in buf.get(algo.batch_size)]
+    assert sum(sizes) == n and 1 not in sizes
+    algo._current_progress_remaining = 1.0
+    algo.train()
+    assert all(th.isfinite(p).all() for p in algo.policy.parameters())
+    assert np.isfinite(buf.advantages).all()
+
+
+def failing_worker(job):
+    """A worker whose run of seed 1 fails (module level: the runner may spawn it)."""
+    if job["seed"] == 1:
+        raise RuntimeError("NaN logits")
+    return fake_run(job)
+
+
+def test_a_failed_run_is_named_and_the_runs_done_are_kept(tmp_path):
+    from baselines.lib.runner import RunFailed, run_resumable
+
+    jobs = [
+        {"env_id": "E-v0", "env_kwargs": {"k": 1}, "method": "m", "seed": s, "budget": 2,
+         "eval_every": 1, "hyperparameters": {}}
+        for s in (0, 1, 2)
+    ]  # fmt: skip
+    with pytest.raises(RunFailed) as failure:
+        run_resumable(jobs, lambda j: str(j["seed"]), failing_worker, tmp_path / "r.jsonl", 1)
+    message = str(failure.value)
+    assert "E-v0" in message and "{'k': 1}" in message and "seed 1" in message
+    assert "NaN logits" in message and "method m" in message
+    kept = [json.loads(x)["key"] for x in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert kept == ["0", "2"]  # the runs before and after the failure are kept

@@ -10,6 +10,20 @@ from typing import Any
 from baselines.lib.results import Check, ResultsFile, Schema
 
 
+class RunFailed(RuntimeError):
+    """Runs of a sweep failed; the message names each (env, kwargs, method, seed) and its
+    error. The runs that finished are in the results file."""
+
+
+def describe(job: dict[str, Any]) -> str:
+    """``DilutedDoors-v0 {'routine_length': 4}, method ppo, seed 1`` (the fields a job has)."""
+    parts = [f"{job['env_id']} {job.get('env_kwargs', {})}" if "env_id" in job else ""]
+    parts += [f"{name} {job[name]}" for name in ("experiment", "method", "param") if name in job]
+    parts += [f"routine_length {job['routine_length']}"] if "env_id" not in job else []
+    parts += [f"seed {job['seed']}"] if "seed" in job else []
+    return ", ".join(p for p in parts if p) or repr(job)[:200]
+
+
 def run_resumable(
     jobs: list[dict[str, Any]],
     key: Callable[[dict[str, Any]], str],
@@ -51,6 +65,7 @@ def run_resumable(
     )
     pool = None
     invalid: list[str] = []
+    failures: list[str] = []
     try:
         tasks = [(worker, k, j) for k, j in todo]
         if workers > 1 and len(todo) > 1:
@@ -59,6 +74,11 @@ def run_resumable(
         else:
             results = map(_run_one, tasks)
         for job_key, record in results:
+            if isinstance(record, _Failure):
+                failures.append(record.message)
+                bar.write(f"failed: {record.message}")
+                bar.update()
+                continue
             record["key"] = job_key  # the key of the job as planned, never recomputed
             try:
                 store.validate(record)
@@ -78,10 +98,26 @@ def run_resumable(
             f"kept in {store.rejected}: " + "; ".join(invalid),
             flush=True,
         )
+    if failures:
+        raise RunFailed(
+            f"{len(failures)} of {len(todo)} {unit}(s) failed (the {len(done)} done are kept in "
+            f"{store.path}; run again to retry the rest): " + " | ".join(failures)
+        )
     return [done[k] for k in keys if k in done]
 
 
-def _run_one(task: tuple[Callable, str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
-    """``(key, worker(job))`` (a module-level function: spawned processes look it up)."""
+class _Failure:
+    """What a worker returns instead of a record when its run raised."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+
+def _run_one(task: tuple[Callable, str, dict[str, Any]]) -> tuple[str, Any]:
+    """``(key, worker(job))``, or ``(key, _Failure)`` naming the run when it raised, so the
+    other runs go on (a module-level function: spawned processes look it up)."""
     worker, job_key, job = task
-    return job_key, worker(job)
+    try:
+        return job_key, worker(job)
+    except Exception as err:
+        return job_key, _Failure(f"{describe(job)}: {type(err).__name__}: {err}")

@@ -11,6 +11,9 @@ How it differs from SB3's ``PPO``:
   varies slightly from one rollout to the next.
 - **Advantages from the estimator**, computed on the batch of episodes with their ``info``
   annotations (``critical``, ``state_id``) before the buffer is flattened for the PPO update.
+- **No minibatch of one step.** The rollout's size varies, so the last minibatch could hold a
+  single step, whose advantage a per-minibatch normalization would divide by the std of one
+  element (NaN in sb3-contrib's ``MaskablePPO``); such a step joins the minibatch before it.
 - **No critic leak.** For a critic-free estimator (``trains_critic=False``) the value loss weight
   is set to 0, the stored values and return targets are exactly 0, and no value is bootstrapped
   for time-limit-truncated episodes (SB3's ``PPO`` adds ``gamma * V(terminal_obs)`` to the
@@ -125,6 +128,23 @@ class EpisodeBufferMixin:
         if action_masks is not None:
             self.action_masks[:, 0] = action_masks
         self.pos, self.full = n, True
+
+    def get(self, batch_size: int | None = None) -> Any:
+        """SB3's minibatches, except that a last minibatch of a single step is merged into the
+        one before it. The buffer holds a varying number of steps (whole episodes), so
+        ``N % batch_size == 1`` happens; sb3-contrib's ``MaskablePPO`` would then normalize
+        that step's advantage by the std of one element (NaN, and NaN logits after the
+        update), and SB3's ``PPO`` would leave it unnormalized. Otherwise identical to
+        SB3's (the same permutation and minibatches)."""
+        n = self.buffer_size * self.n_envs
+        if batch_size is None or n <= batch_size or n % batch_size != 1:
+            yield from super().get(batch_size)
+            return
+        (everything,) = super().get(n)  # one permuted batch: SB3's order, sliced below
+        starts = list(range(0, n - 1, batch_size))
+        ends = [*starts[1:], n]  # the last minibatch takes the single remaining step
+        for start, end in zip(starts, ends, strict=True):
+            yield type(everything)(*(part[start:end] for part in everything))
 
 
 class EpisodeRolloutBuffer(EpisodeBufferMixin, RolloutBuffer):
