@@ -378,3 +378,22 @@ def test_a_failed_run_is_named_and_the_runs_done_are_kept(tmp_path):
     assert "NaN logits" in message and "method m" in message
     kept = [json.loads(x)["key"] for x in (tmp_path / "r.jsonl").read_text().splitlines()]
     assert kept == ["0", "2"]  # the runs before and after the failure are kept
+
+
+# ------------------------------------------------------------ 6. evaluations past the budget
+@pytest.mark.parametrize("method", ["trajectory_mc", "ppo"])
+def test_evaluations_are_the_scheduled_points_only(method):
+    from baselines.lib.training import TrainArgs, main
+
+    result = main(
+        TrainArgs(
+            method=method,
+            env_kwargs={"routine_length": 1},
+            total_timesteps=30,
+            eval_every=10,  # far less than one rollout (about 1024 steps)
+            progress=False,
+        )
+    )
+    assert result.timesteps == [0, 10, 20, 30]
+    assert len(result.success) == 4
+    assert result.steps_trained >= 30  # what the learner actually consumed, recorded

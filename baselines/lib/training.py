@@ -65,9 +65,11 @@ class RunResult:
 
     timesteps: list[int]
     success: list[float]
-    steps_to_target: int | None
+    steps_to_target: float | None
     wall_time: float
     hyperparameters: dict[str, Any]
+    steps_trained: int = 0
+    """Environment steps the learner consumed (whole rollouts: may exceed the budget)."""
 
     @property
     def final_success(self) -> float:
@@ -78,8 +80,17 @@ def has_action_masks(env: gym.Env) -> bool:
     return callable(getattr(env.unwrapped, "action_masks", None))
 
 
+def schedule(budget: int, eval_every: int) -> list[int]:
+    """The evaluation points of a run: 0 and every multiple of ``eval_every`` up to the budget
+    (never past it, whatever the rollout size)."""
+    return list(range(0, budget + 1, eval_every))
+
+
 class SuccessCurve(BaseCallback):
-    """Evaluate the success rate at every multiple of ``eval_every`` steps (and at 0)."""
+    """Evaluate the success rate at the points of :func:`schedule` only: at 0 and at every
+    multiple of ``eval_every`` up to ``budget``. The policy changes only between rollouts, so
+    the evaluation made when the step count first reaches a point is the policy of that point;
+    a rollout that runs past the budget adds no evaluation."""
 
     def __init__(
         self,
@@ -88,9 +99,11 @@ class SuccessCurve(BaseCallback):
         eval_episodes: int,
         seed: int,
         csv_path: Path | None = None,
+        budget: int | None = None,
     ) -> None:
         super().__init__()
         self.eval_env, self.eval_every, self.eval_episodes = eval_env, eval_every, eval_episodes
+        self.points = schedule(budget, eval_every) if budget is not None else None
         self.csv_path = csv_path
         self.rng = np.random.default_rng(seed)
         self.timesteps: list[int] = []
@@ -135,11 +148,18 @@ class SuccessCurve(BaseCallback):
         if not self.timesteps:
             self.record(0)
 
+    def next_point(self) -> int | None:
+        """The next scheduled point not yet evaluated (``None``: the schedule is done)."""
+        k = len(self.timesteps)
+        if self.points is None:
+            return k * self.eval_every
+        return self.points[k] if k < len(self.points) else None
+
     def _on_step(self) -> bool:
-        next_point = (len(self.timesteps)) * self.eval_every
-        while self.num_timesteps >= next_point:
-            self.record(next_point)
-            next_point += self.eval_every
+        point = self.next_point()
+        while point is not None and self.num_timesteps >= point:
+            self.record(point)
+            point = self.next_point()
         return True
 
 
@@ -255,14 +275,15 @@ def main(args: TrainArgs) -> RunResult:
         args.eval_episodes,
         args.seed,
         None if args.out is None else args.out / "success.csv",
+        budget=args.total_timesteps,
     )
     callbacks = [curve]
     if args.progress:
         callbacks.append(ProgressBar(args.total_timesteps, f"{args.method} seed {args.seed}"))
     start = time.perf_counter()
     algo.learn(args.total_timesteps, callback=callbacks)
-    while curve.timesteps[-1] + args.eval_every <= args.total_timesteps:  # grid up to budget
-        curve.record(curve.timesteps[-1] + args.eval_every)
+    while curve.next_point() is not None:  # the rest of the schedule, on the final policy
+        curve.record(curve.next_point())
     reached = [
         t for t, s in zip(curve.timesteps, curve.success, strict=True) if s >= args.target_success
     ]
@@ -272,6 +293,7 @@ def main(args: TrainArgs) -> RunResult:
         reached[0] if reached else None,
         time.perf_counter() - start,
         hyper,
+        int(algo.num_timesteps),
     )
 
 

@@ -225,6 +225,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         "timesteps": result.timesteps,
         "success": result.success,
         "steps_to_target": result.steps_to_target,
+        "steps_trained": result.steps_trained,
         "wall_time": result.wall_time,
     }
 
