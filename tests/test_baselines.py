@@ -411,12 +411,17 @@ def test_statistics():
 def test_analysis_tables_on_synthetic_sweep(tmp_path):
     records = synthetic_records()
     table = {(r["routine_length"], r["method"]): r for r in analysis.steps_to_target_table(records)}
-    assert table[(0, "ppo")]["mean_steps"] == 100 and table[(0, "traj")]["mean_steps"] == 200
+    c = 100 * 0.8 / 0.85  # the crossing of 0.9 between 0.1 and 0.95, interpolated
+    assert table[(0, "ppo")]["mean_steps"] == pytest.approx(c)
+    assert table[(0, "traj")]["mean_steps"] == pytest.approx(100 + c)
     assert table[(10, "traj")]["censored"] == 1 and table[(10, "traj")]["reached"] == 3
-    assert table[(10, "traj")]["mean_steps"] == pytest.approx((400 * 3 + 400) / 4)
+    assert table[(10, "traj")]["mean_steps"] == pytest.approx((3 * (300 + c) + 400) / 4)
+    assert table[(10, "traj")]["mean_steps_is"] == "lower bound"
     ratios = {r["routine_length"]: r for r in analysis.ratio_table(records)}
-    assert ratios[0]["ratio"] == pytest.approx(2.0) and ratios[0]["low"] == pytest.approx(2.0)
-    assert ratios[10]["ratio"] == pytest.approx(2.0)
+    assert ratios[0]["ratio"] == pytest.approx((100 + c) / c)
+    assert ratios[0]["low"] == pytest.approx((100 + c) / c) and ratios[0]["ratio_is"] == "exact"
+    assert ratios[10]["ratio"] == pytest.approx((3 * (300 + c) + 400) / 4 / (100 + c))
+    assert ratios[10]["ratio_is"] == "lower bound"
     scores = {r["method"]: r for r in analysis.summary_scores(records)}
     assert scores["ppo"]["reached_share"] == 1.0 and scores["traj"]["reached_share"] == 7 / 8
     assert scores["ppo"]["auc"] > scores["traj"]["auc"]

@@ -397,3 +397,51 @@ def test_evaluations_are_the_scheduled_points_only(method):
     assert result.timesteps == [0, 10, 20, 30]
     assert len(result.success) == 4
     assert result.steps_trained >= 30  # what the learner actually consumed, recorded
+
+
+# --------------------------------------------------------------- 7. steps to target, censoring
+def curve_record(method, seed, success, length=0, grid=(0, 100, 200, 300)):
+    return {
+        "key": f"{method}{seed}{length}",
+        "method": method,
+        "seed": seed,
+        "routine_length": length,
+        "rho": 1 / (1 + length),
+        "timesteps": list(grid),
+        "success": list(success),
+        "budget": grid[-1],
+        "target": 0.9,
+    }
+
+
+def test_steps_to_target_interpolates_the_first_crossing():
+    from baselines.experiments.compare import analysis
+
+    assert analysis.steps_to_target(curve_record("a", 0, [0.1, 0.5, 1.0, 0.2])) == 180.0
+    assert analysis.steps_to_target(curve_record("a", 0, [0.95, 0.5, 1.0, 1.0])) == 0.0
+    assert analysis.steps_to_target(curve_record("a", 0, [0.1, 0.9, 1.0, 1.0])) == 100.0
+    assert analysis.steps_to_target(curve_record("a", 0, [0.1] * 4)) == float("inf")
+    # two seeds crossing at different places between the same evaluations: not one number
+    runs = [curve_record("a", 0, [0.0, 0.5, 1.0, 1.0]), curve_record("a", 1, [0.0, 0.8, 1.0, 1.0])]
+    row = analysis.steps_to_target_table(runs)[0]
+    assert row["low"] < row["high"] and row["mean_steps_is"] == "exact"
+
+
+def test_censored_ratios_are_bounds_in_tables_and_csv(tmp_path, capsys):
+    from baselines.experiments.compare import analysis
+
+    reached = [curve_record("ppo", s, [0.1, 0.5, 1.0, 1.0]) for s in range(3)]
+    never = [curve_record("traj", s, [0.1] * 4) for s in range(3)]
+    tables = analysis.analyse(reached + never, tmp_path)
+    (ratio,) = tables["ratio_to_turn_level"]
+    assert ratio["ratio_is"] == "lower bound"
+    steps = {r["method"]: r for r in tables["steps_to_target"]}
+    assert steps["traj"]["mean_steps_is"] == "lower bound"
+    assert steps["ppo"]["mean_steps_is"] == "exact"
+    analysis.report(tables, reached + never)
+    text = capsys.readouterr().out
+    assert f">= {ratio['ratio']:.4g}" in text and f">= {steps['traj']['mean_steps']:.4g}" in text
+    header = (tmp_path / "ratio_to_turn_level.csv").read_text().splitlines()[0]
+    assert "ratio_is" in header
+    base_never = analysis.ratio_table(never + [{**r, "method": "x"} for r in reached], "traj")
+    assert base_never[0]["ratio_is"] == "upper bound"

@@ -48,3 +48,18 @@ def bootstrap_ci(
     stats = np.stack([statistic(samples[p], axis=0) for p in picks])
     tail = (1 - confidence) / 2 * 100
     return estimate, np.percentile(stats, tail, axis=0), np.percentile(stats, 100 - tail, axis=0)
+
+
+def first_crossing(timesteps: Sequence[float], values: Sequence[float], target: float) -> float:
+    """The first time the curve reaches ``target``, interpolated linearly between the two
+    evaluations around the crossing (so it is not quantized by the evaluation grid); the first
+    time itself when the first evaluation already reaches it; ``inf`` when it never does."""
+    previous = None
+    for t, v in zip(timesteps, values, strict=True):
+        if v >= target:
+            if previous is None or v == previous[1]:
+                return float(t)
+            t0, v0 = previous
+            return float(t0 + (target - v0) / (v - v0) * (t - t0))
+        previous = (t, v)
+    return float("inf")

@@ -31,6 +31,7 @@ from stable_baselines3.common.env_util import make_vec_env
 import routine_envs
 from baselines.lib import cli
 from baselines.lib.config import TURN_LEVEL_METHODS, known_methods, load_hyperparameters
+from baselines.lib.stats import first_crossing
 from baselines.lib.trajectory_ppo import TrajectoryAdvantagePPO, maskable_classes, policy_table
 
 gym.register_envs(routine_envs)
@@ -284,13 +285,11 @@ def main(args: TrainArgs) -> RunResult:
     algo.learn(args.total_timesteps, callback=callbacks)
     while curve.next_point() is not None:  # the rest of the schedule, on the final policy
         curve.record(curve.next_point())
-    reached = [
-        t for t, s in zip(curve.timesteps, curve.success, strict=True) if s >= args.target_success
-    ]
+    reached = first_crossing(curve.timesteps, curve.success, args.target_success)
     return RunResult(
         curve.timesteps,
         curve.success,
-        reached[0] if reached else None,
+        reached if np.isfinite(reached) else None,
         time.perf_counter() - start,
         hyper,
         int(algo.num_timesteps),
@@ -311,6 +310,7 @@ def cli_main(argv: list[str] | None = None) -> RunResult:
         raise SystemExit(f"error: {err}") from None
     print(
         f"final success {result.final_success:.3f}; steps to {run_args.target_success}: "
-        f"{result.steps_to_target}; {result.wall_time:.1f} s"
+        f"{'not reached' if result.steps_to_target is None else f'{result.steps_to_target:.0f}'}"
+        f" (interpolated between evaluations); {result.wall_time:.1f} s"
     )
     return result

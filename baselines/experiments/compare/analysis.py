@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from baselines.lib.stats import STATISTICS, bootstrap_ci
+from baselines.lib.stats import STATISTICS, bootstrap_ci, first_crossing
 from baselines.lib.tables import format_table, pyplot, write_csv
 
 Record = dict[str, Any]
@@ -40,11 +40,31 @@ def group_runs(records: Iterable[Record], *keys: str) -> dict[tuple, list[Record
 
 
 def steps_to_target(record: Record) -> float:
-    """First evaluation timestep with success >= target; ``inf`` when never reached."""
-    for t, s in zip(record["timesteps"], record["success"], strict=True):
-        if s >= record["target"]:
-            return float(t)
-    return float("inf")
+    """Steps until the success first reaches the target, interpolated linearly between the
+    evaluations around the crossing (:func:`baselines.lib.stats.first_crossing`); ``inf`` when
+    never reached."""
+    return first_crossing(record["timesteps"], record["success"], record["target"])
+
+
+def ratio_bound(method_censored: bool, baseline_censored: bool) -> str:
+    """What a ratio of mean steps is when censored runs count at their budget: a censored run
+    took *at least* its budget, so censoring in the method makes the ratio a lower bound, in the
+    baseline an upper bound, in both neither."""
+    if method_censored and baseline_censored:
+        return "not bounded"
+    if method_censored:
+        return "lower bound"
+    return "upper bound" if baseline_censored else "exact"
+
+
+BOUND_SIGN = {"exact": "", "lower bound": ">= ", "upper bound": "<= ", "not bounded": "~ "}
+"""How tables print a value that is a bound (``>= 1.3``)."""
+
+
+def shown(value: float, bound: str) -> str:
+    """``value`` as a table shows it: ``1.3``, ``>= 1.3`` (lower bound), ``<= 1.3``, ``~ 1.3``
+    (censored on both sides: no bound)."""
+    return f"{BOUND_SIGN[bound]}{value:.4g}"
 
 
 def normalized_auc(record: Record) -> float:
@@ -82,9 +102,10 @@ def learning_curves(records: Iterable[Record], statistic: str = "iqm") -> list[R
 
 
 def steps_to_target_table(records: Iterable[Record]) -> list[Row]:
-    """Per (routine length, method): mean steps to reach the target across seeds, with a 95%
-    bootstrap interval. A seed that never reaches it counts as its budget (a lower bound: the
-    row's ``censored`` says how many), so a method that fails is not flattered."""
+    """Per (routine length, method): mean steps to reach the target across seeds (each
+    interpolated between evaluations), with a 95% bootstrap interval. A seed that never reaches
+    it counts as its budget, so a method that fails is not flattered: the mean is then a lower
+    bound (``mean_steps_is``; ``censored`` says how many seeds)."""
     rows = []
     for (length, method), runs in group_runs(records, "routine_length", "method").items():
         steps = np.array([steps_to_target(r) for r in runs])
@@ -100,6 +121,7 @@ def steps_to_target_table(records: Iterable[Record]) -> list[Row]:
                 "reached": int((~censored).sum()),
                 "censored": int(censored.sum()),
                 "mean_steps": float(est),
+                "mean_steps_is": "lower bound" if censored.any() else "exact",
                 "low": float(lo),
                 "high": float(hi),
                 "target": runs[0]["target"],
@@ -113,7 +135,8 @@ def ratio_table(
     records: Iterable[Record], baseline: str = "ppo", num_resamples: int = 2000, seed: int = 0
 ) -> list[Row]:
     """Per (routine length, method != baseline): mean steps to target of the method over that
-    of ``baseline`` (turn-level), with a 95% bootstrap interval resampling the seeds of both."""
+    of ``baseline`` (turn-level), with a 95% bootstrap interval resampling the seeds of both.
+    ``ratio_is`` says whether censored runs make it a bound (:func:`ratio_bound`)."""
     records = list(records)
     by_key = group_runs(records, "routine_length", "method")
     rng = np.random.default_rng(seed)
@@ -144,6 +167,10 @@ def ratio_table(
                 "low": float(np.percentile(boots, 2.5)),
                 "high": float(np.percentile(boots, 97.5)),
                 "censored": int(sum(not np.isfinite(steps_to_target(r)) for r in runs + base_runs)),
+                "ratio_is": ratio_bound(
+                    any(not np.isfinite(steps_to_target(r)) for r in runs),
+                    any(not np.isfinite(steps_to_target(r)) for r in base_runs),
+                ),
             }
         )
     return rows
@@ -194,6 +221,26 @@ def plot_learning_curves(rows: list[Row], path: Path, statistic: str = "iqm") ->
     plt.close(fig)
 
 
+BOUND_MARKERS = {"lower bound": "^", "upper bound": "v", "not bounded": "x"}
+
+
+def mark_bounds(ax: Any, x: list[float], y: Any, bounds: list[str], color: Any) -> None:
+    """Mark the points that are bounds (censored runs): a triangle up for a lower bound (the
+    true value is at least this), down for an upper bound, a cross for neither, with the text
+    ``>=``/``<=``/``~`` beside it."""
+    for xi, yi, bound in zip(x, y, bounds, strict=True):
+        if bound in BOUND_MARKERS:
+            ax.plot([xi], [yi], BOUND_MARKERS[bound], color=color, ms=11, mfc="none")
+            ax.annotate(
+                BOUND_SIGN[bound].strip(),
+                (xi, yi),
+                xytext=(6, 4),
+                fontsize=8,
+                textcoords="offset points",
+                color=color,
+            )
+
+
 def plot_steps_to_target(rows: list[Row], ratio_rows: list[Row], path: Path) -> None:
     """Left: steps to target against rho (log-log) per method; right: ratio to the baseline."""
     plt = pyplot()
@@ -203,23 +250,31 @@ def plot_steps_to_target(rows: list[Row], ratio_rows: list[Row], path: Path) -> 
         rho = [r["rho"] for r in pts]
         y = np.array([r["mean_steps"] for r in pts])
         err = [y - [r["low"] for r in pts], [r["high"] for r in pts] - y]
-        left.errorbar(rho, y, yerr=err, marker="o", capsize=3, label=method)
+        line = left.errorbar(rho, y, yerr=err, marker="o", capsize=3, label=method)
+        mark_bounds(left, rho, y, [r["mean_steps_is"] for r in pts], line.lines[0].get_color())
     left.set_xscale("log")
     left.set_yscale("log")
     left.set_xlabel("decision density rho")
-    left.set_ylabel("steps to target (mean, 95% CI)")
+    left.set_ylabel("steps to target (mean, 95% CI; ^ >=: censored)")
     left.legend(fontsize=8)
     for method in sorted({r["method"] for r in ratio_rows}):
         pts = sorted((r for r in ratio_rows if r["method"] == method), key=lambda r: r["rho"])
         y = np.array([r["ratio"] for r in pts])
         err = [y - [r["low"] for r in pts], [r["high"] for r in pts] - y]
-        right.errorbar(
+        line = right.errorbar(
             [r["rho"] for r in pts],
             y,
             yerr=err,
             marker="o",
             capsize=3,
             label=f"{method} / {pts[0]['baseline']}",
+        )
+        mark_bounds(
+            right,
+            [r["rho"] for r in pts],
+            y,
+            [r["ratio_is"] for r in pts],
+            line.lines[0].get_color(),
         )
     right.axhline(1.0, color="gray", lw=0.8)
     right.set_xscale("log")
@@ -271,18 +326,22 @@ def analyse(
 
 
 def report(tables: dict[str, list[dict[str, Any]]], records: list[dict[str, Any]]) -> None:
-    hyper = records[0]["hyperparameters"] if records else {}
+    hyper = records[0].get("hyperparameters", {}) if records else {}
     print(
-        f"\nsettings: {records[0]['env_id'] if records else ''} "
+        f"\nsettings: {records[0].get('env_id', '') if records else ''} "
         f"seeds={sorted({r['seed'] for r in records})} hyperparameters={hyper}"
     )
     print(
-        "\nsteps to target success (mean over seeds; censored = seeds that never reached it, "
-        "counted at the budget):"
+        "\nsteps to target success (mean over seeds, each interpolated between evaluations; "
+        "seeds that never reached it count at the budget: '>=' marks the mean as a lower bound):"
     )
+    steps = [
+        {**r, "mean_steps": shown(r["mean_steps"], r["mean_steps_is"])}
+        for r in tables["steps_to_target"]
+    ]
     print(
         format_table(
-            tables["steps_to_target"],
+            steps,
             [
                 "routine_length",
                 "rho",
@@ -296,7 +355,13 @@ def report(tables: dict[str, list[dict[str, Any]]], records: list[dict[str, Any]
             ],
         )
     )
-    print("\nratio of steps to target, method / turn-level baseline:")
-    print(format_table(tables["ratio_to_turn_level"]))
+    print(
+        "\nratio of steps to target, method / turn-level baseline ('>=': a lower bound, the "
+        "method's censored seeds count at the budget; '<=': the baseline's; '~': both):"
+    )
+    ratios = [
+        {**r, "ratio": shown(r["ratio"], r["ratio_is"])} for r in tables["ratio_to_turn_level"]
+    ]
+    print(format_table(ratios, [c for c in (ratios[0] if ratios else {}) if c != "ratio_is"]))
     print("\nsummary score per method:")
     print(format_table(tables["summary_scores"]))
