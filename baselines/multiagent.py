@@ -2,12 +2,11 @@
 beside ``TrajectoryAdvantagePPO`` (the experiment: :mod:`baselines.experiments.multiagent`).
 Importing it registers ``TeamDilutedDoors-v0`` and ``TeamRoutineGrid-v0``."""
 
-import sys
-
 from baselines.experiments.multiagent.sweep import (
     TEAM_ENVS,
     TeamSweepArgs,
     TurnBasedTeamEnv,
+    cli_main,
     main,
     parse_args,
     plan,
@@ -25,7 +24,4 @@ __all__ = [
 ]
 
 if __name__ == "__main__":
-    try:
-        main(parse_args())
-    except ValueError as err:
-        sys.exit(f"error: {err}")
+    cli_main()

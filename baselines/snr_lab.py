@@ -10,8 +10,9 @@ __all__ = ["LabArgs", "main", "parse_args", "rho_law"]
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    """Parse ``argv`` and run the chosen experiment(s); their summaries."""
-    return sweep.main(parse_args(argv))
+    """Parse ``argv`` and run the chosen experiment(s); their summaries (bad settings: one line
+    on stderr, exit status 2)."""
+    return sweep.cli_main(argv)
 
 
 if __name__ == "__main__":

@@ -445,3 +445,54 @@ def test_censored_ratios_are_bounds_in_tables_and_csv(tmp_path, capsys):
     assert "ratio_is" in header
     base_never = analysis.ratio_table(never + [{**r, "method": "x"} for r in reached], "traj")
     assert base_never[0]["ratio_is"] == "upper bound"
+
+
+# --------------------------------------------------------------------- 11. clear CLI errors
+def refused(capsys, run, argv, *fragments):
+    """``run(argv)`` exits with status 2 and one line of error naming every fragment."""
+    code, err = one_line_error(capsys, run, argv)
+    assert code == 2, (argv, code, err)
+    for fragment in fragments:
+        assert fragment in err, (argv, err)
+    assert "Traceback" not in err and "invalid loads value" not in err
+    return err
+
+
+def test_train_cli_errors_are_one_line_naming_the_flag(capsys):
+    from baselines.lib.training import cli_main
+
+    refused(capsys, cli_main, ["--seed", "-1"], "--seed", ">= 0")
+    refused(capsys, cli_main, ["--eval-episodes", "-1"], "--eval-episodes", ">= 1")
+    refused(capsys, cli_main, ["--env-kwargs", "[1]"], "--env-kwargs", "JSON object")
+    refused(capsys, cli_main, ["--env-kwargs", "{oops"], "--env-kwargs", "JSON object")
+    refused(
+        capsys, cli_main, ["--env-kwargs", '{"nope": 1}'], "--env-kwargs", "nope", "routine_length"
+    )
+    refused(capsys, cli_main, ["--env-id", "no_such_module:Env-v0"], "--env-id", "no_such_module")
+
+
+def test_sweep_cli_errors_are_one_line_naming_the_flag(capsys, tmp_path):
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    refused(capsys, compare.cli_main, ["--seeds", "0", "-1"], "--seeds", ">= 0")
+    refused(
+        capsys, compare.cli_main, ["--env-kwargs", '{"nope": 1}', "--out", str(tmp_path)], "nope"
+    )
+    refused(capsys, snr_lab.cli_main, ["rho-law", "--seed", "-1"], "--seed")
+    refused(capsys, snr_lab.cli_main, ["rho-law", "--routine-lengths", "-1"], "--routine-lengths")
+    refused(capsys, snr_lab.cli_main, ["rho-law", "--mc-episodes", "0"], "--mc-episodes")
+    refused(capsys, snr_lab.cli_main, ["rho-law", "--out", str(a_file)], "--out", "file")
+
+
+def test_diagnose_cli_errors_are_one_line_before_any_work(capsys, tmp_path):
+    from routine_envs.__main__ import main
+
+    def diagnose(argv):
+        return main(["diagnose", *argv])
+
+    refused(capsys, diagnose, ["DilutedDoors-v0", "--seed", "-1"], "--seed", ">= 0")
+    refused(capsys, diagnose, ["DilutedDoors-v0", "--json", str(tmp_path / "no" / "r.json")],
+            "--json", "no such folder")  # fmt: skip
+    refused(capsys, diagnose, ["DilutedDoors-v0", "--kwargs", '{"nope": 1}'], "--kwargs", "nope")
+    refused(capsys, diagnose, ["DilutedDoors-v0", "--kwargs", "{oops"], "--kwargs", "JSON object")
+    refused(capsys, diagnose, ["no_such_module:Env-v0"], "no_such_module")

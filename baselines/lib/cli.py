@@ -9,9 +9,10 @@ by its default. The field's type sets the parsing:
 - ``list[X]``, ``tuple[X, ...]``: one or more values (``--routine-lengths 0 3 10``);
 - ``dict``: one JSON object (``--env-kwargs '{"routine_length": 5}'``).
 
-``metadata["choices"]`` restricts the values, ``metadata["positional"]`` makes the field a
-positional argument. A list flag refuses a value given twice (``--seeds 0 0 1`` would run seed 0
-twice and count it twice), unless ``metadata["allow_duplicates"]`` (a network shape ``64 64``).
+``metadata["choices"]`` restricts the values, ``metadata["min"]`` bounds a number (each value
+of a list) from below, ``metadata["positional"]`` makes the field a positional argument. A
+list flag refuses a value given twice (``--seeds 0 0 1`` would run seed 0 twice and count it
+twice), unless ``metadata["allow_duplicates"]`` (a network shape ``64 64``).
 Errors are one line naming the flag, exit status 2, before any work. Flags that are not given
 keep the value of a *base* settings object (the dataclass defaults, or a named sweep's
 settings), so a script can tell what was given.
@@ -76,6 +77,37 @@ def check_unique(name: str, values: Sequence[Any]) -> None:
         raise ValueError(f"{name}: duplicate values {twice}; give each value once")
 
 
+def _at_least(kind: type, low: float) -> Any:
+    """An argparse type: a ``kind`` value of at least ``low``."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {kind.__name__}, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low}, got {text}")
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """An argparse type: a JSON object (``'{"routine_length": 5}'``)."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise argparse.ArgumentTypeError(
+            f"must be a JSON object such as '{{\"routine_length\": 5}}', got {text!r} ({err})"
+        ) from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(
+            f"must be a JSON object such as '{{\"routine_length\": 5}}', got {text!r}"
+        )
+    return value
+
+
 class _Unique(argparse.Action):
     """Store a list, refusing a value given twice."""
 
@@ -115,17 +147,19 @@ def add_settings_arguments(parser: argparse.ArgumentParser, settings_cls: type) 
         options: dict[str, Any] = {"help": help_text, "default": argparse.SUPPRESS}
         if "choices" in f.metadata:
             options["choices"] = list(f.metadata["choices"])
+        low = f.metadata.get("min")
         if origin is bool:
             options["action"] = argparse.BooleanOptionalAction
         elif origin in (list, tuple):
             args = typing.get_args(kind)
-            options.update(nargs="+", type=args[0] if args else str)
+            item = args[0] if args else str
+            options.update(nargs="+", type=item if low is None else _at_least(item, low))
             if not f.metadata.get("allow_duplicates"):
                 options["action"] = _Unique
         elif origin is dict:
-            options.update(type=json.loads, metavar="JSON")
+            options.update(type=json_object, metavar="JSON")
         elif origin in SCALARS:
-            options["type"] = origin
+            options["type"] = origin if low is None else _at_least(origin, low)
         else:
             raise ValueError(f"{settings_cls.__name__}.{f.name}: cannot parse type {kind!r}")
         if f.metadata.get("positional"):
@@ -133,6 +167,12 @@ def add_settings_arguments(parser: argparse.ArgumentParser, settings_cls: type) 
             parser.add_argument(f.name, **options)
         else:
             parser.add_argument("--" + f.name.replace("_", "-"), dest=f.name, **options)
+
+
+def fail(error: Any) -> typing.NoReturn:
+    """Print ``error: <message>`` as one line on stderr and exit with status 2 (bad settings)."""
+    print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
+    sys.exit(2)
 
 
 def settings_parser(settings_cls: type, description: str | None = None) -> argparse.ArgumentParser:

@@ -31,6 +31,7 @@ from stable_baselines3.common.env_util import make_vec_env
 import routine_envs
 from baselines.lib import cli
 from baselines.lib.config import TURN_LEVEL_METHODS, known_methods, load_hyperparameters
+from baselines.lib.envs import check_env_kwargs
 from baselines.lib.stats import first_crossing
 from baselines.lib.trajectory_ppo import TrajectoryAdvantagePPO, maskable_classes, policy_table
 
@@ -47,11 +48,12 @@ class TrainArgs:
         default_factory=dict, metadata={"help": "gym.make keyword arguments (JSON)"}
     )
     method: str = field(default="ppo", metadata={"help": "'ppo' or an estimator name"})
-    seed: int = field(default=0, metadata={"help": "seed of the algorithm and the envs"})
-    total_timesteps: int = field(default=50_000, metadata={"help": "environment steps"})
-    eval_every: int = field(default=2_000, metadata={"help": "steps between evaluations"})
+    seed: int = field(default=0, metadata={"help": "seed of the algorithm and the envs", "min": 0})
+    total_timesteps: int = field(default=50_000, metadata={"help": "environment steps", "min": 1})
+    eval_every: int = field(default=2_000, metadata={"help": "steps between evaluations", "min": 1})
     eval_episodes: int = field(
-        default=200, metadata={"help": "episodes per evaluation when the env has no exact model"}
+        default=200,
+        metadata={"help": "episodes per evaluation when the env has no exact model", "min": 1},
     )
     target_success: float = field(default=0.9, metadata={"help": "success rate to reach"})
     out: Path | None = field(default=None, metadata={"help": "folder for CSV and SB3 logs"})
@@ -209,11 +211,9 @@ def build(args: TrainArgs) -> tuple[Any, gym.Env, dict[str, Any]]:
         ValueError: unknown env id, bad env kwargs, unknown method, bad YAML key, an estimator
             whose annotations the env does not provide.
     """
-    if args.env_id not in gym.registry:
-        raise ValueError(
-            f"unknown environment {args.env_id!r}; registered by routine_envs: "
-            f"{[e.id for e in routine_envs.ENVIRONMENTS]}"
-        )
+    check_env_kwargs(args.env_id, args.env_kwargs)  # the id, then the kwargs' names
+    if args.seed < 0:
+        raise ValueError(f"--seed must be >= 0, got {args.seed}")
     if args.method not in known_methods():
         raise ValueError(f"unknown method {args.method!r}; known: {known_methods()}")
     for name in ("total_timesteps", "eval_every", "eval_episodes"):
@@ -302,12 +302,13 @@ def parse_args(argv: list[str] | None = None) -> TrainArgs:
 
 
 def cli_main(argv: list[str] | None = None) -> RunResult:
-    """``python -m baselines.train``: parse, train, print the outcome (errors as messages)."""
+    """``python -m baselines.train``: parse, train, print the outcome. Bad settings are one line
+    on stderr and exit status 2, before any training."""
     run_args = parse_args(argv)
     try:
         result = main(run_args)
     except ValueError as err:
-        raise SystemExit(f"error: {err}") from None
+        cli.fail(err)
     print(
         f"final success {result.final_success:.3f}; steps to {run_args.target_success}: "
         f"{'not reached' if result.steps_to_target is None else f'{result.steps_to_target:.0f}'}"

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import importlib
+import inspect
 import json
+import os
 import sys
 import warnings
+from pathlib import Path
+from typing import Any, NoReturn
 
 import gymnasium as gym
 
@@ -31,18 +36,64 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
+def _refuse(message: str) -> NoReturn:
+    """Bad settings: one line on stderr, exit status 2, before any work."""
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def _make(env_id: str, kwargs: Any) -> gym.Env:
+    """``gym.make(env_id, **kwargs)``, or a one-line refusal naming what is wrong: a module of
+    ``module:Env-v0`` that cannot be imported, an unknown id, kwargs that are not an object or
+    that the constructor does not take (its ``inspect.signature``), a bad value."""
+    if not isinstance(kwargs, dict):
+        _refuse(f"--kwargs must be a JSON object, got {kwargs!r}")
+    module, sep, name = env_id.rpartition(":")
+    if sep:
+        try:
+            importlib.import_module(module)
+        except ImportError as error:
+            _refuse(f"{env_id}: cannot import module {module!r} ({error})")
+    else:
+        name = env_id
+    if name not in gym.registry:
+        _refuse(f"unknown environment {env_id!r} (not registered with Gymnasium)")
+    entry = gym.spec(name).entry_point
+    try:
+        creator = gym.envs.registration.load_env_creator(entry) if isinstance(entry, str) else entry
+        params = inspect.signature(creator).parameters.values()
+    except (ImportError, AttributeError, TypeError, ValueError):
+        params = None
+    if params is not None and not any(p.kind is p.VAR_KEYWORD for p in params):
+        allowed = {p.name for p in params} | {"max_episode_steps", "disable_env_checker"}
+        unknown = sorted(set(kwargs) - allowed)
+        if unknown:
+            _refuse(
+                f"--kwargs: {env_id} takes no keyword argument(s) {unknown}; "
+                f"allowed: {sorted(allowed)}"
+            )
+    try:
+        return gym.make(env_id, **kwargs)
+    except (gym.error.Error, TypeError, ValueError) as error:
+        _refuse(f"cannot make {env_id} with --kwargs {kwargs}: {' '.join(str(error).split())}")
+
+
 def run(args: argparse.Namespace) -> int:
-    """Run ``python -m routine_envs diagnose`` with parsed ``args``; the exit status."""
+    """Run ``python -m routine_envs diagnose`` with parsed ``args``; the exit status. Bad
+    settings are refused with one line and exit status 2 before any work."""
     try:
         kwargs = json.loads(args.kwargs)
     except json.JSONDecodeError as error:
-        raise SystemExit(f"--kwargs must be a JSON object: {error}") from None
-    if not isinstance(kwargs, dict):
-        raise SystemExit(f"--kwargs must be a JSON object, got {args.kwargs!r}")
-    try:
-        env = gym.make(args.env_id, **kwargs)
-    except (gym.error.Error, TypeError, ValueError) as error:
-        raise SystemExit(f"cannot make {args.env_id} with {kwargs}: {error}") from None
+        _refuse(f"--kwargs must be a JSON object, got {args.kwargs!r} ({error})")
+    if args.seed < 0:
+        _refuse(f"--seed must be >= 0, got {args.seed}")
+    if args.json:
+        folder = Path(args.json).resolve().parent
+        if not folder.is_dir():
+            _refuse(f"--json {args.json}: no such folder {folder}")
+        if Path(args.json).is_dir() or not os.access(folder, os.W_OK):
+            _refuse(f"--json {args.json}: cannot write there")
+    env = _make(args.env_id, kwargs)
     try:  # refuse bad settings and unbranchable envs with a message, not a traceback
         check_arguments(
             env, args.states, args.rollouts, args.alpha, args.max_steps, args.confidence
@@ -51,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         branch(env)
     except (TypeError, ValueError) as error:
         env.close()
-        raise SystemExit(f"error: {error}") from None
+        _refuse(str(error))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RuntimeWarning)
         try:

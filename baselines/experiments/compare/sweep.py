@@ -57,27 +57,33 @@ class SweepArgs:
         default_factory=dict, metadata={"help": "fixed gym.make kwargs (JSON)"}
     )
     routine_lengths: list[int] = field(
-        default_factory=lambda: [2, 20], metadata={"help": "routine lengths L to sweep"}
+        default_factory=lambda: [2, 20], metadata={"help": "routine lengths L to sweep", "min": 0}
     )
     methods: list[str] = field(
         default_factory=lambda: ["ppo", "trajectory_mc"],
         metadata={"help": "'ppo' and/or estimator names"},
     )
-    seeds: list[int] = field(default_factory=lambda: [0, 1, 2], metadata={"help": "seeds"})
+    seeds: list[int] = field(
+        default_factory=lambda: [0, 1, 2], metadata={"help": "seeds", "min": 0}
+    )
     budget_episodes: int = field(
         default=1200,
-        metadata={"help": "training budget per run, in episodes of the longest episode length"},
+        metadata={
+            "help": "training budget per run, in episodes of the longest episode length",
+            "min": 1,
+        },
     )
     min_budget_steps: int = field(
         default=0,
         metadata={
-            "help": "lower bound of the budget in steps (short episodes need enough updates)"
+            "help": "lower bound of the budget in steps (short episodes need enough updates)",
+            "min": 0,
         },
     )
-    eval_points: int = field(default=12, metadata={"help": "evaluations per run"})
+    eval_points: int = field(default=12, metadata={"help": "evaluations per run", "min": 1})
     target_success: float = field(default=0.9, metadata={"help": "target success rate"})
     out: Path = field(default=Path("results/compare/demo"), metadata={"help": "output folder"})
-    workers: int = field(default=2, metadata={"help": "runs in parallel (processes)"})
+    workers: int = field(default=2, metadata={"help": "runs in parallel (processes)", "min": 1})
     baseline: str = field(default="ppo", metadata={"help": "turn-level method for ratios"})
     statistic: str = field(default="iqm", metadata={"help": "'iqm' or 'mean' for curves"})
 
@@ -121,13 +127,15 @@ def plan(args: SweepArgs) -> list[dict[str, Any]]:
 
     import routine_envs
     from baselines.lib.config import known_methods, load_hyperparameters
+    from baselines.lib.envs import check_env_kwargs
 
     gym.register_envs(routine_envs)
     check_lists(args)
-    if args.env_id not in gym.registry:
-        raise ValueError(f"unknown environment {args.env_id!r}")
+    check_env_kwargs(args.env_id, args.env_kwargs)
     if args.statistic not in analysis.STATISTICS:
         raise ValueError(f"statistic must be one of {sorted(analysis.STATISTICS)}")
+    if any(seed < 0 for seed in args.seeds):
+        raise ValueError(f"seeds must be >= 0, got {args.seeds}")
     for method in args.methods:
         if method not in known_methods():
             raise ValueError(f"unknown method {method!r}; known: {known_methods()}")
@@ -278,6 +286,20 @@ def main(args: SweepArgs) -> dict[str, list[dict[str, Any]]]:
         ".png, ratio_to_turn_level.csv, summary_scores.csv/.png"
     )
     return tables
+
+
+def cli_main(argv: list[str] | None = None) -> dict[str, list[dict[str, Any]]]:
+    """``python -m baselines.compare``: bad settings are one line on stderr and exit status 2,
+    before any training; a failed run names itself (exit status 1, the runs done kept)."""
+    from baselines.lib.runner import RunFailed
+
+    args = parse_args(argv)
+    try:
+        return main(args)
+    except ValueError as err:
+        cli.fail(err)
+    except RunFailed as err:
+        raise SystemExit(f"error: {err}") from None
 
 
 def parse_args(argv: list[str] | None = None) -> SweepArgs:

@@ -31,16 +31,19 @@ class TeamSweepArgs(compare.SweepArgs):
         default="TeamDilutedDoors-v0", metadata={"help": f"one of {sorted(TEAM_ENVS)}"}
     )
     routine_lengths: list[int] = field(
-        default_factory=lambda: [2, 10], metadata={"help": "routine lengths L to sweep"}
+        default_factory=lambda: [2, 10], metadata={"help": "routine lengths L to sweep", "min": 0}
     )
     budget_episodes: int = field(
         default=1500,
-        metadata={"help": "training budget per run, in episodes of the longest episode length"},
+        metadata={
+            "help": "training budget per run, in episodes of the longest episode length",
+            "min": 1,
+        },
     )
     min_budget_steps: int = field(
-        default=20_000, metadata={"help": "lower bound of the budget in agent turns"}
+        default=20_000, metadata={"help": "lower bound of the budget in agent turns", "min": 0}
     )
-    eval_points: int = field(default=12, metadata={"help": "evaluations per run"})
+    eval_points: int = field(default=12, metadata={"help": "evaluations per run", "min": 1})
     out: Path = field(
         default=Path("results/multiagent/team_doors"), metadata={"help": "output folder"}
     )
@@ -56,6 +59,8 @@ def plan(args: TeamSweepArgs) -> list[dict[str, Any]]:
         raise ValueError(f"unknown team environment {args.env_id!r}; known: {sorted(TEAM_ENVS)}")
     if args.statistic not in analysis.STATISTICS:
         raise ValueError(f"statistic must be one of {sorted(analysis.STATISTICS)}")
+    if any(seed < 0 for seed in args.seeds):
+        raise ValueError(f"seeds must be >= 0, got {args.seeds}")
     for method in args.methods:
         if method not in known_methods():
             raise ValueError(f"unknown method {method!r}; known: {known_methods()}")
@@ -110,6 +115,20 @@ def main(args: TeamSweepArgs) -> dict[str, list[dict[str, Any]]]:
         ".png, ratio_to_turn_level.csv, summary_scores.csv/.png"
     )
     return tables
+
+
+def cli_main(argv: list[str] | None = None) -> dict[str, list[dict[str, Any]]]:
+    """``python -m baselines.multiagent``: bad settings are one line on stderr and exit status 2,
+    before any training; a failed run names itself (exit status 1, the runs done kept)."""
+    from baselines.lib.runner import RunFailed
+
+    args = parse_args(argv)
+    try:
+        return main(args)
+    except ValueError as err:
+        cli.fail(err)
+    except RunFailed as err:
+        raise SystemExit(f"error: {err}") from None
 
 
 def parse_args(argv: list[str] | None = None) -> TeamSweepArgs:

@@ -49,20 +49,24 @@ class LabArgs:
     """Settings shared by the experiments."""
 
     out: Path = field(default=Path("results/snr"), metadata={"help": "output folder"})
-    episodes: int = field(default=100_000, metadata={"help": "episodes per setting"})
+    episodes: int = field(default=100_000, metadata={"help": "episodes per setting", "min": 1})
     mc_episodes: int = field(
         default=4_000,
         metadata={
-            "help": "episodes per setting for Monte-Carlo critics (k rollouts from every step)"
+            "help": "episodes per setting for Monte-Carlo critics (k rollouts from every step)",
+            "min": 1,
         },
     )
-    group_size: int = field(default=8, metadata={"help": "episodes per group"})
+    group_size: int = field(default=8, metadata={"help": "episodes per group", "min": 2})
     routine_lengths: tuple[int, ...] = field(
-        default=ROUTINE_LENGTHS, metadata={"help": "routine lengths L"}
+        default=ROUTINE_LENGTHS, metadata={"help": "routine lengths L", "min": 0}
     )
     mc_routine_lengths: tuple[int, ...] = field(
         default=(0, 1, 3, 7, 15, 30),
-        metadata={"help": "routine lengths for Monte-Carlo critics (their cost grows like L^2)"},
+        metadata={
+            "help": "routine lengths for Monte-Carlo critics (their cost grows like L^2)",
+            "min": 0,
+        },
     )
     params: tuple[str, ...] = field(
         default=("per_state", "per_floor"),
@@ -71,10 +75,12 @@ class LabArgs:
             "choices": ["per_state", "per_floor"],
         },
     )
-    num_floors: int = field(default=3, metadata={"help": "floors of Diluted Doors"})
-    num_doors: int = field(default=3, metadata={"help": "doors per floor"})
-    workers: int = field(default=2, metadata={"help": "settings measured in parallel"})
-    seed: int = field(default=0, metadata={"help": "seed of the episodes and the critics"})
+    num_floors: int = field(default=3, metadata={"help": "floors of Diluted Doors", "min": 1})
+    num_doors: int = field(default=3, metadata={"help": "doors per floor", "min": 2})
+    workers: int = field(default=2, metadata={"help": "settings measured in parallel", "min": 1})
+    seed: int = field(
+        default=0, metadata={"help": "seed of the episodes and the critics", "min": 0}
+    )
 
 
 # --------------------------------------------------------------------------- one setting
@@ -481,10 +487,32 @@ class LabCommand(LabArgs):
 
 def parse_args(argv: list[str] | None = None) -> LabCommand:
     """The experiment and its settings from the command line (one flag per field)."""
-    args = cli.parse_settings(LabCommand, argv, description=__doc__.splitlines()[0])
-    if args.group_size < 2 or args.episodes < 40 * args.group_size or args.workers < 1:
-        raise SystemExit("error: need group_size >= 2, episodes >= 40 * group_size, workers >= 1")
+    parser = cli.settings_parser(LabCommand, description=__doc__.splitlines()[0])
+    args = cli.settings_from(LabCommand, vars(parser.parse_args(argv)))
+    for name in ("episodes", "mc_episodes"):
+        if getattr(args, name) < 40 * args.group_size:  # the SNR's jackknife needs 40 groups
+            flag = "--" + name.replace("_", "-")
+            parser.error(
+                f"argument {flag}: must be >= 40 * --group-size = {40 * args.group_size}, "
+                f"got {getattr(args, name)}"
+            )
+    if args.out.exists() and not args.out.is_dir():
+        parser.error(f"argument --out: {args.out} is a file; give a folder")
     return args
+
+
+def cli_main(argv: list[str] | None = None) -> dict[str, Any]:
+    """``python -m baselines.snr_lab``: bad settings are one line on stderr and exit status 2,
+    before any work."""
+    from baselines.lib.runner import RunFailed
+
+    args = parse_args(argv)
+    try:
+        return main(args)
+    except ValueError as err:
+        cli.fail(err)
+    except RunFailed as err:
+        raise SystemExit(f"error: {err}") from None
 
 
 def main(args: LabCommand) -> dict[str, Any]:

@@ -1,0 +1,66 @@
+"""Checks of an environment id and its keyword arguments, before any work: a ``module:Env-v0``
+id whose module cannot be imported, an id that is not registered, keyword arguments that the
+environment's constructor does not take (checked against ``inspect.signature`` of the entry
+point)."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from typing import Any
+
+import gymnasium as gym
+
+MAKE_KWARGS = {"max_episode_steps", "disable_env_checker"}
+"""Keyword arguments of ``gym.make`` itself, accepted for every id."""
+
+
+def check_env_id(env_id: str, flag: str = "--env-id") -> gym.envs.registration.EnvSpec:
+    """The spec of ``env_id`` (``module:Env-v0`` imports ``module`` first, as ``gym.make``
+    does); ``ValueError`` naming ``flag`` otherwise."""
+    module, sep, name = env_id.rpartition(":")
+    if sep:
+        try:
+            importlib.import_module(module)
+        except ImportError as err:
+            raise ValueError(f"{flag} {env_id}: cannot import module {module!r} ({err})") from None
+    else:
+        name = env_id
+    if name not in gym.registry:
+        import routine_envs
+
+        raise ValueError(
+            f"{flag}: unknown environment {env_id!r}; registered by routine_envs: "
+            f"{[e.id for e in routine_envs.ENVIRONMENTS]}"
+        )
+    return gym.spec(name)
+
+
+def constructor_parameters(spec: gym.envs.registration.EnvSpec) -> set[str] | None:
+    """The keyword arguments the entry point of ``spec`` takes, or ``None`` when it takes any
+    (``**kwargs``) or cannot be inspected."""
+    entry = spec.entry_point
+    try:
+        creator = gym.envs.registration.load_env_creator(entry) if isinstance(entry, str) else entry
+        params = inspect.signature(creator).parameters.values()
+    except (ImportError, AttributeError, TypeError, ValueError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return None
+    return {p.name for p in params if p.kind is not inspect.Parameter.VAR_POSITIONAL}
+
+
+def check_env_kwargs(env_id: str, kwargs: Any, flag: str = "--env-kwargs") -> None:
+    """``kwargs`` must be a mapping of names the environment's constructor takes;
+    ``ValueError`` naming ``flag``, the unknown names and the allowed ones otherwise."""
+    if not isinstance(kwargs, dict):
+        raise ValueError(f"{flag} must be a JSON object, got {kwargs!r}")
+    allowed = constructor_parameters(check_env_id(env_id))
+    if allowed is None:
+        return
+    allowed |= MAKE_KWARGS
+    unknown = sorted(set(kwargs) - allowed)
+    if unknown:
+        raise ValueError(
+            f"{flag}: {env_id} takes no keyword argument(s) {unknown}; allowed: {sorted(allowed)}"
+        )
