@@ -496,3 +496,31 @@ def test_diagnose_cli_errors_are_one_line_before_any_work(capsys, tmp_path):
     refused(capsys, diagnose, ["DilutedDoors-v0", "--kwargs", '{"nope": 1}'], "--kwargs", "nope")
     refused(capsys, diagnose, ["DilutedDoors-v0", "--kwargs", "{oops"], "--kwargs", "JSON object")
     refused(capsys, diagnose, ["no_such_module:Env-v0"], "no_such_module")
+
+
+# -------------------------------------------------- 12. settings that silently override others
+def test_compare_refuses_a_density_kwarg_also_swept_and_a_baseline_not_run(tmp_path):
+    with pytest.raises(ValueError, match=r"--env-kwargs.*routine_length.*--routine-lengths"):
+        compare.plan(tiny(tmp_path, env_kwargs={"routine_length": 7}))
+    with pytest.raises(ValueError, match=r"--baseline rloo.*--methods"):
+        compare.plan(tiny(tmp_path, baseline="rloo"))
+
+
+# ------------------------------------------------------------ privileged grouping is named
+def test_gigpo_grouping_by_state_id_is_named_privileged_in_tables(tmp_path, monkeypatch):
+    from baselines.experiments.compare import analysis
+    from baselines.lib import config
+
+    monkeypatch.setattr(config, "CONFIG_DIR", tmp_path)
+    (tmp_path / "DilutedDoors-v0.yml").write_text(
+        "methods:\n  gigpo:\n    estimator_kwargs: {group_by: state_id}\n"
+    )
+    monkeypatch.setattr(compare, "run_job", fake_run)
+    args = tiny(tmp_path / "out", methods=["gigpo", "trajectory_mc"])
+    records = compare.run_sweep(args, progress=False)
+    assert {r["label"] for r in records} == {"gigpo (privileged: state_id)", "trajectory_mc"}
+    tables = analysis.analyse(records, tmp_path / "out", baseline="trajectory_mc")
+    for name in ("steps_to_target", "summary_scores", "ratio_to_turn_level"):
+        assert "gigpo (privileged: state_id)" in {r["method"] for r in tables[name]}, name
+    ratio = analysis.analyse(records, tmp_path / "out", baseline="gigpo")["ratio_to_turn_level"]
+    assert ratio[0]["baseline"] == "gigpo (privileged: state_id)"

@@ -26,11 +26,33 @@ Row = dict[str, Any]
 
 
 # ------------------------------------------------------------------------------- grouping
+def method_label(record: Record) -> str:
+    """How tables and plots name a run's method: its ``label`` where the record has one (GiGPO
+    grouping by the privileged ``state_id`` is ``gigpo (privileged: state_id)``), else its
+    ``method``."""
+    return record.get("label") or record["method"]
+
+
+def field_of(record: Record, key: str) -> Any:
+    """``record[key]``; the method is its label (:func:`method_label`)."""
+    return method_label(record) if key == "method" else record[key]
+
+
+def baseline_label(records: Iterable[Record], baseline: str) -> str:
+    """The label of the runs of method ``baseline`` (the name itself if it is a label or no run
+    has it)."""
+    for record in records:
+        if record["method"] == baseline:
+            return method_label(record)
+    return baseline
+
+
 def group_runs(records: Iterable[Record], *keys: str) -> dict[tuple, list[Record]]:
-    """Records grouped by the values of ``keys`` (sorted by seed within a group)."""
+    """Records grouped by the values of ``keys`` (sorted by seed within a group); ``method`` is
+    grouped by its label, so runs of one method with other estimator arguments stay apart."""
     groups: dict[tuple, list[Record]] = defaultdict(list)
     for record in records:
-        groups[tuple(record[k] for k in keys)].append(record)
+        groups[tuple(field_of(record, k) for k in keys)].append(record)
 
     def order(item: tuple[tuple, list[Record]]) -> list[tuple[int, Any]]:
         # numbers in numeric order (L = 3 before L = 10), then anything else as text
@@ -138,6 +160,7 @@ def ratio_table(
     of ``baseline`` (turn-level), with a 95% bootstrap interval resampling the seeds of both.
     ``ratio_is`` says whether censored runs make it a bound (:func:`ratio_bound`)."""
     records = list(records)
+    baseline = baseline_label(records, baseline)
     by_key = group_runs(records, "routine_length", "method")
     rng = np.random.default_rng(seed)
     rows = []

@@ -147,7 +147,25 @@ def plan(args: SweepArgs) -> list[dict[str, Any]]:
     density_kwarg = entry(args.env_id).density_kwarg
     if density_kwarg is None:
         raise ValueError(f"{args.env_id} has no keyword argument that sets its decision density")
+    check_overrides(args, density_kwarg)
     return make_jobs(args, density_kwarg)
+
+
+def check_overrides(args: SweepArgs, density_kwarg: str) -> None:
+    """Refuse settings that another would silently override or that would give an empty
+    table: ``--env-kwargs`` setting the kwarg ``--routine-lengths`` sweeps, a ``--baseline``
+    that is not among ``--methods``."""
+    if density_kwarg in args.env_kwargs:
+        raise ValueError(
+            f"--env-kwargs sets {density_kwarg}={args.env_kwargs[density_kwarg]!r}, which "
+            f"--routine-lengths sweeps (and would override): give the lengths with "
+            f"--routine-lengths only"
+        )
+    if args.baseline not in args.methods:
+        raise ValueError(
+            f"--baseline {args.baseline} is not among --methods {args.methods}: the ratio "
+            "table would be empty; add it to --methods or choose one of them"
+        )
 
 
 def make_jobs(

@@ -68,6 +68,7 @@ def plan(args: TeamSweepArgs) -> list[dict[str, Any]]:
     if args.budget_episodes < 1 or args.eval_points < 1 or args.workers < 1:
         raise ValueError("budget_episodes, eval_points and workers must be >= 1")
     density_kwarg = TEAM_ENVS[args.env_id]["density_kwarg"]
+    compare.check_overrides(args, density_kwarg)
     return compare.make_jobs(
         args,
         density_kwarg,
