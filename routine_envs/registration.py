@@ -34,7 +34,6 @@ ENVIRONMENTS: tuple[EnvEntry, ...] = (
     EnvEntry(
         id="DilutedDoors-v0",
         entry_point="routine_envs.envs.diluted_doors:DilutedDoorsEnv",
-        vector_entry_point="routine_envs.envs.diluted_doors_vector:DilutedDoorsVectorEnv",
         kwargs={
             "num_floors": 3,
             "num_doors": 3,
