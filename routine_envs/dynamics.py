@@ -38,6 +38,11 @@ from routine_envs.oracle import (
 )
 
 StateType = TypeVar("StateType", bound=Hashable)
+
+#: the largest exact model built (states, and state-action pairs of the id space): larger
+#: configurations run, and say so when their model is asked for.
+MAX_MODEL_STATES = 20_000_000
+MAX_MODEL_PAIRS = 200_000_000
 ObsType = TypeVar("ObsType")
 
 
@@ -172,7 +177,19 @@ class Dynamics(ABC, Generic[StateType, ObsType]):
     # ---------------------------------------------------------------------- exact model
     def model(self) -> TabularModel:
         """The exact tabular model (built on first use, cached on these dynamics and so shared
-        by every env, copy and vector env on them)."""
+        by every env, copy and vector env on them).
+
+        Raises:
+            ValueError: the model would exceed :data:`MAX_MODEL_STATES` states or
+                :data:`MAX_MODEL_PAIRS` state-action pairs; the message names its size.
+        """
+        pairs = self.num_states * self.num_actions
+        if self.num_states > MAX_MODEL_STATES or pairs > MAX_MODEL_PAIRS:
+            raise ValueError(
+                f"the exact model of {self!r} has {self.num_states:,} states x "
+                f"{self.num_actions:,} actions = {pairs:,} state-action pairs, more than the "
+                f"{MAX_MODEL_STATES:,} states / {MAX_MODEL_PAIRS:,} pairs built"
+            )
         return self._cached("model", self.build_model)
 
     def build_model(self) -> TabularModel:

@@ -123,6 +123,13 @@ def _feasible_exits(branching: int, length: int) -> list[tuple[tuple[int, ...], 
     return out
 
 
+#: documented bounds (the maze's picture grows like num_junctions * corridor_length**2 cells):
+#: larger configurations are refused at construction with a ``ValueError``.
+MAX_JUNCTIONS = 100
+MAX_CORRIDOR_LENGTH = 200
+MAX_VIEW_SIZE = 63
+
+
 def make_layout(
     num_junctions: int, branching: int, corridor_range: tuple[int, int], layout_seed: int
 ) -> GridLayout:
@@ -263,9 +270,13 @@ class GridDynamics(Dynamics[int, np.ndarray]):
     view_size: int = 7
 
     def __post_init__(self) -> None:
-        junctions = validation.integer("num_junctions", self.num_junctions, minimum=1)
+        junctions = validation.integer(
+            "num_junctions", self.num_junctions, minimum=1, maximum=MAX_JUNCTIONS
+        )
         branching = validation.integer("branching", self.branching, minimum=2, maximum=3)
-        low, high = validation.int_or_range("corridor_length", self.corridor_length)
+        low, high = validation.int_or_range(
+            "corridor_length", self.corridor_length, maximum=MAX_CORRIDOR_LENGTH
+        )
         if branching == 3 and low < 2:
             raise ValueError(
                 f"corridor_length must be >= 2 with branching=3 (room for a branch to turn), "
@@ -275,7 +286,9 @@ class GridDynamics(Dynamics[int, np.ndarray]):
         cost = _soft_cost(self.soft_routine)
         tolerance = _tolerance(self.critical_tolerance)
         obs_mode = validation.choice("obs_mode", self.obs_mode, OBS_MODES)
-        view_size = validation.integer("view_size", self.view_size, minimum=3)
+        view_size = validation.integer(
+            "view_size", self.view_size, minimum=3, maximum=MAX_VIEW_SIZE
+        )
         if view_size % 2 == 0:
             raise ValueError(f"view_size must be odd, got {view_size}")
         layout = make_layout(junctions, branching, (low, high), seed)

@@ -21,18 +21,30 @@ def integer(name: str, value: Any, minimum: int | None = None, maximum: int | No
     return value
 
 
-def int_or_range(name: str, value: Any, minimum: int = 0) -> tuple[int, int]:
-    """An int ``n``, or a pair ``(low, high)`` with ``minimum <= low <= high``; as a pair."""
+def int_or_range(
+    name: str,
+    value: Any,
+    minimum: int = 0,
+    maximum: int | None = None,
+    max_width: int | None = None,
+) -> tuple[int, int]:
+    """An int ``n``, or a pair ``(low, high)`` with ``minimum <= low <= high <= maximum`` and
+    ``high - low <= max_width``; as a pair."""
     if isinstance(value, (tuple, list)):
         if len(value) != 2:
             raise ValueError(f"{name} must be an integer or a (low, high) pair, got {value!r}")
-        low = integer(f"{name}[0] (low)", value[0], minimum=minimum)
-        high = integer(f"{name}[1] (high)", value[1], minimum=minimum)
+        low = integer(f"{name}[0] (low)", value[0], minimum=minimum, maximum=maximum)
+        high = integer(f"{name}[1] (high)", value[1], minimum=minimum, maximum=maximum)
         if low > high:
             raise ValueError(f"{name} must have low <= high, got {value!r}")
+        if max_width is not None and high - low > max_width:
+            raise ValueError(
+                f"{name} must span at most {max_width} values above low (high - low <= "
+                f"{max_width}), got {value!r}"
+            )
         return low, high
     try:
-        n = integer(name, value, minimum=minimum)
+        n = integer(name, value, minimum=minimum, maximum=maximum)
     except ValueError:
         if isinstance(value, (bool, numbers.Integral)):
             raise

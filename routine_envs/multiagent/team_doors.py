@@ -12,7 +12,13 @@ from pettingzoo import AECEnv
 
 from routine_envs.envs import validation
 from routine_envs.envs.diluted_doors import DoorsDynamics, DoorsState
-from routine_envs.multiagent.base import TeamDynamics, TeamEnv, agent_name, to_aec
+from routine_envs.multiagent.base import (
+    MAX_TEAM_SIZE,
+    TeamDynamics,
+    TeamEnv,
+    agent_name,
+    to_aec,
+)
 from routine_envs.multiagent.rendering import render_team_doors
 from routine_envs.oracle import Outcome
 
@@ -60,7 +66,7 @@ class TeamDoorsDynamics(TeamDynamics[DoorsState]):
     chooser: str | int | tuple[int, ...] = "rotate"
 
     def __post_init__(self) -> None:
-        n = validation.integer("num_agents", self.num_agents, minimum=1)
+        n = validation.integer("num_agents", self.num_agents, minimum=1, maximum=MAX_TEAM_SIZE)
         choosers = _chooser_table(self.chooser, n, self.core.num_floors)
         chooser = tuple(self.chooser) if isinstance(self.chooser, list) else self.chooser
         self._derive(num_agents=n, chooser=chooser)

@@ -12,7 +12,13 @@ from pettingzoo import AECEnv
 
 from routine_envs.envs import validation
 from routine_envs.envs.routine_grid import GOAL, JUNCTION, TERMINAL_KINDS, GridDynamics
-from routine_envs.multiagent.base import TeamDynamics, TeamEnv, agent_name, to_aec
+from routine_envs.multiagent.base import (
+    MAX_TEAM_SIZE,
+    TeamDynamics,
+    TeamEnv,
+    agent_name,
+    to_aec,
+)
 from routine_envs.multiagent.rendering import render_team_grid
 from routine_envs.oracle import Outcome
 
@@ -38,6 +44,12 @@ class TeamGridDynamics(TeamDynamics[JointCells]):
     def __post_init__(self) -> None:
         validation.choice("reward", self.reward, REWARD_MODES)
         sizes = [core.num_states for core in self.cores]
+        if math.prod(sizes) >= 2**63:  # state ids are int64 in every batch and vector env
+            raise ValueError(
+                f"num_agents={len(sizes)} gives {math.prod(sizes):.3e} joint states "
+                f"(the product of {sizes[0]}-state mazes), more than int64 state ids hold "
+                "(2**63): use fewer agents or smaller mazes"
+            )
         self._derive(
             strides=tuple(math.prod(sizes[:i]) for i in range(len(sizes))),
             _num_states=math.prod(sizes),
@@ -292,7 +304,7 @@ class TeamRoutineGridEnv(TeamEnv[JointCells]):
         max_cycles: int | None = None,
         render_mode: str | None = None,
     ) -> None:
-        n = validation.integer("num_agents", num_agents, minimum=1)
+        n = validation.integer("num_agents", num_agents, minimum=1, maximum=MAX_TEAM_SIZE)
         seed = validation.integer("layout_seed", layout_seed, minimum=0)
         reward = validation.choice("reward", reward, REWARD_MODES)
         cores = tuple(
