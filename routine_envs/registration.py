@@ -93,6 +93,23 @@ ENVIRONMENTS: tuple[EnvEntry, ...] = (
         rho="routine_length L: rho = 2/(2+L) per fix, 3/(3+L) when the log is read",
         density_kwarg="routine_length",
     ),
+    EnvEntry(
+        id="CodeFix-v1",
+        entry_point="routine_envs.envs.code_fix:CodeFixEnv",
+        kwargs={
+            "num_modules": 4,
+            "num_patches": 3,
+            "routine_length": 10,
+            "signal_noise": 0.05,
+            "max_attempts": 1,
+            "step_cost": 0.0,
+            "obs_mode": "vector",
+            "layout_seed": 0,
+            "vocabulary": "arbitrary",
+        },
+        rho="routine_length L: rho = 2/(2+L) per fix, 3/(3+L) when the log is read",
+        density_kwarg="routine_length",
+    ),
 )
 
 

@@ -50,6 +50,18 @@ SYMPTOMS: Final = (
     ("UnboundLocalError: cannot access local variable 'node'", "initialize node before the loop"),
     ("AttributeError: 'Token' object has no attribute 'value'", "read the renamed Token.text"),
 )
+#: the vocabularies of the symptoms and patches (``CodeFixDynamics.vocabulary``).
+VOCABULARIES: Final = ("meaningful", "arbitrary")
+#: ``vocabulary="arbitrary"`` (CodeFix-v1): the error of symptom ``k`` and the description of
+#: candidate patch ``j`` (by its place in the list, whichever symptom it addresses). Opaque codes
+#: with no word in common, the same in every layout: which patch fixes which symptom is set by
+#: ``layout_seed`` alone and shows only through interaction (the test run, the submit).
+ARBITRARY_SYMPTOMS: Final = tuple(
+    f"Failure F-{code}" for code in ("3a", "c1", "7e", "0b", "d9", "4f", "e2", "6c")
+)
+ARBITRARY_PATCHES: Final = tuple(
+    f"change set P-{code}" for code in ("17", "42", "08", "93", "61", "25", "70", "34")
+)
 TESTS_PER_MODULE: Final = 12
 
 # phases of a session
@@ -70,6 +82,25 @@ SIMPLE_TOOLS: Final = (
 OPEN = len(SIMPLE_TOOLS)
 #: characters of the text observations (printable ASCII, tab and newline).
 TEXT_CHARSET: Final = frozenset(string.printable) - {"\r", "\x0b", "\x0c"}
+
+
+def vocabulary_texts(
+    vocabulary: str, patch_order: tuple[int, ...]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The symptom texts (``[k]``: the error symptom ``k`` raises) and the patch texts (``[j]``:
+    the description of candidate ``j``) of ``vocabulary``, for the candidate order
+    ``patch_order`` (``[j]``: the symptom candidate ``j`` addresses).
+
+    ``"meaningful"`` (CodeFix-v0): the error message and the fix it calls for, so the words of a
+    patch match its symptom's. ``"arbitrary"`` (CodeFix-v1): opaque codes that depend neither on
+    the symptom a patch addresses nor on the layout."""
+    P = len(patch_order)
+    if vocabulary == "meaningful":
+        return (
+            tuple(SYMPTOMS[k][0] for k in range(P)),
+            tuple(SYMPTOMS[k][1] for k in patch_order),
+        )
+    return ARBITRARY_SYMPTOMS[:P], ARBITRARY_PATCHES[:P]
 
 
 def tool_calls(module_names: tuple[str, ...], num_patches: int) -> tuple[str, ...]:
@@ -190,7 +221,8 @@ def describe(dynamics: Any, state: Any) -> str:
     names = dynamics.module_names
     parts = [
         f"attempt {state.attempt + 1}/{dynamics.max_attempts}",
-        f"the failing test is tests/test_{names[state.pointer]}.py ({SYMPTOMS[state.symptom][0]})",
+        f"the failing test is tests/test_{names[state.pointer]}.py "
+        f"({dynamics.symptom_texts[state.symptom]})",
         f"the log names src/{names[state.bug]}.py" if state.log_read else "the log is unread",
     ]
     name, phase = names[state.module], state.phase
@@ -211,7 +243,7 @@ def describe(dynamics: Any, state: Any) -> str:
 
 def _failure_lines(dynamics: Any, state: Any) -> list[str]:
     name = dynamics.module_names[state.pointer]
-    return [f"FAILED tests/test_{name}.py::test_main - {SYMPTOMS[state.symptom][0]}"]
+    return [f"FAILED tests/test_{name}.py::test_main - {dynamics.symptom_texts[state.symptom]}"]
 
 
 def _summary(dynamics: Any, passed: bool) -> str:
@@ -224,10 +256,10 @@ def _listing(dynamics: Any, state: Any) -> list[str]:
     name = dynamics.module_names[m]
     lines = [
         f"Reached {FUNCTION_NAMES[m]}() in src/{name}.py, on the failing test's code path.",
-        f"The failing test raises {SYMPTOMS[state.symptom][0]}",
+        f"The failing test raises {dynamics.symptom_texts[state.symptom]}",
         f"Candidate patches for src/{name}.py:",
     ]
-    lines += [f"  {j}: {SYMPTOMS[k][1]}" for j, k in enumerate(dynamics.patch_order)]
+    lines += [f"  {j}: {desc}" for j, desc in enumerate(dynamics.patch_texts)]
     return lines
 
 
@@ -241,7 +273,7 @@ def _output(dynamics: Any, state: Any, action: int) -> list[str]:
             "Traceback (most recent call last):",
             f'  File "tests/test_{names[state.pointer]}.py", line 27, in test_main',
             f'  File "src/{names[state.bug]}.py", line 118, in {FUNCTION_NAMES[state.bug]}',
-            SYMPTOMS[state.symptom][0],
+            dynamics.symptom_texts[state.symptom],
         ]
     if action in (SCROLL, READ) or OPEN <= action < first_patch:
         if action >= OPEN:
@@ -260,8 +292,7 @@ def _output(dynamics: Any, state: Any, action: int) -> list[str]:
         return [head, *_listing(dynamics, state)] if state.phase == PATCH else [head]
     if action >= first_patch:
         j = (action - first_patch) % dynamics.num_patches
-        desc = SYMPTOMS[dynamics.patch_order[j]][1]
-        return [f"Applied patch {j} to src/{name}.py: {desc}."]
+        return [f"Applied patch {j} to src/{name}.py: {dynamics.patch_texts[j]}."]
     if action == RUN_TESTS:
         if state.fixed:
             return [_summary(dynamics, True)]

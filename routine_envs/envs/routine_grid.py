@@ -561,6 +561,33 @@ class RoutineGridEnv(RoutineEnv[np.ndarray, int]):
     Stable-Baselines3's ``check_env`` warns that such an image is below the 36x36 its default
     ``CnnPolicy`` needs: use a custom features extractor, or the vector mode.
 
+    **What the observation reveals.** Both modes are functions of the agent's cell, and nothing
+    is hidden but the layout (which branch of each junction is right, where lava lies), which
+    ``layout_seed`` fixes for a policy to learn. Part of it, though, shows through by a rule
+    that holds in every layout, without learning any: a right branch runs on east after its
+    first cell, a wrong one never does (see Geometry).
+
+    - Before a choice, ``"vector"``: a junction shows only which ways out exist. With
+      ``branching=3`` (always north, east and south), and with ``branching=2`` and
+      ``L_j >= 2``, that tells nothing of the right one. With ``branching=2`` and ``L_j <= 1``
+      it does: when the way ahead (east) is open, it is the right one (the geometry leaves no
+      room for a right north or south branch beside an east one).
+    - Before a choice, ``"image"``: at every junction the view shows the first cells of every
+      branch, and the right branch is the one whose first cell opens to the east (the square
+      east of it is a doorway, a wall for every wrong branch). A script that reads the view
+      picks the right branch at every junction of every layout.
+    - After a choice, both modes: from the first corridor cell on, the heading and the
+      doorways (``J + 3 .. J + 9``, or the view) show the direction of the way on, east exactly
+      on the right branch. So whether the choice was right shows one step after it, ``L_j``
+      steps before the episode ends on lava or a dead end. The grid row and column
+      (``J + 10``, ``J + 11``) show it as well.
+    - ``describe()`` gives the ways out of a junction by turn and heading (not where they lead)
+      and, in a corridor, the heading (east from the second cell on exactly on the right branch)
+      and the kind of the next cell (lava or a dead end one step before).
+
+    These giveaways are properties of v0, kept as they are; the annotations do not depend on
+    them (every junction on the way is critical, every corridor cell routine).
+
     ## Rewards
 
     1 for the step onto the goal, 0 for every other step (a dead end or lava pays 0); with

@@ -233,6 +233,15 @@ class TeamDilutedDoorsEnv(TeamEnv[DoorsState]):
     the doors, corridor position and cells left, doors correct so far, terminal.
     ``env.state()`` concatenates every agent's observation (``state_space``).
 
+    **What the observation reveals.** Nothing of which door is right before it is chosen: the
+    doors are fixed by ``layout_seed``, for the team to learn. Whether a choice was right shows
+    at once: the share of doors correct so far (index ``num_floors + 3``) changes on the step
+    right after the chooser's door, so every agent, chooser or not, sees whether that door was
+    right ``routine_length`` steps before the floor ends, and before the reward
+    (``reward="success"`` pays only at the end of the episode). With ``reward="success"`` it
+    also shows, after a wrong door, that every later door has become routine. The agent index
+    and the chooser bit say who acts, nothing of the doors.
+
     ## Rewards
 
     The single-agent reward, paid to every agent on the last step: ``"success"`` pays 1 when every

@@ -240,6 +240,17 @@ class TeamRoutineGridEnv(TeamEnv[JointCells]):
 
     (The last entry is 1 for a team of one.)
 
+    **What the observation reveals.** The agent's own entries are ``RoutineGrid-v0``'s vector
+    observation of its cell, with its giveaways (see that page): a junction shows only its ways
+    out (nothing of the right one with ``branching=3``, or with ``corridor_length >= 2``; with
+    ``branching=2`` and a corridor of at most one cell an open way ahead is the right one), and
+    from the first corridor cell after a junction the heading and doorways show whether the
+    agent's own choice was right (the way on heads east exactly on a right branch), one step
+    after it and long before the team's reward. The last entry shows the teammates' choices
+    just as early: it drops on the step right after a teammate takes a wrong branch, so every
+    agent learns of the mistake at once (with ``reward="success"``, also that its own remaining
+    junctions have become routine), before the reward that pays for it.
+
     ``env.state()`` concatenates every agent's observation (``state_space``).
 
     ## Rewards
