@@ -96,3 +96,32 @@ def test_vector_env_reset_accepts_numpy_integer_seeds():
     obs_int, _ = envs.reset(seed=0)
     np.testing.assert_array_equal(obs_np, obs_int)
     envs.reset(seed=[np.int32(1), np.uint8(2)])
+
+
+def test_parse_action_bounds_what_it_reads_and_echoes():
+    """A 5000-digit patch index is a malformed call (not Python's integer-conversion
+    ValueError), and a 1 MB input is not echoed back whole."""
+    from routine_envs.envs.base import InvalidActionError
+
+    env = gym.make("CodeFix-v1").unwrapped
+    module = env.dynamics.module_names[0]
+    with pytest.raises(InvalidActionError, match="patch index"):
+        env.parse_action(f"apply_patch {module} " + "9" * 5000)
+    huge = "x" * 1_000_000
+    with pytest.raises(InvalidActionError) as caught:
+        env.parse_action(huge)
+    assert len(str(caught.value)) < 500 and "1,000,000 chars" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"max_attempts": 10**6, "step_cost": 1e-9}, r"max_attempts must be <= 20"),
+        ({"routine_length": 10**6}, r"routine_length must be <= 1000"),
+    ],
+)
+def test_code_fix_bounds(kwargs, match):
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=match):
+        gym.make("CodeFix-v1", **kwargs)
+    assert time.perf_counter() - start < 1.0

@@ -18,7 +18,7 @@ from routine_envs.envs import code_fix_text as text
 from routine_envs.envs import validation
 from routine_envs.envs.base import RoutineEnv, check_discrete_action
 from routine_envs.envs.code_fix_text import DONE, NAVIGATE, PATCH, PATCHED, TESTED, TRIAGE
-from routine_envs.oracle import OracleValues, Outcome
+from routine_envs.oracle import Outcome
 from routine_envs.rendering.code_fix import render_code_fix
 
 OBS_MODES = ("vector", "text")
@@ -57,16 +57,6 @@ class _Record(NamedTuple):
     row: tuple[tuple[Outcome, ...], ...]
 
 
-def _probability(name: str, value: Any) -> float:
-    """``value`` as a float in ``[0, 1]``; ``ValueError`` naming ``name`` otherwise."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a real number in [0, 1], got {value!r}")
-    value = float(value)
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"{name} must be in [0, 1], got {value}")
-    return value
-
-
 @dataclass(frozen=True)
 class CodeFixDynamics(Dynamics[CodeState, np.ndarray]):
     """The exact MDP of Code Fix over the hidden state (see :class:`CodeFixEnv` for the rules).
@@ -99,9 +89,9 @@ class CodeFixDynamics(Dynamics[CodeState, np.ndarray]):
         P = validation.integer(
             "num_patches", self.num_patches, minimum=2, maximum=len(text.SYMPTOMS)
         )
-        L = validation.integer("routine_length", self.routine_length, minimum=2)
-        noise = _probability("signal_noise", self.signal_noise)
-        A = validation.integer("max_attempts", self.max_attempts, minimum=1)
+        L = validation.integer("routine_length", self.routine_length, minimum=2, maximum=1000)
+        noise = validation.probability("signal_noise", self.signal_noise)
+        A = validation.integer("max_attempts", self.max_attempts, minimum=1, maximum=20)
         seed = validation.integer("layout_seed", self.layout_seed, minimum=0)
         vocabulary = validation.choice("vocabulary", self.vocabulary, text.VOCABULARIES)
         longest = A * (L + 2) + 1
@@ -349,39 +339,6 @@ class CodeFixDynamics(Dynamics[CodeState, np.ndarray]):
     def action_mask(self, state: CodeState) -> np.ndarray:
         """The valid actions of ``state``, shape ``(num_actions,)`` bool, read-only."""
         return self._record(state).mask
-
-    def mask_table(self) -> np.ndarray:
-        """The mask of every state id, shape ``(num_states, num_actions)`` bool (a fresh array);
-        all-False rows for terminal and unreachable ids."""
-
-        def build() -> np.ndarray:
-            table = np.zeros((self.num_states, self.num_actions), dtype=bool)
-            for sid in np.flatnonzero(self.model().decision_states):
-                table[sid] = self.action_mask(self.state_from_id(int(sid)))
-            table.flags.writeable = False
-            return table
-
-        return self._cached("mask_table", build).copy()
-
-    def valid_action_gap(self, values: OracleValues) -> np.ndarray:
-        """``max - min`` of ``values.q`` over each state's valid actions, ``(num_states,)`` (0
-        where none is valid); positive exactly on critical states for ``self.optimal()``."""
-        mask = self.mask_table()
-        hi = np.where(mask, values.q, -np.inf).max(axis=1)
-        lo = np.where(mask, values.q, np.inf).min(axis=1)
-        return np.where(mask.any(axis=1), hi - lo, 0.0)
-
-    def action_gaps(self) -> np.ndarray:
-        """The exact optimal action gap over the *valid* actions of every ``state_id``: an invalid
-        no-op is no choice (with ``step_cost > 0`` its self-loop would make every gap positive)."""
-        return self._cached("action_gaps", lambda: self.valid_action_gap(self.optimal()))
-
-    def masked_uniform_policy(self) -> np.ndarray:
-        """Uniform over the valid actions of each state, shape ``(num_states, num_actions)``
-        (uniform over all actions where none is valid), for :meth:`oracle`."""
-        mask = self.mask_table().astype(np.float64)
-        counts = mask.sum(axis=1, keepdims=True)
-        return np.where(counts > 0, mask / np.maximum(counts, 1), 1.0 / mask.shape[1])
 
     # -------------------------------------------------------------------------- tool calls
     def action_text(self, action: int) -> str:

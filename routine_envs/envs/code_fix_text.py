@@ -132,6 +132,17 @@ def last_applied_patch(dynamics: Any, history: EpisodeHistory) -> int | None:
 
 
 # ------------------------------------------------------------------------------- parsing
+#: the longest piece of a malformed call echoed in an error message (characters).
+MAX_ECHO = 80
+
+
+def _shown(call: str) -> str:
+    """``call`` as quoted in an error message: its repr, cut to :data:`MAX_ECHO` characters
+    (a 1 MB input must not become a 2 MB message)."""
+    text = repr(call)
+    return text if len(text) <= MAX_ECHO else f"{text[: MAX_ECHO - 20]}... ({len(call):,} chars)"
+
+
 def parse_tool_call(dynamics: Any, call: str) -> int:
     """Map a tool call written as text to its action.
 
@@ -144,7 +155,7 @@ def parse_tool_call(dynamics: Any, call: str) -> int:
     """
     if not isinstance(call, str):
         raise InvalidActionError(
-            f"a tool call must be a string, got {call!r} of type {type(call).__name__}"
+            f"a tool call must be a string, got {_shown(call)} of type {type(call).__name__}"
         )
     tokens = call.split()
     if not tokens:
@@ -153,12 +164,14 @@ def parse_tool_call(dynamics: Any, call: str) -> int:
     modules = ", ".join(dynamics.module_names)
     if tool in SIMPLE_TOOLS:
         if args:
-            raise InvalidActionError(f"{tool} takes no arguments, got {len(args)} in {call!r}")
+            raise InvalidActionError(
+                f"{tool} takes no arguments, got {len(args)} in {_shown(call)}"
+            )
         return SIMPLE_TOOLS.index(tool)
     if tool == "open":
         if len(args) != 1:
             raise InvalidActionError(
-                f"open takes 1 argument (a module: {modules}), got {len(args)} in {call!r}"
+                f"open takes 1 argument (a module: {modules}), got {len(args)} in {_shown(call)}"
             )
         return OPEN + _parse_module(dynamics, args[0], call)
     if tool == "apply_patch":
@@ -166,16 +179,18 @@ def parse_tool_call(dynamics: Any, call: str) -> int:
         if len(args) != 2:
             raise InvalidActionError(
                 "apply_patch takes 2 arguments (a module and a patch index 0.."
-                f"{P - 1}), got {len(args)} in {call!r}"
+                f"{P - 1}), got {len(args)} in {_shown(call)}"
             )
         m = _parse_module(dynamics, args[0], call)
         j = args[1]
-        if not (j.isascii() and j.isdigit()) or int(j) >= P:
+        if not (j.isascii() and j.isdigit()) or len(j) > 6 or int(j) >= P:
             raise InvalidActionError(
-                f"patch index must be an integer in 0..{P - 1}, got {j!r} in {call!r}"
+                f"patch index must be an integer in 0..{P - 1}, got {_shown(j)} in {_shown(call)}"
             )
         return dynamics.first_patch_action + m * P + int(j)
-    raise InvalidActionError(f"unknown tool {tokens[0]!r} in {call!r}; tools: {_tool_summary()}")
+    raise InvalidActionError(
+        f"unknown tool {_shown(tokens[0])} in {_shown(call)}; tools: {_tool_summary()}"
+    )
 
 
 def _parse_module(dynamics: Any, name: str, call: str) -> int:
@@ -183,7 +198,7 @@ def _parse_module(dynamics: Any, name: str, call: str) -> int:
     lowered = name.lower()
     if lowered not in names:
         raise InvalidActionError(
-            f"unknown module {name!r} in {call!r}; modules: {', '.join(names)}"
+            f"unknown module {_shown(name)} in {_shown(call)}; modules: {', '.join(names)}"
         )
     return names.index(lowered)
 

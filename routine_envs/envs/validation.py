@@ -55,6 +55,16 @@ def int_or_range(
     return n, n
 
 
+def probability(name: str, value: Any) -> float:
+    """``value`` as a float in ``[0, 1]``; ``ValueError`` naming ``name`` otherwise (NaN too)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a real number in [0, 1], got {value!r}")
+    value = float(value)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must be in [0, 1], got {value}")
+    return value
+
+
 def choice(name: str, value: Any, options: tuple[str, ...]) -> str:
     """``value`` if it is one of ``options``, else ``ValueError``."""
     if not isinstance(value, str) or value not in options:
