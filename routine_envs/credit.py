@@ -523,9 +523,29 @@ class MCRollout:
     def from_context(cls, context: EstimatorContext, **kwargs: Any) -> MCRollout:
         """Rollouts on the model when the context has a ``sampler`` and a ``policy_table``
         (``seed`` in ``kwargs`` or the context seeds them), else branched from live envs with
-        its ``rollout_policy``; ``gamma`` from the context unless given."""
+        its ``rollout_policy``; ``gamma`` from the context unless given.
+
+        ``source="model"`` (e.g. ``estimator_kwargs: {source: model}`` in a config) asks for
+        rollouts simulated on the exact model of the context's env, with the policy table of the
+        learner: the same distribution as branching live envs (the env *is* its model), at a
+        fraction of the cost; ``source="branch"`` asks for branching."""
         if context.gamma is not None:
             kwargs.setdefault("gamma", context.gamma)
+        choice = kwargs.pop("source", None) if isinstance(kwargs.get("source"), str) else None
+        if choice not in (None, "model", "branch"):
+            raise ValueError(f"mc_rollout source must be 'model' or 'branch', got {choice!r}")
+        if choice == "model":
+            if context.policy_table is None or (context.sampler is None and context.env is None):
+                raise ValueError("mc_rollout source='model' needs the env and a policy table")
+            from routine_envs.sampler import ModelSampler
+
+            sampler = context.sampler if context.sampler is not None else ModelSampler(context.env)
+            seed = kwargs.pop("seed", context.seed)
+            kwargs["source"] = ModelRollouts(sampler, context.policy_table, seed)
+        elif choice == "branch":
+            if context.rollout_policy is None:
+                raise ValueError("mc_rollout source='branch' needs a rollout policy")
+            kwargs["source"] = BranchedRollouts(context.rollout_policy)
         if "source" not in kwargs:
             seed = kwargs.pop("seed", context.seed)
             if context.sampler is not None and context.policy_table is not None:

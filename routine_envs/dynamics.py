@@ -38,6 +38,11 @@ from routine_envs.oracle import (
 )
 
 StateType = TypeVar("StateType", bound=Hashable)
+
+#: the largest exact model built (states, and state-action pairs of the id space): larger
+#: configurations run, and say so when their model is asked for.
+MAX_MODEL_STATES = 20_000_000
+MAX_MODEL_PAIRS = 200_000_000
 ObsType = TypeVar("ObsType")
 
 
@@ -172,7 +177,19 @@ class Dynamics(ABC, Generic[StateType, ObsType]):
     # ---------------------------------------------------------------------- exact model
     def model(self) -> TabularModel:
         """The exact tabular model (built on first use, cached on these dynamics and so shared
-        by every env, copy and vector env on them)."""
+        by every env, copy and vector env on them).
+
+        Raises:
+            ValueError: the model would exceed :data:`MAX_MODEL_STATES` states or
+                :data:`MAX_MODEL_PAIRS` state-action pairs; the message names its size.
+        """
+        pairs = self.num_states * self.num_actions
+        if self.num_states > MAX_MODEL_STATES or pairs > MAX_MODEL_PAIRS:
+            raise ValueError(
+                f"the exact model of {self!r} has {self.num_states:,} states x "
+                f"{self.num_actions:,} actions = {pairs:,} state-action pairs, more than the "
+                f"{MAX_MODEL_STATES:,} states / {MAX_MODEL_PAIRS:,} pairs built"
+            )
         return self._cached("model", self.build_model)
 
     def build_model(self) -> TabularModel:
@@ -193,7 +210,11 @@ class Dynamics(ABC, Generic[StateType, ObsType]):
         return optimal_values(self.model(), gamma=gamma)
 
     def action_gaps(self) -> np.ndarray:
-        """The exact optimal action gap of every ``state_id``, shape ``(num_states,)``."""
+        """The exact optimal action gap of every ``state_id``, shape ``(num_states,)``; over the
+        *valid* actions where some are invalid (an invalid no-op is no choice: with a step cost
+        its self-loop would make every gap positive)."""
+        if self.has_action_masks:
+            return self._cached("action_gaps", lambda: self.valid_action_gap(self.optimal()))
         return self._cached("action_gaps", lambda: self.optimal().action_gap)
 
     def critical_table(self) -> np.ndarray:
@@ -224,6 +245,36 @@ class Dynamics(ABC, Generic[StateType, ObsType]):
         model = self.model()
         ids = np.flatnonzero(model.decision_states)
         return ids, np.stack([self.observe(model.states[int(i)]) for i in ids])
+
+    # --------------------------------------------------- where some actions are invalid
+    def mask_table(self) -> np.ndarray:
+        """The mask of every state id, shape ``(num_states, num_actions)`` bool (a fresh array);
+        all-False rows for terminal and unreachable ids (all True without action masks)."""
+
+        def build() -> np.ndarray:
+            table = np.zeros((self.num_states, self.num_actions), dtype=bool)
+            for sid in np.flatnonzero(self.model().decision_states):
+                mask = self.action_mask(self.state_from_id(int(sid)))
+                table[sid] = True if mask is None else mask
+            table.flags.writeable = False
+            return table
+
+        return self._cached("mask_table", build).copy()
+
+    def valid_action_gap(self, values: OracleValues) -> np.ndarray:
+        """``max - min`` of ``values.q`` over each state's valid actions, ``(num_states,)`` (0
+        where none is valid); positive exactly on critical states for ``self.optimal()``."""
+        mask = self.mask_table()
+        hi = np.where(mask, values.q, -np.inf).max(axis=1)
+        lo = np.where(mask, values.q, np.inf).min(axis=1)
+        return np.where(mask.any(axis=1), hi - lo, 0.0)
+
+    def masked_uniform_policy(self) -> np.ndarray:
+        """Uniform over the valid actions of each state, shape ``(num_states, num_actions)``
+        (uniform over all actions where none is valid), for :meth:`oracle`."""
+        mask = self.mask_table().astype(np.float64)
+        counts = mask.sum(axis=1, keepdims=True)
+        return np.where(counts > 0, mask / np.maximum(counts, 1), 1.0 / mask.shape[1])
 
     # ----------------------------------------------------------------------- internals
     def _derive(self, **values: Any) -> None:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
+from gymnasium.envs.registration import load_env_creator
+from gymnasium.vector import AutoresetMode
 
 
 @dataclass(frozen=True)
@@ -34,7 +37,6 @@ ENVIRONMENTS: tuple[EnvEntry, ...] = (
     EnvEntry(
         id="DilutedDoors-v0",
         entry_point="routine_envs.envs.diluted_doors:DilutedDoorsEnv",
-        vector_entry_point="routine_envs.envs.diluted_doors_vector:DilutedDoorsVectorEnv",
         kwargs={
             "num_floors": 3,
             "num_doors": 3,
@@ -94,6 +96,23 @@ ENVIRONMENTS: tuple[EnvEntry, ...] = (
         rho="routine_length L: rho = 2/(2+L) per fix, 3/(3+L) when the log is read",
         density_kwarg="routine_length",
     ),
+    EnvEntry(
+        id="CodeFix-v1",
+        entry_point="routine_envs.envs.code_fix:CodeFixEnv",
+        kwargs={
+            "num_modules": 4,
+            "num_patches": 3,
+            "routine_length": 10,
+            "signal_noise": 0.05,
+            "max_attempts": 1,
+            "step_cost": 0.0,
+            "obs_mode": "vector",
+            "layout_seed": 0,
+            "vocabulary": "arbitrary",
+        },
+        rho="routine_length L: rho = 2/(2+L) per fix, 3/(3+L) when the log is read",
+        density_kwarg="routine_length",
+    ),
 )
 
 
@@ -142,11 +161,46 @@ def entry(env_id: str) -> EnvEntry:
     raise ValueError(f"{env_id!r} is not a routine_envs environment; known: {known}")
 
 
+@dataclass(frozen=True)
+class ModelVectorEntryPoint:
+    """A ``vector_entry_point`` building a :class:`ModelVectorEnv` over the single env that
+    ``entry_point`` (``"module:Class"``, resolved on each call, or a callable) builds from the
+    keyword arguments. ``gym.make_vec(id, num_envs, max_episode_steps=..., autoreset_mode=...,
+    **kwargs)`` calls it as ``creator(num_envs=..., **kwargs)``; the env kwargs go to the single
+    env, the others to the vector env. A module-level class, so env specs that hold it pickle."""
+
+    entry_point: str | Callable[..., gym.Env]
+
+    def __call__(
+        self,
+        num_envs: int = 1,
+        *,
+        max_episode_steps: int | None = None,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        render_mode: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        from routine_envs.envs.model_vector import ModelVectorEnv
+
+        entry = self.entry_point
+        creator = load_env_creator(entry) if isinstance(entry, str) else entry
+        return ModelVectorEnv(
+            creator(**kwargs),
+            num_envs,
+            max_episode_steps=max_episode_steps,
+            autoreset_mode=autoreset_mode,
+            render_mode=render_mode,
+        )
+
+
+def make_model_vector_env(entry_point: str | Callable[..., gym.Env]) -> ModelVectorEntryPoint:
+    """The ``vector_entry_point`` of a registration: a :class:`ModelVectorEntryPoint`."""
+    return ModelVectorEntryPoint(entry_point)
+
+
 def register_all() -> None:
     """Register every row of :data:`ENVIRONMENTS` and :data:`TEAM_ADAPTERS` (ids already
     registered are left alone)."""
-    from routine_envs.envs.model_vector import make_model_vector_env
-
     for entry in (*ENVIRONMENTS, *TEAM_ADAPTERS):
         if entry.id in gym.registry:
             continue

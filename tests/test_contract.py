@@ -33,6 +33,7 @@ SMALL = {
     "RoutineGrid-v0": {"num_junctions": 2, "corridor_length": 2},
     "RoutineGridSoft-v0": {"num_junctions": 2, "corridor_length": 2},
     "CodeFix-v0": {"num_modules": 2, "num_patches": 2, "routine_length": 3},
+    "CodeFix-v1": {"num_modules": 2, "num_patches": 2, "routine_length": 3},
 }
 
 

@@ -74,5 +74,5 @@ def test_estimator_docs_worked_example_runs():
 def test_readme_quickstart_runs():
     readme = ROOT / "README.md"
     quickstart = python_blocks(readme)[0]
-    assert 'gym.make("DilutedDoors-v0"' in quickstart
+    assert 'gym.make("DilutedDoors-v1"' in quickstart
     exec(quickstart, {})

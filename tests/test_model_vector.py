@@ -21,7 +21,8 @@ from routine_envs.dynamics import Dynamics
 from routine_envs.envs import DilutedDoorsEnv, InvalidActionError, model_vector
 from routine_envs.envs.base import RoutineEnv
 from routine_envs.envs.diluted_doors_v1 import PathDoorsDynamics
-from routine_envs.envs.model_vector import ModelVectorEnv, make_model_vector_env
+from routine_envs.envs.model_vector import ModelVectorEnv
+from routine_envs.registration import make_model_vector_env
 from tests.test_vector_env import assert_same
 from tests.utils import register_contributed_example
 

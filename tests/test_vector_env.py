@@ -1,6 +1,8 @@
-"""The natively vectorized Diluted Doors: step-by-step equivalence with single environments
-(through ``SyncVectorEnv``), autoreset modes, truncation, seeding, bad arguments, branching; the
-SB3 adapter against ``DummyVecEnv``; a smoke test of the benchmark."""
+"""The native vector env of Diluted Doors (the model-driven ``ModelVectorEnv``, what
+``gym.make_vec`` gives): step-by-step equivalence with single environments (through
+``SyncVectorEnv``), autoreset modes, truncation, seeding, bad arguments, branching; the SB3 adapter
+against ``DummyVecEnv``; a smoke test of the benchmark. ``tests/test_model_vector.py`` covers the
+model vector env on other dynamics."""
 
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 from routine_envs import annotations as keys
-from routine_envs.envs import DilutedDoorsEnv, DilutedDoorsVectorEnv, InvalidActionError
+from routine_envs.envs import DilutedDoorsEnv, InvalidActionError
+from routine_envs.envs.model_vector import ModelVectorEnv
 from tests.utils import all_env_ids
 
 ENV_ID = "DilutedDoors-v0"
@@ -38,14 +41,17 @@ def make_pair(
     max_steps: int | None = None,
     **kwargs: Any,
 ) -> tuple[gym.vector.VectorEnv, gym.vector.VectorEnv]:
-    """(SyncVectorEnv over single envs, the native vector env), configured alike."""
-
-    def single() -> gym.Env:
-        env = gym.make(ENV_ID, **kwargs)
-        env.unwrapped.max_steps = max_steps
-        return env
-
-    reference = gym.vector.SyncVectorEnv([single] * num_envs, autoreset_mode=mode)
+    """(SyncVectorEnv over single envs, the native vector env), configured alike: both through
+    ``gym.make_vec``, so ``max_episode_steps`` has Gymnasium's ``TimeLimit`` meaning in both."""
+    reference = gym.make_vec(
+        ENV_ID,
+        num_envs,
+        vectorization_mode="sync",
+        vector_kwargs={"autoreset_mode": mode},
+        max_episode_steps=max_steps,
+        **kwargs,
+    )
+    assert isinstance(reference, gym.vector.SyncVectorEnv)
     native = gym.make_vec(
         ENV_ID, num_envs, autoreset_mode=mode, max_episode_steps=max_steps, **kwargs
     )
@@ -110,7 +116,7 @@ def test_same_as_single_envs_step_by_step(kwargs):
     with its mask equal those of SyncVectorEnv over single envs, across many episodes, after a
     reseed and after a reset without seed (generators continue)."""
     reference, native = make_pair(6, **kwargs)
-    assert isinstance(native, DilutedDoorsVectorEnv)
+    assert isinstance(native, ModelVectorEnv)
     rng = np.random.default_rng(0)
     n = native.single_action_space.n
     steps = 1500 if kwargs.get("routine_length") == (3, 700) else 250
@@ -139,15 +145,15 @@ def test_routine_lengths_are_drawn_per_sub_env():
     assert len(set(infos[keys.STATE_ID].tolist())) >= 8
 
 
-def test_observation_table_matches_single_env_for_every_state():
-    for kwargs in ({}, {"num_floors": 2, "routine_length": (0, 4), "reward": "fraction"}):
-        native = DilutedDoorsVectorEnv(1, **kwargs)
-        single = DilutedDoorsEnv(**kwargs)
-        assert native._obs_table is not None
-        assert native._obs_table.shape == (single.num_states, *single.observation_space.shape)
-        for sid in range(single.num_states):
-            obs = single.dynamics.observe(single.describe_state(sid))
-            np.testing.assert_array_equal(native._obs_table[sid], obs, err_msg=str(sid))
+def native(num_envs: int, **kwargs: Any) -> ModelVectorEnv:
+    """The native vector env over ``DilutedDoorsEnv(**kwargs)`` (what ``gym.make_vec`` builds),
+    with the vector env's own arguments split off."""
+    vector = {
+        k: kwargs.pop(k)
+        for k in ("max_episode_steps", "autoreset_mode", "render_mode")
+        if k in kwargs
+    }
+    return ModelVectorEnv(DilutedDoorsEnv(**kwargs), num_envs, **vector)
 
 
 # -------------------------------------------------------------------------------- autoreset
@@ -195,9 +201,8 @@ def test_disabled_autoreset_requires_a_masked_reset():
     finish_episode(envs)
     with pytest.raises(gym.error.ResetNeeded, match="reset_mask"):
         envs.step(np.zeros(3, dtype=np.int64))
-    before = envs.unwrapped._floor.copy()
     _, infos = envs.reset(options={"reset_mask": np.array([True, True, True])})
-    assert infos["_" + keys.CRITICAL].all() and before.any()
+    assert infos["_" + keys.CRITICAL].all() and not infos[keys.STATE_ID].any()
     envs.step(np.zeros(3, dtype=np.int64))
 
 
@@ -213,7 +218,10 @@ def test_masked_reset_resets_only_the_masked_sub_envs():
     assert infos[keys.STATE_ID].tolist() == [0, 0, 0] and infos[keys.CRITICAL].tolist()[1]
 
 
-def test_max_episode_steps_truncates_with_episode_end_info():
+def test_max_episode_steps_truncates_as_gymnasiums_time_limit():
+    """``gym.make_vec(..., max_episode_steps=N)`` truncates on the N-th step as Gymnasium's
+    ``TimeLimit`` does over single envs (``vectorization_mode="sync"``): truncated on that step
+    even when it also terminates, and no episode-end keys (the env did not end the episode)."""
     envs = gym.make_vec(ENV_ID, 2, max_episode_steps=4, routine_length=5)
     assert envs.unwrapped.max_episode_steps == 4
     envs.reset(seed=0)
@@ -221,13 +229,20 @@ def test_max_episode_steps_truncates_with_episode_end_info():
         assert not envs.step(np.zeros(2, dtype=np.int64))[3].any()
     _, _, terminated, truncated, infos = envs.step(np.zeros(2, dtype=np.int64))
     assert truncated.all() and not terminated.any()
-    assert infos[keys.EPISODE_LENGTH].tolist() == [4, 4] and not infos[keys.SUCCESS].any()
-    assert infos[keys.NUM_CRITICAL].tolist() == [1, 1]
+    assert keys.EPISODE_LENGTH not in infos
+    # terminated on the N-th step too: both flags, as TimeLimit gives
+    envs = gym.make_vec(ENV_ID, 1, max_episode_steps=6, routine_length=1)  # episodes of 6 steps
+    sync = gym.make_vec(ENV_ID, 1, vectorization_mode="sync", max_episode_steps=6, routine_length=1)
+    for vec in (envs, sync):
+        vec.reset(seed=0)
+        out = [vec.step(np.zeros(1, dtype=np.int64)) for _ in range(6)]
+        assert out[-1][2].all() and out[-1][3].all()
+        assert out[-1][4][keys.EPISODE_LENGTH].tolist() == [6]
 
 
 def test_make_vec_modes_and_spec():
     default = gym.make_vec(ENV_ID, 4, routine_length=3)
-    assert isinstance(default, DilutedDoorsVectorEnv)
+    assert isinstance(default, ModelVectorEnv)
     assert default.spec.kwargs["routine_length"] == 3 and default.spec.kwargs["num_envs"] == 4
     assert default.single_env.routine_length == 3
     assert default.observation_space.shape == (4, 8) and default.action_space.shape == (4,)
@@ -303,7 +318,7 @@ def test_seeding_reproduces_and_distinguishes_runs():
 )
 def test_bad_arguments_raise_value_error(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        DilutedDoorsVectorEnv(**{"num_envs": 2, **kwargs})
+        native(**{"num_envs": 2, **kwargs})
 
 
 @pytest.mark.parametrize(
@@ -319,20 +334,20 @@ def test_bad_arguments_raise_value_error(kwargs, match):
     ],
 )
 def test_invalid_actions_raise_value_error(actions, match):
-    envs = DilutedDoorsVectorEnv(3)
+    envs = native(3)
     envs.reset(seed=0)
     with pytest.raises(ValueError, match=match) as caught:
         envs.step(actions)
     assert isinstance(caught.value, InvalidActionError)
     # the failed steps changed nothing; a list of ints and unsigned integers are fine
-    fresh = DilutedDoorsVectorEnv(3)
+    fresh = native(3)
     fresh.reset(seed=0)
     for a in ([0, 1, 2], np.array([0, 0, 0], dtype=np.uint8)):
         assert_same(fresh.step(np.asarray(a, dtype=np.int64)), envs.step(a), str(a))
 
 
 def test_step_before_reset_and_bad_resets():
-    envs = DilutedDoorsVectorEnv(2, routine_length=(0, 2))
+    envs = native(2, routine_length=(0, 2))
     with pytest.raises(gym.error.ResetNeeded, match="before reset"):
         envs.step(np.zeros(2, dtype=np.int64))
     with pytest.raises(ValueError, match="first reset"):
@@ -360,10 +375,8 @@ def test_sb3_adapter_matches_dummy_vec_env(kwargs, mode):
     kwargs = dict(kwargs)
     max_steps = kwargs.pop("max_episode_steps", None)
 
-    def single() -> gym.Env:
-        env = gym.make(ENV_ID, **kwargs)
-        env.unwrapped.max_steps = max_steps
-        return env
+    def single() -> gym.Env:  # max_episode_steps: Gymnasium's TimeLimit, as make_vec's
+        return gym.make(ENV_ID, max_episode_steps=max_steps, **kwargs)
 
     dummy = DummyVecEnv([single] * 4)
     adapter = GymnasiumVecEnv(

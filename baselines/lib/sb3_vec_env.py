@@ -41,7 +41,7 @@ class GymnasiumVecEnv(VecEnv):
     Works with either autoreset mode of the vector env (``metadata["autoreset_mode"]``):
     ``SAME_STEP`` (cheapest: the vector env resets within the step), or ``NEXT_STEP``, for which
     the adapter resets finished sub-environments with ``reset(options={"reset_mask": done})``
-    (supported by ``DilutedDoorsVectorEnv`` and ``SyncVectorEnv``).
+    (supported by ``ModelVectorEnv`` and ``SyncVectorEnv``).
 
     Sub-environments of a natively vectorized env are not separate objects: ``get_attr`` returns
     the vector env's attribute once per index, ``set_attr`` and ``env_method`` act on the vector

@@ -18,7 +18,7 @@ from routine_envs.envs import code_fix_text as text
 from routine_envs.envs import validation
 from routine_envs.envs.base import RoutineEnv, check_discrete_action
 from routine_envs.envs.code_fix_text import DONE, NAVIGATE, PATCH, PATCHED, TESTED, TRIAGE
-from routine_envs.oracle import OracleValues, Outcome
+from routine_envs.oracle import Outcome
 from routine_envs.rendering.code_fix import render_code_fix
 
 OBS_MODES = ("vector", "text")
@@ -57,16 +57,6 @@ class _Record(NamedTuple):
     row: tuple[tuple[Outcome, ...], ...]
 
 
-def _probability(name: str, value: Any) -> float:
-    """``value`` as a float in ``[0, 1]``; ``ValueError`` naming ``name`` otherwise."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a real number in [0, 1], got {value!r}")
-    value = float(value)
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"{name} must be in [0, 1], got {value}")
-    return value
-
-
 @dataclass(frozen=True)
 class CodeFixDynamics(Dynamics[CodeState, np.ndarray]):
     """The exact MDP of Code Fix over the hidden state (see :class:`CodeFixEnv` for the rules).
@@ -76,6 +66,9 @@ class CodeFixDynamics(Dynamics[CodeState, np.ndarray]):
     patch ``module`` | patched, tested, done ``(module, fixed)``. Each state's id, annotation,
     mask, vector observation and outcomes are computed once and kept (shared by every env).
     ``critical`` is the optimal action gap over the *valid* actions (:meth:`action_gaps`).
+    ``vocabulary`` only changes the words of the symptoms and patches (``symptom_texts``,
+    ``patch_texts``; see :func:`~routine_envs.envs.code_fix_text.vocabulary_texts`): the MDP,
+    the ids, the annotations, the masks and the vector observation are the same for both.
     """
 
     num_modules: int = 4
@@ -85,6 +78,7 @@ class CodeFixDynamics(Dynamics[CodeState, np.ndarray]):
     max_attempts: int = 1
     step_cost: float = 0.0
     layout_seed: int = 0
+    vocabulary: str = "meaningful"
 
     has_action_masks: ClassVar[bool] = True
 
@@ -95,10 +89,11 @@ class CodeFixDynamics(Dynamics[CodeState, np.ndarray]):
         P = validation.integer(
             "num_patches", self.num_patches, minimum=2, maximum=len(text.SYMPTOMS)
         )
-        L = validation.integer("routine_length", self.routine_length, minimum=2)
-        noise = _probability("signal_noise", self.signal_noise)
-        A = validation.integer("max_attempts", self.max_attempts, minimum=1)
+        L = validation.integer("routine_length", self.routine_length, minimum=2, maximum=1000)
+        noise = validation.probability("signal_noise", self.signal_noise)
+        A = validation.integer("max_attempts", self.max_attempts, minimum=1, maximum=20)
         seed = validation.integer("layout_seed", self.layout_seed, minimum=0)
+        vocabulary = validation.choice("vocabulary", self.vocabulary, text.VOCABULARIES)
         longest = A * (L + 2) + 1
         step_cost = self.step_cost
         if isinstance(step_cost, bool) or not isinstance(step_cost, numbers.Real):
@@ -119,6 +114,7 @@ class CodeFixDynamics(Dynamics[CodeState, np.ndarray]):
         names = text.MODULE_NAMES[:M]
         patch_order = tuple(int(x) for x in np.random.default_rng(seed).permutation(P))
         patch0 = 1 + M * (L - 2)
+        symptom_texts, patch_texts = text.vocabulary_texts(vocabulary, patch_order)
         self._derive(
             num_modules=M,
             num_patches=P,
@@ -130,6 +126,8 @@ class CodeFixDynamics(Dynamics[CodeState, np.ndarray]):
             module_names=names,  # MODULE_NAMES[:num_modules]
             patch_order=patch_order,  # [j]: the symptom candidate patch j addresses
             correct_patch=tuple(patch_order.index(k) for k in range(P)),  # [k]: fixes symptom k
+            symptom_texts=symptom_texts,  # [k]: the error symptom k raises
+            patch_texts=patch_texts,  # [j]: the description of candidate patch j
             num_sections=L - 2,  # navigation turns per fix
             first_patch_action=text.OPEN + M,  # apply_patch <module 0> 0 (open <m>: OPEN + m)
             tool_calls=text.tool_calls(names, P),  # the text form of every action
@@ -342,39 +340,6 @@ class CodeFixDynamics(Dynamics[CodeState, np.ndarray]):
         """The valid actions of ``state``, shape ``(num_actions,)`` bool, read-only."""
         return self._record(state).mask
 
-    def mask_table(self) -> np.ndarray:
-        """The mask of every state id, shape ``(num_states, num_actions)`` bool (a fresh array);
-        all-False rows for terminal and unreachable ids."""
-
-        def build() -> np.ndarray:
-            table = np.zeros((self.num_states, self.num_actions), dtype=bool)
-            for sid in np.flatnonzero(self.model().decision_states):
-                table[sid] = self.action_mask(self.state_from_id(int(sid)))
-            table.flags.writeable = False
-            return table
-
-        return self._cached("mask_table", build).copy()
-
-    def valid_action_gap(self, values: OracleValues) -> np.ndarray:
-        """``max - min`` of ``values.q`` over each state's valid actions, ``(num_states,)`` (0
-        where none is valid); positive exactly on critical states for ``self.optimal()``."""
-        mask = self.mask_table()
-        hi = np.where(mask, values.q, -np.inf).max(axis=1)
-        lo = np.where(mask, values.q, np.inf).min(axis=1)
-        return np.where(mask.any(axis=1), hi - lo, 0.0)
-
-    def action_gaps(self) -> np.ndarray:
-        """The exact optimal action gap over the *valid* actions of every ``state_id``: an invalid
-        no-op is no choice (with ``step_cost > 0`` its self-loop would make every gap positive)."""
-        return self._cached("action_gaps", lambda: self.valid_action_gap(self.optimal()))
-
-    def masked_uniform_policy(self) -> np.ndarray:
-        """Uniform over the valid actions of each state, shape ``(num_states, num_actions)``
-        (uniform over all actions where none is valid), for :meth:`oracle`."""
-        mask = self.mask_table().astype(np.float64)
-        counts = mask.sum(axis=1, keepdims=True)
-        return np.where(counts > 0, mask / np.maximum(counts, 1), 1.0 / mask.shape[1])
-
     # -------------------------------------------------------------------------- tool calls
     def action_text(self, action: int) -> str:
         """The text form of ``action`` (e.g. ``"apply_patch parser 2"``)."""
@@ -476,7 +441,33 @@ class CodeFixEnv(RoutineEnv[Any, CodeState]):
     characters): what an LLM agent sees after each tool call, the call echoed as ``$ <call>``,
     its output, and a last line listing the valid calls. It is a function of the state and of the
     last call (whose echo and wording differ between variants such as ``scroll``/``read``; the
-    information in them does not).
+    information in them does not). The words of the symptoms and of the candidate patches are
+    set by ``vocabulary``: ``"meaningful"`` (CodeFix-v0) writes the error message
+    (``IndexError: list index out of range``) and the fix each patch makes (``fix the off-by-one
+    loop bound``); ``"arbitrary"`` (CodeFix-v1) writes opaque codes (``Failure F-3a``,
+    ``change set P-17``), the same in every layout, sharing no word.
+
+    **What the observation reveals.** Of the hidden part of the state (the buggy module ``bug``,
+    whether the applied patch works ``fixed``, and the layout's map from symptom to fixing
+    patch), in both modes and both versions: from the start, the module the report points to
+    (the buggy one with probability ``1 - signal_noise``) and the symptom; once ``read_log``
+    ran, the buggy module itself; once the tests ran on a patch (phases tested and done, until a
+    ``revert``), whether it fixes the bug; after a failed ``submit`` (the episode is over), the
+    buggy module and the index of the right patch (the text only). Also the agent's own doing:
+    the open module, the phase, the attempt (the text also echoes each call, the applied patch
+    included; the vector does not show which patch was applied). Nothing else: the annotation,
+    the state id and the layout are never shown. The vector mode names the symptom and the
+    candidates by their indices only, so it tells nothing of which patch fixes which symptom in
+    either version: the map is set by ``layout_seed`` and is learned from the test results. The
+    text of CodeFix-v0 gives it away: a patch's words match its symptom's, and a script that
+    matches words (read the log, open the module it names, apply the candidate sharing the most
+    words with the error) fixes every bug without learning anything
+    (``tests/test_code_fix_v1.py`` measures it). In CodeFix-v1, for the same hidden bug, report
+    and symptom and the same calls, the observations (vector and text) and ``describe()`` are
+    the same under every ``layout_seed`` in every state but those after a test run (tested,
+    done), where only the test result differs (and, after a failed submit, the right patch it
+    names); the state reached differs only in ``fixed``. So the right patch shows only through
+    interaction, and the word matcher succeeds at chance, ``1 / num_patches``.
 
     ## Rewards
 
@@ -522,7 +513,7 @@ class CodeFixEnv(RoutineEnv[Any, CodeState]):
     ```python
     gym.make("CodeFix-v0", num_modules=4, num_patches=3, routine_length=10, signal_noise=0.05,
              max_attempts=1, step_cost=0.0, obs_mode="vector", max_steps=None, layout_seed=0,
-             render_mode=None)
+             vocabulary="meaningful", render_mode=None)  # CodeFix-v1: vocabulary="arbitrary"
     ```
 
     - ``num_modules`` (int, 2..10): modules in the repository.
@@ -542,7 +533,10 @@ class CodeFixEnv(RoutineEnv[Any, CodeState]):
     - ``max_steps`` (int >= 1 or ``None``): the step limit; ``None`` is four times the longest
       valid episode.
     - ``layout_seed`` (int >= 0): fixes the order of the candidate patches (the same in every
-      module), so the patch for each symptom can be learned.
+      module), so the patch for each symptom can be learned (in CodeFix-v1, only by trying).
+    - ``vocabulary`` (``"meaningful"`` or ``"arbitrary"``): the words of the symptoms and the
+      patches in the text observation, ``describe()`` and ``render()`` (see Observation Space).
+      CodeFix-v0 registers ``"meaningful"`` (the class default), CodeFix-v1 ``"arbitrary"``.
     - ``render_mode`` (``None``, ``"ansi"`` or ``"rgb_array"``).
 
     The MDP is public: ``env.unwrapped.dynamics`` is an immutable :class:`CodeFixDynamics` over
@@ -557,10 +551,12 @@ class CodeFixEnv(RoutineEnv[Any, CodeState]):
     ## Example Episode
 
     ``gym.make("CodeFix-v0", routine_length=4, obs_mode="text", signal_noise=0.2)``,
-    ``reset(seed=8)``: the report points to ``codegen``; the log shows that the bug is in
-    ``optimizer``. After each call: the reward, the annotation of the state reached (in which
-    the next call is made) and its text observation. Reading the log adds a critical turn:
-    ``rho = 3 / (3 + 4)``. (Generated by ``example_transcript(CodeFixEnv(**EXAMPLE_KWARGS))`` of
+    ``reset(seed=8)`` (CodeFix-v0's words; CodeFix-v1 shows the same episode with ``Failure
+    F-3a`` for the error and ``change set P-17``, ``P-42``, ``P-08`` for the candidates): the
+    report points to ``codegen``; the log shows that the bug is in ``optimizer``. After each
+    call: the reward, the annotation of the state reached (in which the next call is made) and
+    its text observation. Reading the log adds a critical turn: ``rho = 3 / (3 + 4)``.
+    (Generated by ``example_transcript(CodeFixEnv(**EXAMPLE_KWARGS))`` of
     ``routine_envs.rendering.code_fix``; a test keeps it up to date.)
 
     ```text
@@ -617,6 +613,12 @@ class CodeFixEnv(RoutineEnv[Any, CodeState]):
     ## Version History
 
     - v0: initial release.
+    - v1: ``vocabulary="arbitrary"``. In v0 the text of each candidate patch said the fix its
+      symptom's error calls for, so the text observation gave away which patch is right and a
+      word-matching script solved every episode without a test run, while in the tasks this
+      stands for only the tests tell whether a fix works. v1 names the symptoms and patches by
+      opaque codes, the same in every layout, so the right patch shows only through interaction.
+      The dynamics, state ids, annotations, masks, rewards, info and vector observation are v0's.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
@@ -633,10 +635,11 @@ class CodeFixEnv(RoutineEnv[Any, CodeState]):
         obs_mode: str = "vector",
         max_steps: int | None = None,
         layout_seed: int = 0,
+        vocabulary: str = "meaningful",
         render_mode: str | None = None,
     ) -> None:
         config = (num_modules, num_patches, routine_length, signal_noise, max_attempts, step_cost)
-        dynamics = CodeFixDynamics(*config, layout_seed)
+        dynamics = CodeFixDynamics(*config, layout_seed, vocabulary)
         #: ``"vector"`` (``dynamics.observe``) or ``"text"`` (the transcript of the last call).
         self.obs_mode = validation.choice("obs_mode", obs_mode, OBS_MODES)
         if max_steps is None:
@@ -684,5 +687,5 @@ class CodeFixEnv(RoutineEnv[Any, CodeState]):
             f"routine_length={d.routine_length}, signal_noise={d.signal_noise}, "
             f"max_attempts={d.max_attempts}, step_cost={d.step_cost}, "
             f"obs_mode={self.obs_mode!r}, max_steps={self.max_steps}, "
-            f"layout_seed={d.layout_seed})"
+            f"layout_seed={d.layout_seed}, vocabulary={d.vocabulary!r})"
         )

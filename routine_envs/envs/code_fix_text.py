@@ -50,6 +50,18 @@ SYMPTOMS: Final = (
     ("UnboundLocalError: cannot access local variable 'node'", "initialize node before the loop"),
     ("AttributeError: 'Token' object has no attribute 'value'", "read the renamed Token.text"),
 )
+#: the vocabularies of the symptoms and patches (``CodeFixDynamics.vocabulary``).
+VOCABULARIES: Final = ("meaningful", "arbitrary")
+#: ``vocabulary="arbitrary"`` (CodeFix-v1): the error of symptom ``k`` and the description of
+#: candidate patch ``j`` (by its place in the list, whichever symptom it addresses). Opaque codes
+#: with no word in common, the same in every layout: which patch fixes which symptom is set by
+#: ``layout_seed`` alone and shows only through interaction (the test run, the submit).
+ARBITRARY_SYMPTOMS: Final = tuple(
+    f"Failure F-{code}" for code in ("3a", "c1", "7e", "0b", "d9", "4f", "e2", "6c")
+)
+ARBITRARY_PATCHES: Final = tuple(
+    f"change set P-{code}" for code in ("17", "42", "08", "93", "61", "25", "70", "34")
+)
 TESTS_PER_MODULE: Final = 12
 
 # phases of a session
@@ -70,6 +82,25 @@ SIMPLE_TOOLS: Final = (
 OPEN = len(SIMPLE_TOOLS)
 #: characters of the text observations (printable ASCII, tab and newline).
 TEXT_CHARSET: Final = frozenset(string.printable) - {"\r", "\x0b", "\x0c"}
+
+
+def vocabulary_texts(
+    vocabulary: str, patch_order: tuple[int, ...]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The symptom texts (``[k]``: the error symptom ``k`` raises) and the patch texts (``[j]``:
+    the description of candidate ``j``) of ``vocabulary``, for the candidate order
+    ``patch_order`` (``[j]``: the symptom candidate ``j`` addresses).
+
+    ``"meaningful"`` (CodeFix-v0): the error message and the fix it calls for, so the words of a
+    patch match its symptom's. ``"arbitrary"`` (CodeFix-v1): opaque codes that depend neither on
+    the symptom a patch addresses nor on the layout."""
+    P = len(patch_order)
+    if vocabulary == "meaningful":
+        return (
+            tuple(SYMPTOMS[k][0] for k in range(P)),
+            tuple(SYMPTOMS[k][1] for k in patch_order),
+        )
+    return ARBITRARY_SYMPTOMS[:P], ARBITRARY_PATCHES[:P]
 
 
 def tool_calls(module_names: tuple[str, ...], num_patches: int) -> tuple[str, ...]:
@@ -101,6 +132,17 @@ def last_applied_patch(dynamics: Any, history: EpisodeHistory) -> int | None:
 
 
 # ------------------------------------------------------------------------------- parsing
+#: the longest piece of a malformed call echoed in an error message (characters).
+MAX_ECHO = 80
+
+
+def _shown(call: str) -> str:
+    """``call`` as quoted in an error message: its repr, cut to :data:`MAX_ECHO` characters
+    (a 1 MB input must not become a 2 MB message)."""
+    text = repr(call)
+    return text if len(text) <= MAX_ECHO else f"{text[: MAX_ECHO - 20]}... ({len(call):,} chars)"
+
+
 def parse_tool_call(dynamics: Any, call: str) -> int:
     """Map a tool call written as text to its action.
 
@@ -113,7 +155,7 @@ def parse_tool_call(dynamics: Any, call: str) -> int:
     """
     if not isinstance(call, str):
         raise InvalidActionError(
-            f"a tool call must be a string, got {call!r} of type {type(call).__name__}"
+            f"a tool call must be a string, got {_shown(call)} of type {type(call).__name__}"
         )
     tokens = call.split()
     if not tokens:
@@ -122,12 +164,14 @@ def parse_tool_call(dynamics: Any, call: str) -> int:
     modules = ", ".join(dynamics.module_names)
     if tool in SIMPLE_TOOLS:
         if args:
-            raise InvalidActionError(f"{tool} takes no arguments, got {len(args)} in {call!r}")
+            raise InvalidActionError(
+                f"{tool} takes no arguments, got {len(args)} in {_shown(call)}"
+            )
         return SIMPLE_TOOLS.index(tool)
     if tool == "open":
         if len(args) != 1:
             raise InvalidActionError(
-                f"open takes 1 argument (a module: {modules}), got {len(args)} in {call!r}"
+                f"open takes 1 argument (a module: {modules}), got {len(args)} in {_shown(call)}"
             )
         return OPEN + _parse_module(dynamics, args[0], call)
     if tool == "apply_patch":
@@ -135,16 +179,18 @@ def parse_tool_call(dynamics: Any, call: str) -> int:
         if len(args) != 2:
             raise InvalidActionError(
                 "apply_patch takes 2 arguments (a module and a patch index 0.."
-                f"{P - 1}), got {len(args)} in {call!r}"
+                f"{P - 1}), got {len(args)} in {_shown(call)}"
             )
         m = _parse_module(dynamics, args[0], call)
         j = args[1]
-        if not (j.isascii() and j.isdigit()) or int(j) >= P:
+        if not (j.isascii() and j.isdigit()) or len(j) > 6 or int(j) >= P:
             raise InvalidActionError(
-                f"patch index must be an integer in 0..{P - 1}, got {j!r} in {call!r}"
+                f"patch index must be an integer in 0..{P - 1}, got {_shown(j)} in {_shown(call)}"
             )
         return dynamics.first_patch_action + m * P + int(j)
-    raise InvalidActionError(f"unknown tool {tokens[0]!r} in {call!r}; tools: {_tool_summary()}")
+    raise InvalidActionError(
+        f"unknown tool {_shown(tokens[0])} in {_shown(call)}; tools: {_tool_summary()}"
+    )
 
 
 def _parse_module(dynamics: Any, name: str, call: str) -> int:
@@ -152,7 +198,7 @@ def _parse_module(dynamics: Any, name: str, call: str) -> int:
     lowered = name.lower()
     if lowered not in names:
         raise InvalidActionError(
-            f"unknown module {name!r} in {call!r}; modules: {', '.join(names)}"
+            f"unknown module {_shown(name)} in {_shown(call)}; modules: {', '.join(names)}"
         )
     return names.index(lowered)
 
@@ -190,7 +236,8 @@ def describe(dynamics: Any, state: Any) -> str:
     names = dynamics.module_names
     parts = [
         f"attempt {state.attempt + 1}/{dynamics.max_attempts}",
-        f"the failing test is tests/test_{names[state.pointer]}.py ({SYMPTOMS[state.symptom][0]})",
+        f"the failing test is tests/test_{names[state.pointer]}.py "
+        f"({dynamics.symptom_texts[state.symptom]})",
         f"the log names src/{names[state.bug]}.py" if state.log_read else "the log is unread",
     ]
     name, phase = names[state.module], state.phase
@@ -211,7 +258,7 @@ def describe(dynamics: Any, state: Any) -> str:
 
 def _failure_lines(dynamics: Any, state: Any) -> list[str]:
     name = dynamics.module_names[state.pointer]
-    return [f"FAILED tests/test_{name}.py::test_main - {SYMPTOMS[state.symptom][0]}"]
+    return [f"FAILED tests/test_{name}.py::test_main - {dynamics.symptom_texts[state.symptom]}"]
 
 
 def _summary(dynamics: Any, passed: bool) -> str:
@@ -224,10 +271,10 @@ def _listing(dynamics: Any, state: Any) -> list[str]:
     name = dynamics.module_names[m]
     lines = [
         f"Reached {FUNCTION_NAMES[m]}() in src/{name}.py, on the failing test's code path.",
-        f"The failing test raises {SYMPTOMS[state.symptom][0]}",
+        f"The failing test raises {dynamics.symptom_texts[state.symptom]}",
         f"Candidate patches for src/{name}.py:",
     ]
-    lines += [f"  {j}: {SYMPTOMS[k][1]}" for j, k in enumerate(dynamics.patch_order)]
+    lines += [f"  {j}: {desc}" for j, desc in enumerate(dynamics.patch_texts)]
     return lines
 
 
@@ -241,7 +288,7 @@ def _output(dynamics: Any, state: Any, action: int) -> list[str]:
             "Traceback (most recent call last):",
             f'  File "tests/test_{names[state.pointer]}.py", line 27, in test_main',
             f'  File "src/{names[state.bug]}.py", line 118, in {FUNCTION_NAMES[state.bug]}',
-            SYMPTOMS[state.symptom][0],
+            dynamics.symptom_texts[state.symptom],
         ]
     if action in (SCROLL, READ) or OPEN <= action < first_patch:
         if action >= OPEN:
@@ -260,8 +307,7 @@ def _output(dynamics: Any, state: Any, action: int) -> list[str]:
         return [head, *_listing(dynamics, state)] if state.phase == PATCH else [head]
     if action >= first_patch:
         j = (action - first_patch) % dynamics.num_patches
-        desc = SYMPTOMS[dynamics.patch_order[j]][1]
-        return [f"Applied patch {j} to src/{name}.py: {desc}."]
+        return [f"Applied patch {j} to src/{name}.py: {dynamics.patch_texts[j]}."]
     if action == RUN_TESTS:
         if state.fixed:
             return [_summary(dynamics, True)]

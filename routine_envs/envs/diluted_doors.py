@@ -16,6 +16,11 @@ from routine_envs.oracle import Outcome, StatesById, TabularModel
 from routine_envs.rendering.doors import render_doors
 
 REWARD_MODES = ("success", "fraction")
+#: documented bounds: larger configurations are refused at construction (``ValueError``).
+MAX_FLOORS = 1000
+MAX_DOORS = 100
+MAX_ROUTINE_LENGTH = 100_000
+MAX_ROUTINE_RANGE = 1000  # high - low of a (low, high) routine length: outcomes per door step
 
 
 class DoorsState(NamedTuple):
@@ -47,9 +52,15 @@ class DoorsDynamics(Dynamics[DoorsState, np.ndarray]):
     layout_seed: int = 0
 
     def __post_init__(self) -> None:
-        floors = validation.integer("num_floors", self.num_floors, minimum=1)
-        doors = validation.integer("num_doors", self.num_doors, minimum=2)
-        low, high = validation.int_or_range("routine_length", self.routine_length, minimum=0)
+        floors = validation.integer("num_floors", self.num_floors, minimum=1, maximum=MAX_FLOORS)
+        doors = validation.integer("num_doors", self.num_doors, minimum=2, maximum=MAX_DOORS)
+        low, high = validation.int_or_range(
+            "routine_length",
+            self.routine_length,
+            minimum=0,
+            maximum=MAX_ROUTINE_LENGTH,
+            max_width=MAX_ROUTINE_RANGE,
+        )
         seed = validation.integer("layout_seed", self.layout_seed, minimum=0)
         self._derive(
             num_floors=floors,
@@ -61,7 +72,7 @@ class DoorsDynamics(Dynamics[DoorsState, np.ndarray]):
         rng = np.random.default_rng(seed)
         counts = floors + 1  # num_correct takes values 0..num_floors
         min_corridor = max(low, 1)
-        cells_per_block = sum(range(min_corridor, high + 1))
+        cells_per_block = (high * (high + 1) - (min_corridor - 1) * min_corridor) // 2
         self._derive(
             #: the correct door of each floor, length ``num_floors``.
             correct_doors=tuple(int(d) for d in rng.integers(doors, size=floors)),
@@ -97,12 +108,24 @@ class DoorsDynamics(Dynamics[DoorsState, np.ndarray]):
         """Expected rho of the configuration, ``E[num_floors / T]`` with every door critical
         (exact; ``1 / (1 + L)`` for a fixed ``L``). With ``reward="success"`` this is the density
         of an episode without a wrong door; see the env's docstring for the others."""
+        return self._cached("decision_density", self._expected_density)
+
+    def _expected_density(self) -> float:
         low, high = self.routine_range
-        dist = np.ones(1)
-        for _ in range(self.num_floors):  # distribution of the total routine steps
-            dist = np.convolve(dist, np.full(high - low + 1, self.length_probability))
-        totals = self.num_floors * (1 + low) + np.arange(dist.size)
-        return float(np.sum(dist * self.num_floors / totals))
+        n, width = self.num_floors, high - low + 1
+        if width == 1:
+            return n / (n * (1 + low))
+        if n * width <= 100_000:  # the exact distribution of the total routine steps
+            dist = np.ones(1)
+            for _ in range(n):
+                dist = np.convolve(dist, np.full(width, self.length_probability))
+        else:  # the same distribution as an n-fold convolution power, by FFT
+            size = n * (width - 1) + 1
+            spectrum = np.fft.rfft(np.full(width, self.length_probability), size)
+            dist = np.clip(np.fft.irfft(spectrum**n, size), 0.0, None)
+            dist /= dist.sum()
+        totals = n * (1 + low) + np.arange(dist.size)
+        return float(np.sum(dist * n / totals))
 
     @property
     def max_episode_length(self) -> int:

@@ -17,8 +17,6 @@ from routine_envs.oracle import Outcome, StatesById, TabularModel
 from routine_envs.rendering.doors import render_doors
 
 OBSERVATIONS = ("actions", "position", "progress")
-#: the largest exact model built (states); larger configurations say so when it is asked for.
-MAX_MODEL_STATES = 20_000_000
 
 
 class PathState(NamedTuple):
@@ -238,15 +236,8 @@ class PathDoorsDynamics(Dynamics[PathState, np.ndarray]):
         """The exact model built in bulk with numpy (the same transitions, in the same order
         within every ``(state, action)``, as the generic search; a test checks it).
 
-        Raises:
-            ValueError: the model would exceed :data:`MAX_MODEL_STATES` states (its size named).
+        :meth:`model` refuses configurations above ``MAX_MODEL_STATES`` with their size.
         """
-        if self.num_states > MAX_MODEL_STATES:
-            raise ValueError(
-                f"the exact model of this configuration has {self.num_states:,} states "
-                f"(num_floors={self.num_floors}, num_doors={self.num_doors}, routine_length="
-                f"{self.routine_length!r}), more than the {MAX_MODEL_STATES:,} built"
-            )
         n, d = self.num_floors, self.num_doors
         lengths = np.asarray(self.lengths, dtype=np.int64)
         k = lengths.size
@@ -481,7 +472,6 @@ class DilutedDoorsV1Env(RoutineEnv[np.ndarray, PathState]):
 
 
 __all__ = [
-    "MAX_MODEL_STATES",
     "OBSERVATIONS",
     "DilutedDoorsV1Env",
     "PathDoorsDynamics",

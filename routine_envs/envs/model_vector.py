@@ -20,12 +20,10 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.envs.registration import load_env_creator
 from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
@@ -675,38 +673,3 @@ def autoreset_mode_of(value: AutoresetMode | str) -> AutoresetMode:
             f"autoreset_mode must be an AutoresetMode, one of {[m.value for m in AutoresetMode]} "
             f"or one of {[m.name.lower() for m in AutoresetMode]}, got {value!r}"
         ) from None
-
-
-@dataclass(frozen=True)
-class ModelVectorEntryPoint:
-    """A ``vector_entry_point`` building a :class:`ModelVectorEnv` over the single env that
-    ``entry_point`` (``"module:Class"``, resolved on each call, or a callable) builds from the
-    keyword arguments. ``gym.make_vec(id, num_envs, max_episode_steps=..., autoreset_mode=...,
-    **kwargs)`` calls it as ``creator(num_envs=..., **kwargs)``; the env kwargs go to the single
-    env, the others to the vector env. A module-level class, so env specs that hold it pickle."""
-
-    entry_point: str | Callable[..., gym.Env]
-
-    def __call__(
-        self,
-        num_envs: int = 1,
-        *,
-        max_episode_steps: int | None = None,
-        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
-        render_mode: str | None = None,
-        **kwargs: Any,
-    ) -> ModelVectorEnv:
-        entry = self.entry_point
-        creator = load_env_creator(entry) if isinstance(entry, str) else entry
-        return ModelVectorEnv(
-            creator(**kwargs),
-            num_envs,
-            max_episode_steps=max_episode_steps,
-            autoreset_mode=autoreset_mode,
-            render_mode=render_mode,
-        )
-
-
-def make_model_vector_env(entry_point: str | Callable[..., gym.Env]) -> ModelVectorEntryPoint:
-    """The ``vector_entry_point`` of a registration: a :class:`ModelVectorEntryPoint`."""
-    return ModelVectorEntryPoint(entry_point)

@@ -123,6 +123,13 @@ def _feasible_exits(branching: int, length: int) -> list[tuple[tuple[int, ...], 
     return out
 
 
+#: documented bounds (the maze's picture grows like num_junctions * corridor_length**2 cells):
+#: larger configurations are refused at construction with a ``ValueError``.
+MAX_JUNCTIONS = 100
+MAX_CORRIDOR_LENGTH = 200
+MAX_VIEW_SIZE = 63
+
+
 def make_layout(
     num_junctions: int, branching: int, corridor_range: tuple[int, int], layout_seed: int
 ) -> GridLayout:
@@ -263,9 +270,13 @@ class GridDynamics(Dynamics[int, np.ndarray]):
     view_size: int = 7
 
     def __post_init__(self) -> None:
-        junctions = validation.integer("num_junctions", self.num_junctions, minimum=1)
+        junctions = validation.integer(
+            "num_junctions", self.num_junctions, minimum=1, maximum=MAX_JUNCTIONS
+        )
         branching = validation.integer("branching", self.branching, minimum=2, maximum=3)
-        low, high = validation.int_or_range("corridor_length", self.corridor_length)
+        low, high = validation.int_or_range(
+            "corridor_length", self.corridor_length, maximum=MAX_CORRIDOR_LENGTH
+        )
         if branching == 3 and low < 2:
             raise ValueError(
                 f"corridor_length must be >= 2 with branching=3 (room for a branch to turn), "
@@ -275,7 +286,9 @@ class GridDynamics(Dynamics[int, np.ndarray]):
         cost = _soft_cost(self.soft_routine)
         tolerance = _tolerance(self.critical_tolerance)
         obs_mode = validation.choice("obs_mode", self.obs_mode, OBS_MODES)
-        view_size = validation.integer("view_size", self.view_size, minimum=3)
+        view_size = validation.integer(
+            "view_size", self.view_size, minimum=3, maximum=MAX_VIEW_SIZE
+        )
         if view_size % 2 == 0:
             raise ValueError(f"view_size must be odd, got {view_size}")
         layout = make_layout(junctions, branching, (low, high), seed)
@@ -547,6 +560,33 @@ class RoutineGridEnv(RoutineEnv[np.ndarray, int]):
     Unlike MiniGrid the array is indexed ``(row, column)`` like an image and walls do not occlude.
     Stable-Baselines3's ``check_env`` warns that such an image is below the 36x36 its default
     ``CnnPolicy`` needs: use a custom features extractor, or the vector mode.
+
+    **What the observation reveals.** Both modes are functions of the agent's cell, and nothing
+    is hidden but the layout (which branch of each junction is right, where lava lies), which
+    ``layout_seed`` fixes for a policy to learn. Part of it, though, shows through by a rule
+    that holds in every layout, without learning any: a right branch runs on east after its
+    first cell, a wrong one never does (see Geometry).
+
+    - Before a choice, ``"vector"``: a junction shows only which ways out exist. With
+      ``branching=3`` (always north, east and south), and with ``branching=2`` and
+      ``L_j >= 2``, that tells nothing of the right one. With ``branching=2`` and ``L_j <= 1``
+      it does: when the way ahead (east) is open, it is the right one (the geometry leaves no
+      room for a right north or south branch beside an east one).
+    - Before a choice, ``"image"``: at every junction the view shows the first cells of every
+      branch, and the right branch is the one whose first cell opens to the east (the square
+      east of it is a doorway, a wall for every wrong branch). A script that reads the view
+      picks the right branch at every junction of every layout.
+    - After a choice, both modes: from the first corridor cell on, the heading and the
+      doorways (``J + 3 .. J + 9``, or the view) show the direction of the way on, east exactly
+      on the right branch. So whether the choice was right shows one step after it, ``L_j``
+      steps before the episode ends on lava or a dead end. The grid row and column
+      (``J + 10``, ``J + 11``) show it as well.
+    - ``describe()`` gives the ways out of a junction by turn and heading (not where they lead)
+      and, in a corridor, the heading (east from the second cell on exactly on the right branch)
+      and the kind of the next cell (lava or a dead end one step before).
+
+    These giveaways are properties of v0, kept as they are; the annotations do not depend on
+    them (every junction on the way is critical, every corridor cell routine).
 
     ## Rewards
 

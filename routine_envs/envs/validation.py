@@ -21,18 +21,30 @@ def integer(name: str, value: Any, minimum: int | None = None, maximum: int | No
     return value
 
 
-def int_or_range(name: str, value: Any, minimum: int = 0) -> tuple[int, int]:
-    """An int ``n``, or a pair ``(low, high)`` with ``minimum <= low <= high``; as a pair."""
+def int_or_range(
+    name: str,
+    value: Any,
+    minimum: int = 0,
+    maximum: int | None = None,
+    max_width: int | None = None,
+) -> tuple[int, int]:
+    """An int ``n``, or a pair ``(low, high)`` with ``minimum <= low <= high <= maximum`` and
+    ``high - low <= max_width``; as a pair."""
     if isinstance(value, (tuple, list)):
         if len(value) != 2:
             raise ValueError(f"{name} must be an integer or a (low, high) pair, got {value!r}")
-        low = integer(f"{name}[0] (low)", value[0], minimum=minimum)
-        high = integer(f"{name}[1] (high)", value[1], minimum=minimum)
+        low = integer(f"{name}[0] (low)", value[0], minimum=minimum, maximum=maximum)
+        high = integer(f"{name}[1] (high)", value[1], minimum=minimum, maximum=maximum)
         if low > high:
             raise ValueError(f"{name} must have low <= high, got {value!r}")
+        if max_width is not None and high - low > max_width:
+            raise ValueError(
+                f"{name} must span at most {max_width} values above low (high - low <= "
+                f"{max_width}), got {value!r}"
+            )
         return low, high
     try:
-        n = integer(name, value, minimum=minimum)
+        n = integer(name, value, minimum=minimum, maximum=maximum)
     except ValueError:
         if isinstance(value, (bool, numbers.Integral)):
             raise
@@ -41,6 +53,16 @@ def int_or_range(name: str, value: Any, minimum: int = 0) -> tuple[int, int]:
             f"got {value!r} ({type(value).__name__})"
         ) from None
     return n, n
+
+
+def probability(name: str, value: Any) -> float:
+    """``value`` as a float in ``[0, 1]``; ``ValueError`` naming ``name`` otherwise (NaN too)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a real number in [0, 1], got {value!r}")
+    value = float(value)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must be in [0, 1], got {value}")
+    return value
 
 
 def choice(name: str, value: Any, options: tuple[str, ...]) -> str:

@@ -48,6 +48,11 @@ action probabilities (agent ``i`` acts on its own observation of joint state ``s
 ``(num_actions,)``."""
 
 
+#: the largest team: every agent observes a one-hot of its index, and the joint model has
+#: ``num_actions ** num_agents`` joint actions.
+MAX_TEAM_SIZE = 16
+
+
 def agent_name(index: int) -> str:
     """PettingZoo's recommended agent naming: ``agent_0``, ``agent_1``, ..."""
     return f"agent_{index}"

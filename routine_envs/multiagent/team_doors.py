@@ -12,7 +12,13 @@ from pettingzoo import AECEnv
 
 from routine_envs.envs import validation
 from routine_envs.envs.diluted_doors import DoorsDynamics, DoorsState
-from routine_envs.multiagent.base import TeamDynamics, TeamEnv, agent_name, to_aec
+from routine_envs.multiagent.base import (
+    MAX_TEAM_SIZE,
+    TeamDynamics,
+    TeamEnv,
+    agent_name,
+    to_aec,
+)
 from routine_envs.multiagent.rendering import render_team_doors
 from routine_envs.oracle import Outcome
 
@@ -60,7 +66,7 @@ class TeamDoorsDynamics(TeamDynamics[DoorsState]):
     chooser: str | int | tuple[int, ...] = "rotate"
 
     def __post_init__(self) -> None:
-        n = validation.integer("num_agents", self.num_agents, minimum=1)
+        n = validation.integer("num_agents", self.num_agents, minimum=1, maximum=MAX_TEAM_SIZE)
         choosers = _chooser_table(self.chooser, n, self.core.num_floors)
         chooser = tuple(self.chooser) if isinstance(self.chooser, list) else self.chooser
         self._derive(num_agents=n, chooser=chooser)
@@ -226,6 +232,15 @@ class TeamDilutedDoorsEnv(TeamEnv[DoorsState]):
     The first ``num_floors + 5`` entries are ``DilutedDoors-v0``'s observation: floor one-hot, at
     the doors, corridor position and cells left, doors correct so far, terminal.
     ``env.state()`` concatenates every agent's observation (``state_space``).
+
+    **What the observation reveals.** Nothing of which door is right before it is chosen: the
+    doors are fixed by ``layout_seed``, for the team to learn. Whether a choice was right shows
+    at once: the share of doors correct so far (index ``num_floors + 3``) changes on the step
+    right after the chooser's door, so every agent, chooser or not, sees whether that door was
+    right ``routine_length`` steps before the floor ends, and before the reward
+    (``reward="success"`` pays only at the end of the episode). With ``reward="success"`` it
+    also shows, after a wrong door, that every later door has become routine. The agent index
+    and the chooser bit say who acts, nothing of the doors.
 
     ## Rewards
 

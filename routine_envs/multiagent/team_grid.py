@@ -12,7 +12,13 @@ from pettingzoo import AECEnv
 
 from routine_envs.envs import validation
 from routine_envs.envs.routine_grid import GOAL, JUNCTION, TERMINAL_KINDS, GridDynamics
-from routine_envs.multiagent.base import TeamDynamics, TeamEnv, agent_name, to_aec
+from routine_envs.multiagent.base import (
+    MAX_TEAM_SIZE,
+    TeamDynamics,
+    TeamEnv,
+    agent_name,
+    to_aec,
+)
 from routine_envs.multiagent.rendering import render_team_grid
 from routine_envs.oracle import Outcome
 
@@ -38,6 +44,12 @@ class TeamGridDynamics(TeamDynamics[JointCells]):
     def __post_init__(self) -> None:
         validation.choice("reward", self.reward, REWARD_MODES)
         sizes = [core.num_states for core in self.cores]
+        if math.prod(sizes) >= 2**63:  # state ids are int64 in every batch and vector env
+            raise ValueError(
+                f"num_agents={len(sizes)} gives {math.prod(sizes):.3e} joint states "
+                f"(the product of {sizes[0]}-state mazes), more than int64 state ids hold "
+                "(2**63): use fewer agents or smaller mazes"
+            )
         self._derive(
             strides=tuple(math.prod(sizes[:i]) for i in range(len(sizes))),
             _num_states=math.prod(sizes),
@@ -228,6 +240,17 @@ class TeamRoutineGridEnv(TeamEnv[JointCells]):
 
     (The last entry is 1 for a team of one.)
 
+    **What the observation reveals.** The agent's own entries are ``RoutineGrid-v0``'s vector
+    observation of its cell, with its giveaways (see that page): a junction shows only its ways
+    out (nothing of the right one with ``branching=3``, or with ``corridor_length >= 2``; with
+    ``branching=2`` and a corridor of at most one cell an open way ahead is the right one), and
+    from the first corridor cell after a junction the heading and doorways show whether the
+    agent's own choice was right (the way on heads east exactly on a right branch), one step
+    after it and long before the team's reward. The last entry shows the teammates' choices
+    just as early: it drops on the step right after a teammate takes a wrong branch, so every
+    agent learns of the mistake at once (with ``reward="success"``, also that its own remaining
+    junctions have become routine), before the reward that pays for it.
+
     ``env.state()`` concatenates every agent's observation (``state_space``).
 
     ## Rewards
@@ -292,7 +315,7 @@ class TeamRoutineGridEnv(TeamEnv[JointCells]):
         max_cycles: int | None = None,
         render_mode: str | None = None,
     ) -> None:
-        n = validation.integer("num_agents", num_agents, minimum=1)
+        n = validation.integer("num_agents", num_agents, minimum=1, maximum=MAX_TEAM_SIZE)
         seed = validation.integer("layout_seed", layout_seed, minimum=0)
         reward = validation.choice("reward", reward, REWARD_MODES)
         cores = tuple(

@@ -12,7 +12,6 @@ from routine_envs.envs.code_fix_text import (
     PATCH,
     PATCHED,
     PHASE_NAMES,
-    SYMPTOMS,
     TRIAGE,
     last_applied_patch,
     last_call,
@@ -68,7 +67,7 @@ def render_code_fix_ansi(dynamics: Any, state: Any, history: Any) -> str:
     lines = [
         header,
         "modules: " + " ".join(modules),
-        f"hidden:  bug in {names[s.bug]}, patch {fix} ({SYMPTOMS[s.symptom][1]})",
+        f"hidden:  bug in {names[s.bug]}, patch {fix} ({dynamics.patch_texts[fix]})",
         "-" * 40,
     ]
     text = dynamics.text_observation(s, *last_call(dynamics, history))
