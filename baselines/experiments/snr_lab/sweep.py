@@ -28,15 +28,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
+import routine_envs
 from baselines.experiments.snr_lab import analysis
 from baselines.lib import cli, provenance
 from baselines.lib.runner import run_resumable
 from baselines.lib.tables import write_csv
 from routine_envs import credit, snr
-from routine_envs.envs import DilutedDoorsEnv
 from routine_envs.sampler import ModelSampler
+
+gym.register_envs(routine_envs)
 
 PAPER = {"slope": -0.5084, "r2": 0.9994, "rho_range": "1 .. 1/51"}
 ROUTINE_LENGTHS = (0, 1, 2, 3, 5, 7, 10, 15, 20, 30, 40, 50)
@@ -75,6 +78,14 @@ class LabArgs:
             "choices": ["per_state", "per_floor"],
         },
     )
+    env_id: str = field(
+        default="DilutedDoors-v1",
+        metadata={
+            "help": "Diluted Doors version (v0 shows the outcome so far; the perfect critic and "
+            "the tabular policies do not look at observations, so both give the same law)",
+            "choices": ["DilutedDoors-v1", "DilutedDoors-v0"],
+        },
+    )
     num_floors: int = field(default=3, metadata={"help": "floors of Diluted Doors", "min": 1})
     num_doors: int = field(default=3, metadata={"help": "doors per floor", "min": 2})
     workers: int = field(default=2, metadata={"help": "settings measured in parallel", "min": 1})
@@ -111,11 +122,12 @@ def lab_estimator(
 def measure_setting(setting: dict[str, Any]) -> dict[str, Any]:
     """Measure one setting (a worker's job): SNR of each named estimator on shared episodes."""
     start = time.perf_counter()
-    env = DilutedDoorsEnv(
+    env = gym.make(
+        setting["env_id"],
         num_floors=setting["num_floors"],
         num_doors=setting["num_doors"],
         routine_length=setting["routine_length"],
-    )
+    ).unwrapped
     rows = snr.floor_rows(env) if setting["param"] == "per_floor" else np.arange(env.num_states)
     policy = snr.TabularSoftmax.shared(rows, env.num_doors)
     probs = policy.probs()
@@ -177,6 +189,7 @@ def estimator_code(label: str) -> str:
 
 KEY_FIELDS = (
     "experiment",
+    "env_id",
     "routine_length",
     "param",
     "estimators",
@@ -280,6 +293,7 @@ def _settings(
             "reference": reference,
             "episodes": episodes,
             "group_size": args.group_size,
+            "env_id": args.env_id,
             "num_floors": args.num_floors,
             "num_doors": args.num_doors,
             "seed": args.seed,
