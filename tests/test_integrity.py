@@ -74,17 +74,16 @@ def test_run_key_covers_hyperparameters_estimator_arguments_and_code(tmp_path, m
 
     base = compare.plan(tiny(tmp_path))[0]
     monkeypatch.setattr(config, "CONFIG_DIR", tmp_path)
-    (tmp_path / "DilutedDoors-v0.yml").write_text("common:\n  learning_rate: 0.1\n")
+    yml = tmp_path / f"{tiny(tmp_path).env_id}.yml"  # the sweep's env's own config
+    yml.write_text("common:\n  learning_rate: 0.1\n")
     other_lr = compare.plan(tiny(tmp_path))[0]
     assert other_lr["hyperparameters"]["learning_rate"] == 0.1
     assert compare.run_key(other_lr) != compare.run_key(base)
-    (tmp_path / "DilutedDoors-v0.yml").write_text(
-        "methods:\n  trajectory_mc:\n    estimator_kwargs: {normalize_std: true}\n"
-    )
+    yml.write_text("methods:\n  trajectory_mc:\n    estimator_kwargs: {normalize_std: true}\n")
     other_kwargs = compare.plan(tiny(tmp_path))[0]
     assert other_kwargs["estimator"]["kwargs"] == {"normalize_std": True}
     assert compare.run_key(other_kwargs) != compare.run_key(base)
-    (tmp_path / "DilutedDoors-v0.yml").unlink()
+    yml.unlink()
 
     class ChangedTrajectoryMC(credit.TrajectoryMC):
         """The same name, other code."""
@@ -512,7 +511,7 @@ def test_gigpo_grouping_by_state_id_is_named_privileged_in_tables(tmp_path, monk
     from baselines.lib import config
 
     monkeypatch.setattr(config, "CONFIG_DIR", tmp_path)
-    (tmp_path / "DilutedDoors-v0.yml").write_text(
+    (tmp_path / f"{tiny(tmp_path).env_id}.yml").write_text(
         "methods:\n  gigpo:\n    estimator_kwargs: {group_by: state_id}\n"
     )
     monkeypatch.setattr(compare, "run_job", fake_run)

@@ -16,7 +16,7 @@ class RunFailed(RuntimeError):
 
 
 def describe(job: dict[str, Any]) -> str:
-    """``DilutedDoors-v0 {'routine_length': 4}, method ppo, seed 1`` (the fields a job has)."""
+    """``DilutedDoors-v1 {'routine_length': 4}, method ppo, seed 1`` (the fields a job has)."""
     parts = [f"{job['env_id']} {job.get('env_kwargs', {})}" if "env_id" in job else ""]
     parts += [f"{name} {job[name]}" for name in ("experiment", "method", "param") if name in job]
     parts += [f"routine_length {job['routine_length']}"] if "env_id" not in job else []

@@ -10,7 +10,7 @@ per-environment info dicts, and resets finished environments within the step), n
 
     from baselines.lib.sb3_vec_env import GymnasiumVecEnv
 
-    venv = gym.make_vec("DilutedDoors-v0", num_envs=64, autoreset_mode="same_step")
+    venv = gym.make_vec("DilutedDoors-v1", num_envs=64, autoreset_mode="same_step")
     model = PPO("MlpPolicy", VecMonitor(GymnasiumVecEnv(venv))).learn(100_000)
 
 It behaves like ``DummyVecEnv`` over the same single environments (``tests/test_vector_env.py``

@@ -1,4 +1,4 @@
-"""One training run of an SB3 method: ``python -m baselines.train --env-id DilutedDoors-v0``.
+"""One training run of an SB3 method: ``python -m baselines.train --env-id DilutedDoors-v1``.
 
 Methods: ``ppo`` is SB3's PPO (turn-level, learned critic, GAE; ``MaskablePPO`` when the env has
 ``action_masks()``); every estimator name of :mod:`routine_envs.credit` trains
@@ -43,7 +43,7 @@ th.set_num_threads(1)
 class TrainArgs:
     """Settings of one run (cleanrl-style: each field carries its help text)."""
 
-    env_id: str = field(default="DilutedDoors-v0", metadata={"help": "registered env id"})
+    env_id: str = field(default="DilutedDoors-v1", metadata={"help": "registered env id"})
     env_kwargs: dict[str, Any] = field(
         default_factory=dict, metadata={"help": "gym.make keyword arguments (JSON)"}
     )

@@ -32,7 +32,7 @@ def throughput(
 class BenchArgs:
     """Training throughput of PPO and TrajectoryAdvantagePPO on the same environment."""
 
-    env_id: str = field(default="DilutedDoors-v0", metadata={"help": "registered env id"})
+    env_id: str = field(default="DilutedDoors-v1", metadata={"help": "registered env id"})
     env_kwargs: dict[str, Any] = field(
         default_factory=dict, metadata={"help": "gym.make keyword arguments (JSON)"}
     )

@@ -52,7 +52,7 @@ SWEEPS: dict[str, dict[str, Any]] = {
 class SweepArgs:
     """Settings of a sweep."""
 
-    env_id: str = field(default="DilutedDoors-v0", metadata={"help": "registered env id"})
+    env_id: str = field(default="DilutedDoors-v1", metadata={"help": "registered env id"})
     env_kwargs: dict[str, Any] = field(
         default_factory=dict, metadata={"help": "fixed gym.make kwargs (JSON)"}
     )

@@ -28,7 +28,7 @@ import numpy as np
 import routine_envs
 from baselines.lib import cli
 from baselines.lib.tables import write_csv
-from routine_envs.envs import DilutedDoorsEnv
+from routine_envs.envs.diluted_doors_v1 import DilutedDoorsV1Env as DilutedDoorsEnv
 
 gym.register_envs(routine_envs)
 
@@ -49,8 +49,8 @@ class DemoArgs:
 
 def show_episode(out: Path, seed: int) -> None:
     """Play a short episode with a random policy, printing the text rendering at each door."""
-    env = gym.make("DilutedDoors-v0", routine_length=3, render_mode="ansi")
-    rgb = gym.make("DilutedDoors-v0", routine_length=3, render_mode="rgb_array")
+    env = gym.make("DilutedDoors-v1", routine_length=3, render_mode="ansi")
+    rgb = gym.make("DilutedDoors-v1", routine_length=3, render_mode="rgb_array")
     rng = np.random.default_rng(seed)
     _, info = env.reset(seed=seed)
     rgb.reset(seed=seed)
