@@ -125,3 +125,15 @@ def test_code_fix_bounds(kwargs, match):
     with pytest.raises(ValueError, match=match):
         gym.make("CodeFix-v1", **kwargs)
     assert time.perf_counter() - start < 1.0
+
+
+@pytest.mark.parametrize("env_id", [e.id for e in routine_envs.ENVIRONMENTS])
+def test_a_bad_render_mode_is_named_by_the_env(env_id):
+    """Our constructors name ``render_mode``; through ``gym.make`` a non-string fails inside
+    Gymnasium first (``AttributeError`` on ``.endswith``), as README's Quickstart documents."""
+    from gymnasium.envs.registration import load_env_creator
+
+    creator = load_env_creator(gym.spec(env_id).entry_point)
+    for bad in (1, "sometimes"):
+        with pytest.raises(ValueError, match="render_mode"):
+            creator(render_mode=bad)
