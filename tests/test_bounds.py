@@ -11,7 +11,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-import routine_envs  # noqa: F401
+import routine_envs
 
 CASES = [
     ("RoutineGrid-v0", {"corridor_length": 10**5}, r"corridor_length must be <= 200, got 100000"),
