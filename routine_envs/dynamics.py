@@ -153,6 +153,11 @@ class Dynamics(ABC, Generic[StateType, ObsType]):
             value = anchors[state] = observation_anchor(self.observe(state))
         return value
 
+    def step_key_cache(self) -> dict[StateType, tuple[Any, ...]]:
+        """The shared ``{state: (state_id, anchor[, action_gap])}`` memo that envs fill as they
+        step (the per-step keys of ``info`` that depend on the state alone, computed once)."""
+        return self._cached("step_keys", dict)
+
     def anchors_of(self, state_ids: np.ndarray) -> np.ndarray:
         """The anchors of many states by id, int64 of the shape of ``state_ids`` (each computed
         once and kept: in a table over every id up to 2**22 states, else in a dict)."""

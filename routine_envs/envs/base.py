@@ -156,6 +156,13 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
         self._num_critical = 0
         self._reports_gap = dynamics.reports_action_gap
         self._masked = dynamics.has_action_masks
+        #: ``{state: (state_id, anchor)}``, the dynamics' own memo (shared, never copied)
+        self._step_keys = dynamics.step_key_cache()
+        #: the observation is the dynamics' own (no _observation override): step calls it directly
+        self._plain_observation = type(self)._observation is RoutineEnv._observation
+        #: info carries masks, or an anchor hashed per observation (the action gap, where it is
+        #: reported, is memoized with the state's keys)
+        self._extra_info = self._masked or not self._plain_observation
 
     def __getattr__(self, name: str) -> Any:
         # Configuration lives in the dynamics; read public names from there.
@@ -205,9 +212,16 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
         history.actions.append(a)
         history.states.append(nxt)
         self._state = nxt
-        self._critical_now = False if terminated else dynamics.is_critical(nxt)
-        obs = self._observation()
-        info = self._step_info(nxt, (state, a), obs)
+        critical = self._critical_now = False if terminated else dynamics.is_critical(nxt)
+        obs = dynamics.observe(nxt) if self._plain_observation else self._observation()
+        known = self._step_keys.get(nxt)
+        if known is None:
+            known = self._step_keys[nxt] = self._keys_of(nxt)
+        info = {keys.CRITICAL: critical, keys.STATE_ID: known[0], keys.ANCHOR: known[1]}
+        if self._reports_gap:
+            info[keys.ACTION_GAP] = known[2]
+        if self._extra_info:
+            self._add_optional_info(info, nxt, (state, a), obs)
         truncated = (
             not terminated and self.max_steps is not None and self._episode_length >= self.max_steps
         )
@@ -258,25 +272,34 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
     ) -> dict[str, Any]:
         """Per-step info for ``state``, just reached by ``taken`` (previous state, action), seen
         as ``obs``."""
-        dynamics = self.dynamics
-        anchor = (
-            keys.observation_anchor(obs)
-            if self.observation_shows_history
-            else dynamics.anchor(state)
-        )
-        info = {
-            keys.CRITICAL: self._critical_now,
-            keys.STATE_ID: dynamics.state_id(state),
-            keys.ANCHOR: anchor,
-        }
+        known = self._step_keys.get(state)
+        if known is None:
+            known = self._step_keys[state] = self._keys_of(state)
+        info = {keys.CRITICAL: self._critical_now, keys.STATE_ID: known[0], keys.ANCHOR: known[1]}
         if self._reports_gap:
-            info[keys.ACTION_GAP] = dynamics.action_gap(state)
+            info[keys.ACTION_GAP] = known[2]
+        self._add_optional_info(info, state, taken, obs)
+        return info
+
+    def _keys_of(self, state: StateType) -> tuple[Any, ...]:
+        """``(state_id, anchor[, action_gap])`` of ``state``, memoized per state."""
+        dynamics = self.dynamics
+        found = (dynamics.state_id(state), dynamics.anchor(state))
+        return (*found, dynamics.action_gap(state)) if self._reports_gap else found
+
+    def _add_optional_info(
+        self, info: dict[str, Any], state: StateType, taken: tuple[StateType, int] | None, obs: Any
+    ) -> None:
+        """The keys some envs add (masks) and the anchor of an observation that shows more than
+        the state."""
+        dynamics = self.dynamics
+        if self.observation_shows_history:
+            info[keys.ANCHOR] = keys.observation_anchor(obs)
         if self._masked:
             info[keys.ACTION_MASK] = dynamics.action_mask(state).copy()
             info[keys.INVALID_ACTION] = taken is not None and not bool(
                 dynamics.action_mask(taken[0])[taken[1]]
             )
-        return info
 
     def _episode_end_info(self, state: StateType) -> dict[str, Any]:
         return {
@@ -319,7 +342,16 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
         """Branch: an independent env whose future, for the same actions, equals this one's
         (random generator included). The dynamics, the spec and the (immutable) state are
         shared."""
-        return branch_copy(self, memo, shared=("spec", "_state"))
+        return branch_copy(self, memo, shared=("spec", "_state", "_step_keys"))
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["_step_keys"]  # the dynamics' memo: relinked on unpickling
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._step_keys = self.dynamics.step_key_cache()
 
 
 def branch_copy(obj: Any, memo: dict[int, Any], shared: Sequence[str] = ()) -> Any:
