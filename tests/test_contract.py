@@ -1,5 +1,7 @@
-"""The contract every environment of the suite keeps, checked over the whole registration table
-and the team environments (labelled by id, so a new row is tested without a new test).
+"""The contract every environment of the suite keeps, checked over *cases*: every id of the
+registration table with its default kwargs, the extra configurations of :data:`EXTRA_CONFIGS`,
+the worked example of docs/contributing-an-env.md and the team environments. Cases are labelled
+by id and configuration, so a new row (or a new configuration) is tested without a new test.
 
 Per-environment test files keep only the behaviour specific to their environment.
 """
@@ -7,56 +9,192 @@ Per-environment test files keep only the behaviour specific to their environment
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
+import math
 import pickle
+import subprocess
+import sys
+import textwrap
+import warnings
 
 import gymnasium as gym
 import numpy as np
 import pytest
+from gymnasium.utils.env_checker import check_env
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from routine_envs import annotations as keys
 from routine_envs.dynamics import Dynamics
 from routine_envs.envs.base import InvalidActionError
+from routine_envs.registration import ENVIRONMENTS
+from tests.strategies import code_fix_configs, doors_configs, grid_configs
 from tests.utils import (
     all_env_ids,
     assert_oracle_matches_rollouts,
+    counterfactual_returns,
     register_contributed_example,
     run_episode,
+    sample_states,
+    tabular_sampler,
     uniform_policy,
 )
 
-#: the keys an info dict may hold: the contract's, and the documented optional ones.
-KNOWN_KEYS = set(keys.ALL_KEYS) | set(keys.OPTIONAL_KEYS)
-#: small configurations keep the Monte-Carlo checks cheap; every id also runs its default.
-SMALL = {
+# ------------------------------------------------------------------------------ the cases
+#: a small configuration per id (its defaults where none is listed) keeps the Monte-Carlo checks
+#: cheap; each is also a case of its own.
+SMALL_CONFIGS: dict[str, dict] = {
     "DilutedDoors-v0": {"num_floors": 2, "routine_length": (0, 2), "reward": "fraction"},
     "RoutineGrid-v0": {"num_junctions": 2, "corridor_length": 2},
     "RoutineGridSoft-v0": {"num_junctions": 2, "corridor_length": 2},
     "CodeFix-v0": {"num_modules": 2, "num_patches": 2, "routine_length": 3},
     "CodeFix-v1": {"num_modules": 2, "num_patches": 2, "routine_length": 3},
 }
+#: configurations checked beside each id's defaults: the small ones of the Monte-Carlo checks and
+#: those the per-environment files used for generic checks (ranges of routine lengths, fraction
+#: rewards, soft routine, image and text modes, retries, layout seeds).
+EXTRA_CONFIGS: dict[str, list[dict]] = {
+    "DilutedDoors-v0": [
+        SMALL_CONFIGS["DilutedDoors-v0"],
+        {"routine_length": 0},
+        {"routine_length": (0, 5), "reward": "fraction"},
+        {"num_floors": 1, "num_doors": 2, "routine_length": 50},
+        {"num_floors": 6, "num_doors": 5, "layout_seed": 3},
+        {"num_floors": 2, "routine_length": (0, 3)},
+        {"num_floors": 3, "num_doors": 3, "routine_length": (0, 2)},
+        {"num_floors": 3, "num_doors": 3, "routine_length": (0, 2), "reward": "fraction"},
+        {"num_floors": 3, "num_doors": 2, "routine_length": (1, 3)},
+        {"num_floors": 3, "num_doors": 2, "routine_length": (1, 3), "reward": "fraction"},
+        {"num_floors": 3, "num_doors": 2, "routine_length": (0, 4), "reward": "fraction"},
+        {"routine_length": (0, 5)},
+        {"routine_length": (0, 6)},
+        {"routine_length": (1, 4)},
+        {"routine_length": (0, 20)},
+    ],
+    "DilutedDoors-v1": [
+        {"observation": "position"},
+        {"observation": "progress"},
+        {"num_floors": 3, "num_doors": 2, "routine_length": (0, 3)},
+    ],
+    "RoutineGrid-v0": [
+        SMALL_CONFIGS["RoutineGrid-v0"],
+        {"branching": 2, "corridor_length": 0, "num_junctions": 5},
+        {"corridor_length": (2, 6), "soft_routine": True, "layout_seed": 11},
+        {"obs_mode": "image", "view_size": 3, "branching": 2, "corridor_length": 1},
+        {"obs_mode": "image"},
+        {"branching": 2, "corridor_length": (0, 4), "soft_routine": True},
+        {"corridor_length": (2, 4)},
+        {"num_junctions": 2, "branching": 3, "corridor_length": 2, "soft_routine": 0.1},
+    ],
+    "RoutineGridSoft-v0": [SMALL_CONFIGS["RoutineGridSoft-v0"]],
+    "CodeFix-v0": [
+        SMALL_CONFIGS["CodeFix-v0"],
+        {"routine_length": 2, "signal_noise": 0.0},
+        {"num_modules": 2, "num_patches": 4, "signal_noise": 1.0, "routine_length": 3},
+        {"routine_length": 4, "step_cost": 0.02},
+        {"num_modules": 3, "routine_length": 3, "max_attempts": 3, "step_cost": 0.01},
+        {
+            "num_modules": 3,
+            "num_patches": 2,
+            "routine_length": 4,
+            "max_attempts": 2,
+            "step_cost": 0.01,
+        },
+        {"routine_length": 3},
+        {"routine_length": 3, "obs_mode": "text"},
+        {"obs_mode": "text"},
+        {"obs_mode": "text", "routine_length": 3, "max_attempts": 2, "step_cost": 0.01},
+    ],
+    "CodeFix-v1": [SMALL_CONFIGS["CodeFix-v1"]],
+}
 
 
-def actions_of(env: gym.Env, rng: np.random.Generator) -> int:
-    """A valid action (respecting masks where the env has them)."""
-    mask = env.unwrapped.dynamics.action_mask(env.unwrapped.state)
+def case_id(case: tuple[str, dict]) -> str:
+    env_id, kwargs = case
+    return env_id + "".join(f"-{k}={v}" for k, v in kwargs.items())
+
+
+#: every registered id (defaults), its extra configurations, and the contributed example
+CASES = [
+    *[(env_id, {}) for env_id in all_env_ids()],
+    *[(env_id, kw) for env_id, configs in EXTRA_CONFIGS.items() for kw in configs],
+    (register_contributed_example(), {}),
+]
+LABELS = {case_id(case): case for case in CASES}
+assert len(LABELS) == len(CASES), "a configuration is listed twice"
+
+#: the small case of each id
+SMALL = [(env_id, SMALL_CONFIGS.get(env_id, {})) for env_id, kwargs in CASES if not kwargs]
+
+# The Monte-Carlo checks (oracle against rollouts, counterfactual branching, success probability
+# of sampled episodes) are expensive: they run on the small case of every id and on the cases
+# listed here, with their sample sizes; every other check runs on every case.
+#: case label -> (states, rollouts per action) for the oracle; the default checks 6 x 150
+ORACLE_MC = {
+    "DilutedDoors-v0-num_floors=3-num_doors=3-routine_length=(0, 2)-reward=fraction": (12, 400),
+    "RoutineGrid-v0-num_junctions=2-branching=3-corridor_length=2-soft_routine=0.1": (8, 300),
+}
+#: case label -> (states, rollouts, at least that many critical and routine states among them,
+#: whether the critical states' Monte-Carlo means must differ); the default: (12, 4, 0, 0, False)
+COUNTERFACTUAL = {
+    "DilutedDoors-v0-num_floors=3-num_doors=2-routine_length=(1, 3)": (40, 200, 3, 20, True),
+    "DilutedDoors-v0-num_floors=3-num_doors=2-routine_length=(1, 3)-reward=fraction": (
+        40, 200, 3, 20, True,
+    ),
+}  # fmt: skip
+assert set(ORACLE_MC) | set(COUNTERFACTUAL) <= set(LABELS)
+ORACLE_CASES = [*SMALL, *(LABELS[label] for label in ORACLE_MC)]
+COUNTERFACTUAL_CASES = [*SMALL, *(LABELS[label] for label in COUNTERFACTUAL)]
+
+#: the keys an info dict may hold: the contract's, and the documented optional ones.
+KNOWN_KEYS = set(keys.ALL_KEYS) | set(keys.OPTIONAL_KEYS)
+
+
+def make(case: tuple[str, dict], **more: object) -> gym.Env:
+    env_id, kwargs = case
+    return gym.make(env_id, **kwargs, **more)
+
+
+@functools.cache
+def dynamics_of(label: str) -> Dynamics:
+    """The dynamics of a case, made once: the checks that only read the (immutable) dynamics
+    share its exact model."""
+    return make(LABELS[label]).unwrapped.dynamics
+
+
+@pytest.fixture(params=CASES, ids=case_id)
+def case(request: pytest.FixtureRequest) -> tuple[str, dict]:
+    return request.param
+
+
+# --------------------------------------------------------------------------------- helpers
+def actions_of(env: gym.Env, rng: np.random.Generator, explore: float = 0.2) -> int:
+    """A valid action (respecting masks where the env has them), or, with probability
+    ``explore``, any action of the space (an invalid one is a flagged no-op)."""
     n = int(env.action_space.n)
-    choices = np.flatnonzero(mask) if mask is not None else np.arange(n)
-    return int(rng.choice(choices))
+    mask = env.unwrapped.dynamics.action_mask(env.unwrapped.state)
+    if mask is None or rng.random() < explore or not mask.any():
+        return int(rng.integers(n))
+    return int(rng.choice(np.flatnonzero(mask)))
+
+
+def flat(obs: object) -> object:
+    return obs if isinstance(obs, str) else np.asarray(obs).tobytes()
 
 
 def play(env: gym.Env, seed: int, steps: int) -> list[tuple]:
-    """``steps`` steps from ``reset(seed)`` with actions from a generator of the same seed;
-    everything the env returned."""
+    """``steps`` steps from ``reset(seed)`` (then unseeded resets) with actions from a generator
+    of the same seed; everything the env returned."""
     rng = np.random.default_rng(seed)
     obs, info = env.reset(seed=seed)
-    out: list[tuple] = [(np.asarray(obs).tobytes() if not isinstance(obs, str) else obs, info)]
+    out: list[tuple] = [(flat(obs), info)]
     for _ in range(steps):
         obs, reward, terminated, truncated, info = env.step(actions_of(env, rng))
-        flat = obs if isinstance(obs, str) else np.asarray(obs).tobytes()
-        out.append((flat, reward, terminated, truncated, info))
+        out.append((flat(obs), reward, terminated, truncated, info))
         if terminated or truncated:
             obs, info = env.reset()
+            out.append((flat(obs), info))
     return out
 
 
@@ -71,123 +209,150 @@ def same(a: object, b: object) -> bool:
     return a == b
 
 
-#: every registered id, and the worked example of docs/contributing-an-env.md
-CONTRACT_IDS = [*all_env_ids(), register_contributed_example()]
+def steps_of(env: gym.Env, actions: list[int]) -> list[tuple]:
+    """Step ``actions`` (resetting, unseeded, when an episode ends); everything returned."""
+    out = []
+    for a in actions:
+        obs, reward, terminated, truncated, info = env.step(a)
+        out.append((flat(obs), reward, terminated, truncated, info))
+        if terminated or truncated:
+            obs, info = env.reset()
+            out.append((flat(obs), info))
+    return out
 
 
-@pytest.fixture(params=CONTRACT_IDS)
-def env_id(request: pytest.FixtureRequest) -> str:
-    return request.param
+# ------------------------------------------------------------------------------- checkers
+def test_gymnasium_check_env(case):
+    """Gymnasium's checker passes in every render mode the env has, without a warning."""
+    for render_mode in (None, "ansi", "rgb_array"):
+        if render_mode is not None and render_mode not in make(case).metadata["render_modes"]:
+            continue
+        env = make(case, render_mode=render_mode)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            check_env(env.unwrapped, skip_render_check=render_mode is None)
+        assert not [str(w.message) for w in caught], render_mode
 
 
-def make(env_id: str, **kwargs: object) -> gym.Env:
-    return gym.make(env_id, **{**SMALL.get(env_id, {}), **kwargs})
+def test_sb3_check_env(case):
+    """SB3's checker warns of nothing, but for image observations smaller than its CNN's 36x36
+    (then that warning alone)."""
+    sb3_checker = pytest.importorskip("stable_baselines3.common.env_checker")
+    if case[1].get("obs_mode") == "text":
+        pytest.skip("SB3 has no text observations (Gymnasium's checker covers this mode)")
+    env = make(case)  # (v0 ids warn that a newer version exists: not SB3's)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sb3_checker.check_env(env, warn=True)
+    messages = [str(w.message) for w in caught]
+    if case[1].get("obs_mode") == "image":
+        assert len(messages) == 1 and "36x36" in messages[0], messages
+    else:
+        assert not messages, messages
 
 
-def test_dynamics_are_public_and_immutable(env_id):
-    env = gym.make(env_id)
+# -------------------------------------------------------------------------- the dynamics
+def test_dynamics_are_public_and_immutable(case):
+    env = make(case)
     dynamics = env.unwrapped.dynamics
     assert isinstance(dynamics, Dynamics)
     with pytest.raises(AttributeError):
         dynamics.num_floors = 99  # frozen dataclass
     assert copy.deepcopy(env).unwrapped.dynamics is dynamics  # copies share their dynamics
+    assert pickle.loads(pickle.dumps(dynamics)) == dynamics
     assert dynamics.num_states == env.unwrapped.num_states
     assert dynamics.num_actions == env.action_space.n
     assert 0 < dynamics.decision_density <= 1
     assert dynamics.max_episode_length >= 1
 
 
-def test_state_id_round_trip_and_descriptions(env_id):
-    dynamics = make(env_id).unwrapped.dynamics
+def test_state_id_round_trip_and_descriptions(case):
+    """``state_from_id`` inverts ``state_id`` on every id (reachable or not) and every reachable
+    state; ids outside ``0..num_states-1`` are refused, naming ``state_id``."""
+    u = make(case).unwrapped
+    dynamics = dynamics_of(case_id(case))
     model = dynamics.model()
-    for sid in np.flatnonzero(model.reachable):
+    reachable = np.flatnonzero(model.reachable)
+    assert reachable.max() < dynamics.num_states
+    for sid in reachable:
         state = model.states[int(sid)]
         assert dynamics.state_id(state) == sid
         assert dynamics.state_from_id(int(sid)) == state
         text = dynamics.describe(state)
         assert isinstance(text, str) and text and "\n" not in text.strip()
-    with pytest.raises(ValueError, match="state_id"):
-        dynamics.state_from_id(dynamics.num_states)
+    kind = type(dynamics.initial_outcomes()[0][1])  # every id is a state of one type
+    for sid in range(dynamics.num_states):
+        state = dynamics.state_from_id(sid)
+        assert isinstance(state, kind) and dynamics.state_id(state) == sid
+    for bad in (-1, dynamics.num_states):
+        with pytest.raises(ValueError, match="state_id"):
+            dynamics.state_from_id(bad)
+    if hasattr(type(u), "describe_state"):
+        with pytest.raises(ValueError, match="state_id"):
+            u.describe_state(dynamics.num_states)
 
 
-def test_critical_is_the_exact_action_gap_above_the_tolerance(env_id):
-    """The env's own (cheap) ``is_critical`` agrees with the definition on every reachable
-    state: the exact optimal action gap, from the model, above the tolerance."""
-    dynamics = make(env_id).unwrapped.dynamics
+def test_critical_is_the_exact_action_gap_above_the_tolerance(case):
+    """The env's own (cheap) ``is_critical`` and ``action_gap`` agree with the definitions on
+    every reachable state: the exact optimal action gap over the valid actions (all of them
+    where the env has no masks), from the model, above the tolerance; never on a terminal state;
+    some states are critical and some are not."""
+    dynamics = dynamics_of(case_id(case))
     model = dynamics.model()
-    gap = dynamics.optimal().action_gap
+    q = dynamics.optimal().q
+    flags = []
     for sid in np.flatnonzero(model.reachable):
         state = model.states[int(sid)]
+        mask = dynamics.action_mask(state)
+        valid = q[sid] if mask is None else q[sid, mask]
+        gap = float(valid.max() - valid.min()) if valid.size else 0.0
+        assert dynamics.action_gap(state) == gap == Dynamics.action_gap(dynamics, state), sid
         by_definition = bool(Dynamics.is_critical(dynamics, state))
-        assert by_definition == (gap[sid] > dynamics.critical_tolerance), sid
-        assert dynamics.is_critical(state) == by_definition, (sid, state)
+        assert by_definition == (gap > dynamics.critical_tolerance), sid
+        own = dynamics.is_critical(state)
+        assert type(own) is bool and own == by_definition, (sid, state)
+        assert not (own and model.terminal[sid]), sid
+        flags.append(own)
+    assert any(flags) and not all(flags)
     assert not dynamics.critical_table()[model.terminal].any()
 
 
-def test_critical_by_counterfactual_branching(env_id):
-    """Routine states: every action gives the same return pathwise (same random
-    continuation); critical states: some action changes the exact Q*."""
-    from tests.utils import counterfactual_returns, sample_states
-
-    env = make(env_id)
+@pytest.mark.parametrize("case", COUNTERFACTUAL_CASES, ids=case_id)
+def test_critical_by_counterfactual_branching(case):
+    """Independent of the model: branch sampled states into every action with the same random
+    continuation (uniform policy). Routine states give the same return path by path; critical
+    ones have different exact Q* and, where the case asks, different Monte-Carlo means."""
+    num_states, rollouts, min_critical, min_routine, means_differ = COUNTERFACTUAL.get(
+        case_id(case), (12, 4, 0, 0, False)
+    )
+    env = make(case)
     dynamics = env.unwrapped.dynamics
     n = int(env.action_space.n)
     q_star = dynamics.optimal().q
-    for branch, info in sample_states(env, uniform_policy(n), num_states=12, seed=3):
+    states = sample_states(env, uniform_policy(n), num_states=num_states, seed=3)
+    assert sum(info["critical"] for _, info in states) >= min_critical
+    assert sum(not info["critical"] for _, info in states) >= min_routine
+    for branch, info in states:
         sid = info["state_id"]
         if dynamics.approximate_routine or dynamics.has_action_masks:
             continue  # approximate routine / invalid no-ops: checked by the exact gap above
+        returns = counterfactual_returns(branch, info, uniform_policy(n), rollouts, seed=sid)
         if not info["critical"]:
-            returns = counterfactual_returns(branch, info, uniform_policy(n), 4, seed=sid)
             assert np.ptp(returns, axis=0).max() == 0.0, sid
         else:
             assert np.ptp(q_star[sid]) > 0, sid
+            if means_differ:
+                means = returns.mean(axis=1)
+                se = returns.std(axis=1).max() / math.sqrt(rollouts) + 1e-12
+                assert means.max() - means.min() > 4 * se, (info, means)
 
 
-def test_deepcopy_branches_have_the_same_future(env_id):
-    env = make(env_id)
-    rng = np.random.default_rng(1)
-    env.reset(seed=11)
-    for _ in range(3):
-        _, _, terminated, truncated, _ = env.step(actions_of(env, rng))
-        if terminated or truncated:
-            env.reset(seed=12)
-    clone = copy.deepcopy(env)
-    a, b = np.random.default_rng(7), np.random.default_rng(7)
-    for _ in range(40):
-        out_a = env.step(actions_of(env, a))
-        out_b = clone.step(actions_of(clone, b))
-        assert same(list(out_a), list(out_b))
-        if out_a[2] or out_a[3]:
-            env.reset(seed=5)
-            clone.reset(seed=5)
-
-
-def test_pickle_mid_episode(env_id):
-    env = make(env_id)
-    rng = np.random.default_rng(2)
-    env.reset(seed=4)
-    env.step(actions_of(env, rng))
-    restored = pickle.loads(pickle.dumps(env))
-    assert restored.unwrapped.state == env.unwrapped.state
-    a, b = np.random.default_rng(9), np.random.default_rng(9)
-    for _ in range(20):
-        out_a, out_b = env.step(actions_of(env, a)), restored.step(actions_of(restored, b))
-        assert same(list(out_a), list(out_b))
-        if out_a[2] or out_a[3]:
-            break
-
-
-def test_seeding_is_reproducible_bit_for_bit(env_id):
-    assert same(play(make(env_id), 3, 60), play(make(env_id), 3, 60))
-    assert not same(play(make(env_id), 3, 60), play(make(env_id), 4, 60)) or env_id in {
-        "RoutineGrid-v0",
-        "RoutineGridSoft-v0",  # deterministic dynamics: only the actions differ by seed
-    }
-
-
-def test_oracle_against_monte_carlo_rollouts(env_id):
-    env = make(env_id)
+@pytest.mark.parametrize("case", ORACLE_CASES, ids=case_id)
+def test_oracle_against_monte_carlo_rollouts(case):
+    """Every Q(s, a) and V(s) of a random (masked, where the env has masks) policy's oracle
+    within 4.5 standard errors of rollouts branched from every sampled state."""
+    num_states, rollouts = ORACLE_MC.get(case_id(case), (6, 150))
+    env = make(case)
     dynamics = env.unwrapped.dynamics
     rng = np.random.default_rng(0)
     table = rng.dirichlet(np.ones(dynamics.num_actions), size=dynamics.num_states)
@@ -197,11 +362,13 @@ def test_oracle_against_monte_carlo_rollouts(env_id):
         for sid in np.flatnonzero(model.decision_states):
             mask = mask_of(model.states[int(sid)])
             table[sid] = np.where(mask, table[sid], 0.0) / np.where(mask, table[sid], 0.0).sum()
-    assert assert_oracle_matches_rollouts(env, table, num_states=6, num_rollouts=150) >= 3
+    checked = assert_oracle_matches_rollouts(env, table, num_states, num_rollouts=rollouts)
+    assert checked == num_states if case_id(case) in ORACLE_MC else checked >= 3
 
 
-def test_success_probability_matches_episodes(env_id):
-    env = make(env_id)
+@pytest.mark.parametrize("case", SMALL, ids=case_id)
+def test_success_probability_matches_episodes(case):
+    env = make(case)
     dynamics = env.unwrapped.dynamics
     model = dynamics.model()
     table = np.full((dynamics.num_states, dynamics.num_actions), 1.0 / dynamics.num_actions)
@@ -211,18 +378,142 @@ def test_success_probability_matches_episodes(env_id):
             table[sid] = mask / mask.sum()
     exact = dynamics.success_probability(table)
     rng = np.random.default_rng(0)
-    from tests.utils import tabular_sampler
-
     policy = tabular_sampler(table)
     wins = [run_episode(env, policy, rng, seed=i)["final_info"]["success"] for i in range(400)]
     se = max(np.sqrt(exact * (1 - exact) / 400), 1e-9)
     assert abs(np.mean(wins) - exact) <= 4.5 * se + 1e-9
 
 
-def test_info_keys_are_the_documented_ones(env_id):
+# ------------------------------------------------------------------ branching, determinism
+def test_deepcopy_branches_have_the_same_future_and_are_independent(case):
+    """A deep copy (wrappers included) has the same future for the same actions, including its
+    action space's generator, from generators of its own; stepping one branch moves no other."""
+    env = make(case)
+    rng = np.random.default_rng(1)
+    env.reset(seed=11)
+    env.action_space.seed(4)
+    env.action_space.sample()
+    for _ in range(3):
+        _, _, terminated, truncated, _ = env.step(actions_of(env, rng))
+        if terminated or truncated:
+            env.reset(seed=12)
+    clone = copy.deepcopy(env)
+    assert clone.action_space is not env.action_space
+    assert clone.unwrapped.np_random is not env.unwrapped.np_random
+    assert [clone.action_space.sample() for _ in range(20)] == [
+        env.action_space.sample() for _ in range(20)
+    ]
+    assert clone.unwrapped.np_random.random() == env.unwrapped.np_random.random()
+    actions = []
+    for _ in range(300):  # the actions are drawn once: a branch must not depend on the other
+        actions.append(actions_of(env, rng))
+    a, b = steps_of(env, actions), steps_of(clone, actions)
+    assert same(a, b)
+    assert any(step[2] or step[3] for step in a if len(step) == 5)  # episodes ended, and went on
+    b1, b2 = copy.deepcopy(env), copy.deepcopy(env)
+    mask = b1.unwrapped.dynamics.action_mask(b1.unwrapped.state)
+    b1.step(0 if mask is None else int(np.flatnonzero(mask)[0]))
+    assert b2.unwrapped.state == env.unwrapped.state != b1.unwrapped.state
+    assert b2.unwrapped.history.actions == env.unwrapped.history.actions
+    assert b1.unwrapped.dynamics is env.unwrapped.dynamics  # configuration shared, not copied
+
+
+def test_pickle_mid_episode(case):
+    """No cache is pickled (the bytes of dynamics whose model is built are fresh dynamics', and
+    an env pickles as a fresh one); an env pickled mid-episode has the same state, dynamics and
+    future."""
+    built = dynamics_of(case_id(case))  # (shared with the other read-only checks)
+    built.model()
+    assert pickle.dumps(built) == pickle.dumps(make(case).unwrapped.dynamics)
+    env, fresh = make(case), make(case)
+    env.reset(seed=4)
+    fresh.reset(seed=4)
+    assert pickle.dumps(env) == pickle.dumps(fresh)
+    rng = np.random.default_rng(2)
+    _, _, terminated, truncated, _ = env.step(actions_of(env, rng))
+    if terminated or truncated:  # a one-step episode: pickle at the start of the next
+        env.reset()
+    restored = pickle.loads(pickle.dumps(env))
+    assert restored.unwrapped.state == env.unwrapped.state
+    assert restored.unwrapped.dynamics == env.unwrapped.dynamics
+    actions = [actions_of(env, rng) for _ in range(40)]
+    assert same(steps_of(env, actions), steps_of(restored, actions))
+    if env.unwrapped.num_states <= 1000:  # (a large model takes a while to build again)
+        assert restored.unwrapped.model().num_states == env.unwrapped.num_states
+
+
+def test_seeding_is_reproducible_bit_for_bit(case):
+    first = play(make(case), 3, 200)
+    assert same(first, play(make(case), 3, 200))
+    assert not same(first, play(make(case), 4, 200)) or case[0] in {
+        "RoutineGrid-v0",
+        "RoutineGridSoft-v0",  # deterministic dynamics: only the actions differ by seed
+    }
+
+
+#: configurations drawn by hypothesis, beside the fixed cases
+DRAWN = {
+    "DilutedDoors-v0": doors_configs,
+    "RoutineGrid-v0": grid_configs,
+    "CodeFix-v0": st.tuples(code_fix_configs, st.sampled_from(["vector", "text"])).map(
+        lambda t: {**t[0], "obs_mode": t[1]}
+    ),
+}
+#: hypothesis examples per case: the drawn configurations get as many as the per-environment
+#: property tests drew; each fixed case (its configuration checked everywhere else) gets a few.
+DRAWN_EXAMPLES, FIXED_EXAMPLES = 25, 3
+PROPERTY_CASES = [*CASES, *[(env_id, "drawn") for env_id in DRAWN]]
+
+
+@pytest.mark.parametrize(
+    "case", PROPERTY_CASES, ids=lambda c: f"{c[0]}-drawn" if c[1] == "drawn" else case_id(c)
+)
+def test_property_determinism_and_branching(case):
+    """For every seed and action sequence (invalid actions included), two envs reset with the
+    same seed return the same, and a deep copy taken anywhere has the same future."""
+    env_id, kwargs = case
+    examples = DRAWN_EXAMPLES if kwargs == "drawn" else FIXED_EXAMPLES
+    configs = DRAWN[env_id] if kwargs == "drawn" else st.just(kwargs)
+
+    @settings(max_examples=examples, deadline=None, database=None)
+    @given(
+        configs,
+        st.integers(0, 2**16),
+        st.lists(st.integers(0, 2**16), min_size=60, max_size=80),
+        st.floats(0, 1),
+    )
+    def check(kwargs, seed, actions, where):
+        a, b = gym.make(env_id, **kwargs), gym.make(env_id, **kwargs)
+        actions = [x % int(a.action_space.n) for x in actions]
+        split = 1 + int(where * (len(actions) - 2))  # where the copy is taken
+        assert same(a.reset(seed=seed), b.reset(seed=seed))
+        assert same(steps_of(a, actions[:split]), steps_of(b, actions[:split]))
+        twin = copy.deepcopy(a)
+        assert same(steps_of(a, actions[split:]), steps_of(twin, actions[split:]))
+
+    check()
+
+
+# ------------------------------------------------------------------ info and observations
+def test_info_contract_on_every_step(case):
+    env = make(case)
+    u = env.unwrapped
+    rng = np.random.default_rng(0)
+    for ep in range(3):
+        rec = run_episode(env, uniform_policy(int(env.action_space.n)), rng, seed=ep)
+        for info in rec["infos"]:
+            keys.check_step_info(info, u.num_states)
+        for info in rec["infos"][:-1]:
+            assert not set(keys.EPISODE_END_KEYS) & set(info)
+        keys.check_episode_end_info(rec["final_info"])
+        assert rec["final_info"][keys.NUM_CRITICAL] == sum(rec["critical"])
+        assert rec["final_info"][keys.EPISODE_LENGTH] == len(rec["actions"])
+
+
+def test_info_keys_are_the_documented_ones(case):
     """Every key an env puts in ``info`` is defined in ``annotations`` and named in the env's
     docstring ("Information" section): docs cannot promise keys the code does not return."""
-    env = gym.make(env_id)
+    env = make(case)
     doc = inspect.getdoc(type(env.unwrapped)) or ""
     information = doc.split("## Information", 1)[1].split("## ", 1)[0]
     rng = np.random.default_rng(0)
@@ -235,108 +526,108 @@ def test_info_keys_are_the_documented_ones(env_id):
         keys.check_episode_end_info(rec["final_info"])
     assert seen <= KNOWN_KEYS, seen - KNOWN_KEYS
     for key in seen:
-        assert f"``{key}``" in information, (env_id, key)
+        assert f"``{key}``" in information, (case, key)
 
 
-def test_bad_actions_are_refused(env_id):
-    env = gym.make(env_id)
+def test_observations_stay_in_their_space_and_follow_the_state(case):
+    """Every observation of masked and unmasked random episodes is in the observation space and,
+    unless the env shows history in its observation (a transcript), is the state's."""
+    env = make(case)
+    u = env.unwrapped
+    space = env.observation_space
+    rng = np.random.default_rng(1)
+    for ep in range(30):  # half the episodes unmasked: invalid calls and truncations
+        explore = 1.0 if ep % 2 else 0.0
+        obs, _ = env.reset(seed=ep)
+        done = False
+        while True:
+            assert space.contains(obs), obs
+            if not u.observation_shows_history:
+                assert same(obs, u.dynamics.observe(u.state))
+            if done:
+                break
+            obs, _, terminated, truncated, _ = env.step(actions_of(env, rng, explore))
+            done = terminated or truncated
+
+
+def test_observations_and_masks_are_fresh_arrays(case):
+    """Writing into a returned observation or mask changes nothing the env returns later."""
+    env = make(case)
+    obs, info = env.reset(seed=0)
+    if isinstance(obs, np.ndarray) and obs.flags.writeable:
+        kept = obs.copy()
+        obs[...] = 0 if kept.ravel()[0] else 1
+        assert np.array_equal(env.reset(seed=0)[0], kept)
+        _, info = env.reset(seed=0)
+    if keys.ACTION_MASK in info:
+        kept = info[keys.ACTION_MASK].copy()
+        info[keys.ACTION_MASK][:] = ~kept
+        np.testing.assert_array_equal(env.unwrapped.action_masks(), kept)
+        masks = env.unwrapped.action_masks()
+        masks[:] = ~kept
+        np.testing.assert_array_equal(env.unwrapped.action_masks(), kept)
+
+
+# ------------------------------------------------------------------------------ bad input
+def test_bad_actions_are_refused_and_change_nothing(case):
+    env = make(case).unwrapped
     env.reset(seed=0)
     n = int(env.action_space.n)
-    for bad in (-1, n, 1.5, "0", None, np.array([0, 1]), True):
-        with pytest.raises(InvalidActionError):
-            env.unwrapped.step(bad)
+    before, history = env.state, list(env.history.actions)
+    bad = (-1, n, 1.0, 1.5, np.float32(0), "0", "1", "scroll", None, np.array([0, 1]))
+    bad = (*bad, np.array([1]))
+    for action in (*bad, True):
+        with pytest.raises(InvalidActionError, match="action"):
+            env.step(action)
+        assert env.state == before and env.history.actions == history  # nothing changed
+    assert isinstance(InvalidActionError("x"), ValueError)
+    mask = env.dynamics.action_mask(env.state)
+    valid = 0 if mask is None else int(np.flatnonzero(mask)[0])
+    _, _, terminated, truncated, _ = env.step(np.int64(valid))  # numpy integers are fine
+    if terminated or truncated:
+        env.reset(seed=0)
+    mask = env.dynamics.action_mask(env.state)
+    env.step(np.array(0 if mask is None else np.flatnonzero(mask)[0]))  # and 0-d arrays
     with pytest.raises(gym.error.ResetNeeded):
-        gym.make(env_id).unwrapped.step(0)
+        make(case).unwrapped.step(0)
 
 
-# ----------------------------------------------------------------------------- team envs
-pettingzoo = pytest.importorskip("pettingzoo")
-
-from routine_envs.multiagent import MODULES  # noqa: E402
-
-TEAM_SMALL = {
-    "diluted_doors_v0": {"num_agents": 2, "num_floors": 2, "routine_length": (0, 2)},
-    "routine_grid_v0": {"num_agents": 2, "num_junctions": 2, "corridor_length": 2},
-}
+# ------------------------------------------------------------------ registry, vector envs
+@pytest.mark.parametrize("env_id", all_env_ids())
+def test_namespaced_make_and_registry_row(env_id):
+    env = gym.make(f"routine_envs:{env_id}")
+    row = next(e for e in ENVIRONMENTS if e.id == env_id)
+    assert env.spec.kwargs == row.kwargs
+    assert env.spec.max_episode_steps == row.max_episode_steps
 
 
-@pytest.fixture(params=sorted(MODULES))
-def team_name(request: pytest.FixtureRequest) -> str:
-    return request.param
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("env_id", all_env_ids())
+def test_make_vec(env_id, mode):
+    envs = gym.make_vec(env_id, num_envs=3, vectorization_mode=mode)
+    try:
+        obs, infos = envs.reset(seed=42)
+        assert obs.shape == (3, *envs.single_observation_space.shape)
+        assert infos[keys.CRITICAL].shape == (3,) and infos[keys.STATE_ID].dtype.kind == "i"
+        ends = 0
+        for _ in range(80):
+            obs, _rewards, terminated, truncated, infos = envs.step(envs.action_space.sample())
+            ends += int(np.sum(terminated | truncated))
+            if np.any(terminated):
+                done = terminated | truncated
+                assert np.all(infos["_" + keys.DECISION_DENSITY] == done)
+        assert ends >= 3
+    finally:
+        envs.close()
 
 
-def make_team(name: str):
-    return MODULES[name].parallel_env(**TEAM_SMALL[name])
-
-
-def team_play(env, seed: int, steps: int) -> list:
-    rng = np.random.default_rng(seed)
-    out = [env.reset(seed=seed)]
-    for _ in range(steps):
-        if not env.agents:
-            out.append(env.reset())
-            continue
-        actions = {a: int(rng.integers(env.num_actions)) for a in env.agents}
-        out.append(env.step(actions))
-    return out
-
-
-def test_team_dynamics_are_public_and_shared(team_name):
-    env = make_team(team_name)
-    dynamics = env.dynamics
-    assert isinstance(dynamics, Dynamics)
-    assert copy.deepcopy(env).dynamics is dynamics
-    assert dynamics.num_actions == env.num_actions**env.team_size
-
-
-def test_team_state_ids_round_trip(team_name):
-    dynamics = make_team(team_name).dynamics
-    model = dynamics.model()
-    for sid in np.flatnonzero(model.reachable):
-        state = model.states[int(sid)]
-        assert dynamics.state_id(state) == sid and dynamics.state_from_id(int(sid)) == state
-
-
-def test_team_critical_is_the_exact_per_agent_gap(team_name):
-    dynamics = make_team(team_name).dynamics
-    model = dynamics.model()
-    gaps = dynamics.action_gaps_per_agent()
-    for sid in np.flatnonzero(model.decision_states):
-        state = model.states[int(sid)]
-        for i in range(dynamics.team_size):
-            assert dynamics.is_agent_critical(state, i) == (gaps[sid, i] > 0), (sid, i)
-
-
-def test_team_deepcopy_pickle_and_seeding(team_name):
-    env = make_team(team_name)
-    assert same(team_play(make_team(team_name), 2, 40), team_play(make_team(team_name), 2, 40))
-    env.reset(seed=1)
-    env.step(dict.fromkeys(env.agents, 0))
-    for clone in (copy.deepcopy(env), pickle.loads(pickle.dumps(env))):
-        assert clone.joint_state == env.joint_state and clone.history == env.history
-    clone = copy.deepcopy(env)
-    rng_a, rng_b = np.random.default_rng(3), np.random.default_rng(3)
-    while env.agents:
-        out_a = env.step({x: int(rng_a.integers(env.num_actions)) for x in env.agents})
-        out_b = clone.step({x: int(rng_b.integers(clone.num_actions)) for x in clone.agents})
-        assert same(list(out_a), list(out_b))
-
-
-def test_team_bad_actions_are_refused(team_name):
-    env = make_team(team_name)
-    env.reset(seed=0)
-    with pytest.raises(InvalidActionError):
-        env.step({a: env.num_actions for a in env.agents})
-    with pytest.raises(ValueError, match="every live agent"):
-        env.step({env.agents[0]: 0})
-
-
-def test_native_vector_env_equals_sync(env_id):
+@pytest.mark.parametrize("case", SMALL, ids=case_id)
+def test_native_vector_env_equals_sync(case):
     """``gym.make_vec(id)`` (the native vector env of every id) returns what ``SyncVectorEnv``
     over single envs returns, step by step, bit for bit."""
+    env_id, kwargs = case
     if env_id == "ContributedButton-v0":
         pytest.skip("registered without a vector entry point (gym.register outside the table)")
-    kwargs = SMALL.get(env_id, {})
     native = gym.make_vec(env_id, num_envs=3, **kwargs)
     sync = gym.make_vec(env_id, num_envs=3, vectorization_mode="sync", **kwargs)
     assert not isinstance(native, gym.vector.SyncVectorEnv)
@@ -353,3 +644,210 @@ def test_native_vector_env_equals_sync(env_id):
         out_native.append(native.step(actions))
         out_sync.append(sync.step(actions))
     assert same(out_native, out_sync)
+
+
+def test_vector_envs_are_reproducible():
+    def run():
+        envs = gym.make_vec("DilutedDoors-v0", num_envs=2, routine_length=(0, 8))
+        envs.action_space.seed(0)
+        obs, _ = envs.reset(seed=5)
+        out = [obs]
+        for _ in range(40):
+            obs, *_ = envs.step(envs.action_space.sample())
+            out.append(obs)
+        return np.stack(out)
+
+    np.testing.assert_array_equal(run(), run())
+
+
+def test_import_is_quiet_cheap_and_registers():
+    code = textwrap.dedent("""
+        import sys
+        import gymnasium as gym
+        import routine_envs
+        gym.make("DilutedDoors-v1")
+        heavy = [m for m in ("torch", "pettingzoo", "stable_baselines3", "matplotlib")
+                 if m in sys.modules]
+        assert not heavy, heavy
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "" and out.stderr == ""
+
+
+def test_namespaced_make_works_without_prior_import():
+    code = 'import gymnasium as gym; gym.make("routine_envs:DilutedDoors-v1").reset(seed=0)'
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+
+
+def test_registration_is_idempotent():
+    from routine_envs.registration import register_all
+
+    before = dict(gym.registry)
+    register_all()
+    assert dict(gym.registry) == before
+
+
+# ----------------------------------------------------------------------------- team envs
+pettingzoo = pytest.importorskip("pettingzoo")
+
+from gymnasium.utils.env_checker import data_equivalence  # noqa: E402
+from pettingzoo.test import (  # noqa: E402
+    api_test,
+    max_cycles_test,
+    parallel_api_test,
+    parallel_seed_test,
+    seed_test,
+)
+
+from routine_envs.multiagent import MODULES  # noqa: E402
+
+#: every team env with its defaults, and its extra configurations (the first: small)
+TEAM_EXTRA_CONFIGS: dict[str, list[dict]] = {
+    "diluted_doors_v0": [
+        {"num_agents": 2, "num_floors": 2, "routine_length": (0, 2)},
+        {"num_agents": 3, "num_floors": 3, "routine_length": (0, 3), "reward": "fraction"},
+        {"chooser": [1, 1, 0, 1], "routine_length": 2},
+    ],
+    "routine_grid_v0": [
+        {"num_agents": 2, "num_junctions": 2, "corridor_length": 2},
+        {"num_agents": 3, "branching": 2, "corridor_length": (0, 2), "reward": "fraction"},
+    ],
+}
+TEAM_CASES = [
+    *[(name, {}) for name in sorted(MODULES)],
+    *[(name, kw) for name, configs in TEAM_EXTRA_CONFIGS.items() for kw in configs],
+]
+TEAM_SMALL = [(name, configs[0]) for name, configs in TEAM_EXTRA_CONFIGS.items()]
+
+
+@pytest.fixture(params=TEAM_CASES, ids=case_id)
+def team_case(request: pytest.FixtureRequest) -> tuple[str, dict]:
+    return request.param
+
+
+def make_team(case: tuple[str, dict]):
+    name, kwargs = case
+    return MODULES[name].parallel_env(**kwargs)
+
+
+def team_play(env, seed: int, steps: int) -> list:
+    rng = np.random.default_rng(seed)
+    out = [env.reset(seed=seed)]
+    for _ in range(steps):
+        if not env.agents:
+            out.append(env.reset())
+        actions = {a: int(rng.integers(env.num_actions)) for a in env.agents}
+        out.append(env.step(actions))
+    return out
+
+
+@pytest.mark.filterwarnings("error")
+def test_team_pettingzoo_api_and_seed_tests(team_case):
+    name, kwargs = team_case
+    mod = MODULES[name]
+    api_test(mod.env(**kwargs), num_cycles=1000)
+    parallel_api_test(mod.parallel_env(**kwargs), num_cycles=1000)
+    seed_test(lambda: mod.env(**kwargs), num_cycles=500)
+    parallel_seed_test(lambda: mod.parallel_env(**kwargs), num_cycles=500)
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_team_pettingzoo_max_cycles_test(name):
+    max_cycles_test(MODULES[name])
+
+
+def test_team_dynamics_are_public_and_shared(team_case):
+    env = make_team(team_case)
+    dynamics = env.dynamics
+    assert isinstance(dynamics, Dynamics)
+    assert copy.deepcopy(env).dynamics is dynamics
+    assert dynamics.num_actions == env.num_actions**env.team_size
+
+
+@pytest.mark.parametrize("case", TEAM_SMALL, ids=case_id)
+def test_team_state_ids_round_trip(case):
+    dynamics = make_team(case).dynamics
+    model = dynamics.model()
+    for sid in np.flatnonzero(model.reachable):
+        state = model.states[int(sid)]
+        assert dynamics.state_id(state) == sid and dynamics.state_from_id(int(sid)) == state
+
+
+def test_team_critical_is_the_exact_per_agent_gap(team_case):
+    """Per agent: critical exactly where its exact optimal action gap is positive (rewards are
+    coarse: a gap is 0 or above 0.1), in the model and in the flags reported at run time."""
+    env = make_team(team_case)
+    dynamics = env.dynamics
+    model = dynamics.model()
+    gaps = dynamics.action_gaps_per_agent()
+    np.testing.assert_array_equal(env.action_gaps(), gaps)
+    for sid in np.flatnonzero(model.decision_states):
+        state = model.states[int(sid)]
+        for i in range(dynamics.team_size):
+            assert dynamics.is_agent_critical(state, i) == (gaps[sid, i] > 0), (sid, i)
+            assert gaps[sid, i] == 0.0 or gaps[sid, i] > 0.1, (sid, i)
+    rng = np.random.default_rng(0)
+    for episode in range(5):
+        _, infos = env.reset(seed=episode)
+        while env.agents:
+            for i, agent in enumerate(env.possible_agents):
+                info = infos[agent]
+                assert info[keys.CRITICAL] == (gaps[info[keys.STATE_ID], i] > 0)
+            _, _, _, _, infos = env.step(
+                {a: int(rng.integers(env.num_actions)) for a in env.agents}
+            )
+
+
+def test_team_seeding_is_reproducible_bit_for_bit(team_case):
+    a = team_play(make_team(team_case), 5, 60)
+    assert data_equivalence(a, team_play(make_team(team_case), 5, 60))
+    assert same(a, team_play(make_team(team_case), 5, 60))
+    env = make_team(team_case)  # the same env, reset with the same seed
+    assert data_equivalence(team_play(env, 5, 60), team_play(env, 5, 60))
+
+
+def test_team_deepcopy_and_pickle_branch(team_case):
+    env = make_team(team_case)
+    env.reset(seed=3)
+    env.step(dict.fromkeys(env.agents, 1))
+    for clone in (copy.deepcopy(env), pickle.loads(pickle.dumps(env))):
+        assert clone.joint_state == env.joint_state and clone.history == env.history
+    clones = [copy.deepcopy(env), pickle.loads(pickle.dumps(env))]
+    rngs = [np.random.default_rng(9) for _ in range(3)]
+    while env.agents:
+        out = env.step({x: int(rngs[0].integers(env.num_actions)) for x in env.agents})
+        for clone, rng in zip(clones, rngs[1:], strict=True):
+            out_c = clone.step({x: int(rng.integers(clone.num_actions)) for x in clone.agents})
+            assert data_equivalence(out, out_c) and same(list(out), list(out_c))
+    assert not any(clone.agents for clone in clones)
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_team_bad_actions_and_call_order(name):
+    env = MODULES[name].parallel_env()
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step({"agent_0": 0, "agent_1": 0})
+    env.reset(seed=0)
+    n = env.num_actions
+    bad = [
+        ({"agent_0": 0}, ValueError, "every live agent"),
+        ({"agent_0": 0}, ValueError, "agent_1"),
+        ({"agent_0": 0, "agent_1": 0, "agent_7": 0}, ValueError, "agent_7"),
+        ([0, 0], ValueError, "dict"),
+        ({"agent_0": n, "agent_1": n}, InvalidActionError, "outside"),
+        ({"agent_0": n, "agent_1": 0}, InvalidActionError, "outside"),
+        ({"agent_0": -1, "agent_1": 0}, InvalidActionError, "outside"),
+        ({"agent_0": 1.0, "agent_1": 0}, InvalidActionError, "integer"),
+    ]
+    for actions, error, match in bad:
+        with pytest.raises(error, match=match):
+            env.step(actions)
+    assert env.state_id == env.reset(seed=0)[1]["agent_0"][keys.STATE_ID]  # nothing moved
+    env.step({"agent_0": np.int64(0), "agent_1": np.array(1)})
+    while env.agents:
+        env.step(dict.fromkeys(env.agents, 0))
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step({"agent_0": 0, "agent_1": 0})

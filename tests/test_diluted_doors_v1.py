@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import routine_envs  # noqa: F401
 from routine_envs.dynamics import Dynamics
-from routine_envs.envs.diluted_doors_v1 import OBSERVATIONS, PathDoorsDynamics, PathState
+from routine_envs.envs.diluted_doors_v1 import OBSERVATIONS, PathDoorsDynamics
 
 configs = st.fixed_dictionaries(
     {
@@ -119,13 +119,6 @@ def test_rho_is_exact_with_fraction_rewards():
         done = terminated or truncated
     assert info["decision_density"] == pytest.approx(1 / 8, rel=1e-15)
     assert env.unwrapped.decision_density == pytest.approx(1 / 8, rel=1e-15)
-
-
-def test_state_ids_round_trip_over_every_id():
-    dynamics = PathDoorsDynamics(num_floors=3, num_doors=2, routine_length=(0, 3))
-    for sid in range(dynamics.num_states):
-        state = dynamics.state_from_id(sid)
-        assert isinstance(state, PathState) and dynamics.state_id(state) == sid
 
 
 def test_a_model_too_large_says_its_size():

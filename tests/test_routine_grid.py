@@ -1,4 +1,6 @@
-"""Routine Grid: dynamics, annotations against independent oracles, rho, layouts, bad input."""
+"""Routine Grid: episodes, annotations and closed forms, rho, layouts, observations, bad
+configurations, renders. The contract suite (tests/test_contract.py) covers the generic checks
+over its configurations."""
 
 from __future__ import annotations
 
@@ -7,7 +9,6 @@ import dataclasses
 import importlib.util
 import math
 import pickle
-import warnings
 from collections import deque
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from hypothesis import strategies as st
 from routine_envs import annotations as keys
 from routine_envs.annotations import ACTION_GAP
 from routine_envs.dynamics import Dynamics
-from routine_envs.envs import InvalidActionError, RoutineGridEnv
+from routine_envs.envs import RoutineGridEnv
 from routine_envs.envs.routine_grid import (
     CORRIDOR,
     DEAD_END,
@@ -32,8 +33,8 @@ from routine_envs.envs.routine_grid import (
     make_layout,
 )
 from routine_envs.oracle import optimal_values
+from tests.strategies import grid_configs
 from tests.utils import (
-    assert_oracle_matches_rollouts,
     counterfactual_returns,
     run_episode,
     sample_states,
@@ -279,14 +280,6 @@ def test_annotation_truth_by_counterfactual_branching(soft):
             assert info[ACTION_GAP] == pytest.approx(cost, abs=1e-12)
 
 
-def test_exact_oracle_agrees_with_monte_carlo_rollouts():
-    env = gym.make("RoutineGrid-v0", num_junctions=2, branching=3, corridor_length=2,
-                   soft_routine=0.1)  # fmt: skip
-    table = np.random.default_rng(0).dirichlet(np.ones(3), size=env.unwrapped.num_states)
-    rollouts = 300
-    assert assert_oracle_matches_rollouts(env, table, num_states=8, num_rollouts=rollouts) == 8
-
-
 def test_oracle_closed_forms_for_uniform_policy():
     """Uniform policy, hard routine: V at junction j = (1/B)^(J-j); routine advantages are 0."""
     J, B = 4, 2
@@ -366,64 +359,7 @@ def test_image_observation_is_the_egocentric_view():
     check_env(gym.make("RoutineGrid-v0", obs_mode="image", view_size=5).unwrapped)
 
 
-def test_image_mode_passes_sb3_check_env_with_only_the_resolution_warning():
-    sb3_checker = pytest.importorskip("stable_baselines3.common.env_checker")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        sb3_checker.check_env(gym.make("RoutineGrid-v0", obs_mode="image"), warn=True)
-    messages = [str(w.message) for w in caught]
-    assert len(messages) == 1 and "36x36" in messages[0], messages
-
-
-@pytest.mark.parametrize(
-    "kwargs",
-    [
-        {"branching": 2, "corridor_length": 0, "num_junctions": 5},
-        {"corridor_length": (2, 6), "soft_routine": True, "layout_seed": 11},
-        {"obs_mode": "image", "view_size": 3, "branching": 2, "corridor_length": 1},
-    ],
-)
-def test_gymnasium_check_env_on_other_configurations(kwargs):
-    for render_mode in (None, "ansi", "rgb_array"):
-        env = gym.make("RoutineGrid-v0", render_mode=render_mode, **kwargs)
-        check_env(env.unwrapped, skip_render_check=render_mode is None)
-
-
 # ----------------------------------------------------------------- branching, determinism
-def test_deepcopy_branches_share_future_and_are_independent():
-    env = gym.make("RoutineGrid-v0", branching=2, corridor_length=(0, 4), soft_routine=True)
-    env.reset(seed=7)
-    env.step(1)
-    twin = copy.deepcopy(env)
-    actions = np.random.default_rng(0).integers(2, size=200)
-    outs_a, outs_b = [], []
-    for target, outs in ((env, outs_a), (twin, outs_b)):
-        for a in actions:
-            obs, r, term, trunc, info = target.step(int(a))
-            outs.append((obs.tolist(), r, term, info))
-            if term or trunc:
-                target.reset()
-    assert outs_a == outs_b
-    b1, b2 = copy.deepcopy(env), copy.deepcopy(env)
-    b1.step(0)
-    assert b2.unwrapped.state == env.unwrapped.state != b1.unwrapped.state
-    assert b1.unwrapped.layout is env.unwrapped.layout  # configuration is shared, not copied
-
-
-def test_pickle_round_trip_preserves_future():
-    env = gym.make("RoutineGrid-v0", corridor_length=(2, 4))
-    env.reset(seed=3)
-    env.step(0)
-    env.unwrapped.model()
-    clone = pickle.loads(pickle.dumps(env))
-    for _ in range(20):
-        o1, o2 = env.step(2), clone.step(2)
-        np.testing.assert_array_equal(o1[0], o2[0])
-        assert o1[1:] == o2[1:]
-        if o1[2]:
-            break
-
-
 def test_same_configuration_same_maze_and_trajectory():
     def trajectory(layout_seed):
         env = gym.make("RoutineGrid-v0", branching=2, corridor_length=(1, 5),
@@ -480,15 +416,6 @@ def test_invalid_configuration_raises_value_error_naming_parameter(kwargs, name)
         gym.make("RoutineGrid-v0", **kwargs)
 
 
-@pytest.mark.parametrize("action", [3, -1, 1.0, None, np.array([1])])
-def test_invalid_action_raises_and_changes_nothing(action):
-    env = RoutineGridEnv()
-    env.reset(seed=0)
-    with pytest.raises(InvalidActionError, match="action"):
-        env.step(action)
-    assert env.state == env.layout.start and len(env.history.actions) == 0
-
-
 # ---------------------------------------------------------------------- rendering, docs
 def test_render_modes_mark_critical_cells():
     env = gym.make("RoutineGrid-v0", render_mode="ansi")
@@ -534,31 +461,8 @@ def test_docs_layout_picture_is_up_to_date(tmp_path):
 
 
 # ------------------------------------------------------------------------ property tests
-def _room_to_turn(kwargs: dict) -> dict:
-    """branching=3 needs corridors of at least 2 cells: shift the drawn lengths by 2."""
-    if kwargs["branching"] == 2:
-        return kwargs
-    length = kwargs["corridor_length"]
-    shifted = length + 2 if isinstance(length, int) else (length[0] + 2, length[1] + 2)
-    return {**kwargs, "corridor_length": shifted}
-
-
-configs = st.fixed_dictionaries(
-    {
-        "num_junctions": st.integers(1, 5),
-        "branching": st.sampled_from([2, 3]),
-        "corridor_length": st.one_of(
-            st.integers(0, 6),
-            st.tuples(st.integers(0, 4), st.integers(0, 4)).map(lambda t: (min(t), max(t))),
-        ),
-        "layout_seed": st.integers(0, 10_000),
-        "soft_routine": st.sampled_from([False, 0.01, 0.05]),
-    }
-).map(_room_to_turn)
-
-
 @settings(max_examples=40, deadline=None)
-@given(configs, st.integers(0, 2**16))
+@given(grid_configs, st.integers(0, 2**16))
 def test_property_rho_formula_solvability_and_annotation_truth(kwargs, seed):
     env = RoutineGridEnv(**kwargs)
     lengths = env.layout.corridor_lengths
@@ -583,24 +487,3 @@ def test_property_rho_formula_solvability_and_annotation_truth(kwargs, seed):
         assert (gap[sid] > env.critical_tolerance) == flag
     for info in rec["infos"]:
         keys.check_step_info(info, env.num_states)
-
-
-@settings(max_examples=20, deadline=None)
-@given(configs, st.integers(0, 2**16))
-def test_property_determinism_and_branching(kwargs, seed):
-    def play(env, actions):
-        out = []
-        for a in actions:
-            obs, r, term, trunc, info = env.step(int(a))
-            out.append((obs.tobytes(), r, info[keys.STATE_ID], info[keys.CRITICAL]))
-            if term or trunc:
-                env.reset()
-        return out
-
-    actions = np.random.default_rng(seed).integers(kwargs["branching"], size=60)
-    a, b = RoutineGridEnv(**kwargs), RoutineGridEnv(**kwargs)
-    a.reset(seed=seed)
-    b.reset(seed=seed)
-    assert play(a, actions[:30]) == play(b, actions[:30])
-    twin = copy.deepcopy(a)
-    assert play(a, actions[30:]) == play(twin, actions[30:])
