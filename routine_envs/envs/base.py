@@ -158,11 +158,6 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
         self._masked = dynamics.has_action_masks
         #: ``{state: (state_id, anchor)}``, the dynamics' own memo (shared, never copied)
         self._step_keys = dynamics.step_key_cache()
-        #: the observation is the dynamics' own (no _observation override): step calls it directly
-        self._plain_observation = type(self)._observation is RoutineEnv._observation
-        #: info carries masks, or an anchor hashed per observation (the action gap, where it is
-        #: reported, is memoized with the state's keys)
-        self._extra_info = self._masked or not self._plain_observation
 
     def __getattr__(self, name: str) -> Any:
         # Configuration lives in the dynamics; read public names from there.
@@ -213,14 +208,15 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
         history.states.append(nxt)
         self._state = nxt
         critical = self._critical_now = False if terminated else dynamics.is_critical(nxt)
-        obs = dynamics.observe(nxt) if self._plain_observation else self._observation()
+        shows_history = self.observation_shows_history
+        obs = self._observation() if shows_history else dynamics.observe(nxt)
         known = self._step_keys.get(nxt)
         if known is None:
             known = self._step_keys[nxt] = self._keys_of(nxt)
         info = {keys.CRITICAL: critical, keys.STATE_ID: known[0], keys.ANCHOR: known[1]}
         if self._reports_gap:
             info[keys.ACTION_GAP] = known[2]
-        if self._extra_info:
+        if self._masked or shows_history:
             self._add_optional_info(info, nxt, (state, a), obs)
         truncated = (
             not terminated and self.max_steps is not None and self._episode_length >= self.max_steps
@@ -263,8 +259,9 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
     observation_shows_history: bool = False
 
     def _observation(self) -> ObsType:
-        """The observation of the current state (an env whose observation also shows the
-        history, e.g. a transcript, overrides this and sets ``observation_shows_history``)."""
+        """The observation of the current state. An env whose observation also shows the
+        history (e.g. a transcript's last call) overrides this and sets
+        ``observation_shows_history``; otherwise ``step`` calls ``dynamics.observe`` directly."""
         return self.dynamics.observe(self._state)
 
     def _step_info(
