@@ -321,6 +321,43 @@ def build_model(
     )
 
 
+def model_from_arrays(
+    num_states: int,
+    num_actions: int,
+    start: int,
+    transitions: Sequence[np.ndarray],
+    decode: Callable[[int], Hashable],
+) -> TabularModel:
+    """A :class:`TabularModel` built in bulk: every transition of the states reachable from the
+    deterministic start ``start``, as the columns ``(state, action, prob, next_state, reward,
+    terminated)``, within each ``(state, action)`` in the order of the dynamics' outcomes.
+    Reachable and terminal ids follow from them; ``decode`` is ``state_from_id``."""
+    state, action, prob, next_state, reward, terminated = transitions
+    terminated = np.asarray(terminated, dtype=bool)
+    reachable = np.zeros(num_states, dtype=bool)
+    reachable[start] = True
+    reachable[state] = True
+    reachable[next_state] = True
+    terminal = np.zeros(num_states, dtype=bool)
+    terminal[next_state[terminated]] = True
+    initial = np.zeros(num_states)
+    initial[start] = 1.0
+    return TabularModel(
+        num_states=num_states,
+        num_actions=num_actions,
+        initial=initial,
+        reachable=reachable,
+        terminal=terminal,
+        state=np.asarray(state, dtype=np.int64),
+        action=np.asarray(action, dtype=np.int64),
+        prob=np.asarray(prob, dtype=np.float64),
+        next_state=np.asarray(next_state, dtype=np.int64),
+        reward=np.asarray(reward, dtype=np.float64),
+        terminated=terminated,
+        states=StatesById(reachable, decode),
+    )
+
+
 @dataclass(frozen=True)
 class OracleValues:
     """Exact values of a policy (or of the optimal policy), indexed by ``state_id``.
@@ -640,6 +677,7 @@ __all__: Iterable[str] = [
     "build_model",
     "evaluate_policy",
     "expected_return",
+    "model_from_arrays",
     "occupancy",
     "optimal_values",
     "policy_table",

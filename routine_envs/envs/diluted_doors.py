@@ -12,7 +12,7 @@ import numpy as np
 from routine_envs.dynamics import Dynamics
 from routine_envs.envs import validation
 from routine_envs.envs.base import RoutineEnv
-from routine_envs.oracle import Outcome, StatesById, TabularModel
+from routine_envs.oracle import Outcome, TabularModel, model_from_arrays
 from routine_envs.rendering.doors import render_doors
 
 REWARD_MODES = ("success", "fraction")
@@ -242,28 +242,8 @@ class DoorsDynamics(Dynamics[DoorsState, np.ndarray]):
         next_state = np.concatenate([door_next, per_action(cell_next)])
         reward = np.concatenate([door_reward, per_action(cell_reward)])
         terminated = np.concatenate([door_done, per_action(cell_done)])
-        reachable = np.zeros(self.num_states, dtype=bool)
-        reachable[door_id(f, c)] = True
-        reachable[here] = True
-        reachable[next_state] = True
-        terminal = np.zeros(self.num_states, dtype=bool)
-        terminal[next_state[terminated]] = True
-        initial = np.zeros(self.num_states)
-        initial[0] = 1.0
-        return TabularModel(
-            num_states=self.num_states,
-            num_actions=doors,
-            initial=initial,
-            reachable=reachable,
-            terminal=terminal,
-            state=state.astype(np.int64),
-            action=action.astype(np.int64),
-            prob=prob,
-            next_state=next_state.astype(np.int64),
-            reward=reward.astype(np.float64),
-            terminated=terminated.astype(bool),
-            states=StatesById(reachable, self.state_from_id),
-        )
+        columns = (state, action, prob, next_state, reward, terminated)
+        return model_from_arrays(self.num_states, doors, 0, columns, self.state_from_id)
 
     def state_id(self, state: DoorsState) -> int:
         floor, position, length, correct = state

@@ -13,7 +13,7 @@ from routine_envs.dynamics import Dynamics
 from routine_envs.envs import validation
 from routine_envs.envs.base import RoutineEnv
 from routine_envs.envs.diluted_doors import DoorsDynamics
-from routine_envs.oracle import Outcome, StatesById, TabularModel
+from routine_envs.oracle import Outcome, TabularModel, model_from_arrays
 from routine_envs.rendering.doors import render_doors
 
 OBSERVATIONS = ("actions", "position", "progress")
@@ -245,7 +245,6 @@ class PathDoorsDynamics(Dynamics[PathState, np.ndarray]):
         correct = np.asarray(self.correct_doors, dtype=np.int64)
         final = np.array([self.layout.final_reward(c) for c in range(n + 1)])
         pieces: list[tuple[np.ndarray, ...]] = []
-        reachable = np.zeros(self.num_states, dtype=bool)
 
         def cell_offset(length: np.ndarray) -> np.ndarray:
             return (length - 1) * length // 2 - (m - 1) * m // 2
@@ -266,7 +265,6 @@ class PathDoorsDynamics(Dynamics[PathState, np.ndarray]):
             code = np.arange(paths, dtype=np.int64)
             digits = (code[:, None] // np.asarray(self.powers[:f], dtype=np.int64)) % d
             right = (digits == correct[:f]).sum(axis=1) if f else np.zeros(paths, np.int64)
-            reachable[self.door_base[f] + code] = True
             # doors: (path, action, routine length) in that order
             code_a = np.repeat(code, d)
             action = np.tile(np.arange(d), paths)
@@ -301,7 +299,6 @@ class PathDoorsDynamics(Dynamics[PathState, np.ndarray]):
                 nxt_c, rew_c, done_c = (
                     np.repeat(x, offset.size) for x in leave(f, chosen, right_a)
                 )
-                reachable[here] = True
                 pieces.append(
                     (
                         np.repeat(here, d),
@@ -312,28 +309,8 @@ class PathDoorsDynamics(Dynamics[PathState, np.ndarray]):
                         np.repeat(np.where(inside, False, done_c), d),
                     )
                 )
-        state, action, prob, next_state, reward, terminated = (
-            np.concatenate(column) for column in zip(*pieces, strict=True)
-        )
-        reachable[next_state] = True
-        terminal = np.zeros(self.num_states, dtype=bool)
-        terminal[next_state[terminated]] = True
-        initial = np.zeros(self.num_states)
-        initial[0] = 1.0
-        return TabularModel(
-            num_states=self.num_states,
-            num_actions=d,
-            initial=initial,
-            reachable=reachable,
-            terminal=terminal,
-            state=state.astype(np.int64),
-            action=action.astype(np.int64),
-            prob=prob.astype(np.float64),
-            next_state=next_state.astype(np.int64),
-            reward=reward.astype(np.float64),
-            terminated=terminated.astype(bool),
-            states=StatesById(reachable, self.state_from_id),
-        )
+        columns = tuple(np.concatenate(column) for column in zip(*pieces, strict=True))
+        return model_from_arrays(self.num_states, d, 0, columns, self.state_from_id)
 
 
 class DilutedDoorsV1Env(RoutineEnv[np.ndarray, PathState]):
