@@ -175,6 +175,20 @@ def fail(error: Any) -> typing.NoReturn:
     sys.exit(2)
 
 
+def run_main(main: typing.Callable[[Any], Any], args: Any) -> Any:
+    """``main(args)`` for a script: bad settings (``ValueError``) are one line on stderr and
+    exit status 2 (:func:`fail`); a failed run of a sweep names itself, exit status 1 (the runs
+    done are kept)."""
+    from baselines.lib.runner import RunFailed
+
+    try:
+        return main(args)
+    except ValueError as err:
+        fail(err)
+    except RunFailed as err:
+        raise SystemExit(f"error: {err}") from None
+
+
 def settings_parser(settings_cls: type, description: str | None = None) -> argparse.ArgumentParser:
     """An ``ArgumentParser`` with one argument per field of ``settings_cls``."""
     parser = SettingsParser(

@@ -121,15 +121,7 @@ def main(args: TeamSweepArgs) -> dict[str, list[dict[str, Any]]]:
 def cli_main(argv: list[str] | None = None) -> dict[str, list[dict[str, Any]]]:
     """``python -m baselines.multiagent``: bad settings are one line on stderr and exit status 2,
     before any training; a failed run names itself (exit status 1, the runs done kept)."""
-    from baselines.lib.runner import RunFailed
-
-    args = parse_args(argv)
-    try:
-        return main(args)
-    except ValueError as err:
-        cli.fail(err)
-    except RunFailed as err:
-        raise SystemExit(f"error: {err}") from None
+    return cli.run_main(main, parse_args(argv))
 
 
 def parse_args(argv: list[str] | None = None) -> TeamSweepArgs:

@@ -518,15 +518,7 @@ def parse_args(argv: list[str] | None = None) -> LabCommand:
 def cli_main(argv: list[str] | None = None) -> dict[str, Any]:
     """``python -m baselines.snr_lab``: bad settings are one line on stderr and exit status 2,
     before any work."""
-    from baselines.lib.runner import RunFailed
-
-    args = parse_args(argv)
-    try:
-        return main(args)
-    except ValueError as err:
-        cli.fail(err)
-    except RunFailed as err:
-        raise SystemExit(f"error: {err}") from None
+    return cli.run_main(main, parse_args(argv))
 
 
 def main(args: LabCommand) -> dict[str, Any]:
