@@ -36,11 +36,23 @@ from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
+from routine_envs import plugins
 from routine_envs.episodes import EpisodeBatch
 from routine_envs.oracle import PolicyLike
 
-BATCH_FIELDS = ("actions", "critical", "state_ids", "anchors", "values", "snapshots")
-"""Optional :class:`EpisodeBatch` fields an estimator may require."""
+BATCH_FIELDS = (
+    "actions",
+    "critical",
+    "state_ids",
+    "anchors",
+    "observations",
+    "log_probs",
+    "entropies",
+    "values",
+    "snapshots",
+)
+"""Optional :class:`EpisodeBatch` fields an estimator may require (see
+:class:`~routine_envs.episodes.EpisodeBatch` for each one's meaning and shape)."""
 INFO_KEY_OF_FIELD = {"critical": "critical", "state_ids": "state_id", "anchors": "anchor"}
 """The ``info`` key each annotation field is read from."""
 
@@ -66,6 +78,12 @@ class AdvantageEstimator(Protocol):
         name: registry name.
         requires: :data:`BATCH_FIELDS` the estimator reads.
         trains_critic: whether it uses (and returns targets for) the learner's value head.
+
+    Optional: ``group_independent`` (default ``False``): ``True`` declares that the advantages
+    of a group's steps depend only on that group's episodes, so a caller may pass many groups
+    at once; otherwise measurements that define a batch as one group (the SNR lab) call the
+    estimator on one group at a time, so an estimator that pools statistics over its input
+    is measured honestly.
     """
 
     name: str
@@ -203,6 +221,7 @@ class GAE(FromContext):
     name: ClassVar[str] = "gae"
     requires: ClassVar[frozenset[str]] = frozenset({"values"})
     trains_critic: ClassVar[bool] = True
+    group_independent: ClassVar[bool] = True
     context_fields: ClassVar[Mapping[str, str]] = {"gamma": "gamma", "gae_lambda": "gae_lambda"}
 
     def __call__(self, batch: EpisodeBatch) -> Advantages:
@@ -223,6 +242,7 @@ class TrajectoryMC(FromContext):
     name: ClassVar[str] = "trajectory_mc"
     requires: ClassVar[frozenset[str]] = frozenset()
     trains_critic: ClassVar[bool] = False
+    group_independent: ClassVar[bool] = True
 
     def __call__(self, batch: EpisodeBatch) -> Advantages:
         if self.baseline is not None:
@@ -240,6 +260,7 @@ class RLOO(FromContext):
     name: ClassVar[str] = "rloo"
     requires: ClassVar[frozenset[str]] = frozenset()
     trains_critic: ClassVar[bool] = False
+    group_independent: ClassVar[bool] = True
 
     def __call__(self, batch: EpisodeBatch) -> Advantages:
         returns = batch.episode_returns()
@@ -272,6 +293,7 @@ class GiGPO(FromContext):
     group_by: str = "anchor"
     name: ClassVar[str] = "gigpo"
     trains_critic: ClassVar[bool] = False
+    group_independent: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         if self.group_by not in GROUP_KEYS:
@@ -315,6 +337,7 @@ class RoutineMasked(FromContext):
     name: ClassVar[str] = "routine_masked"
     requires: ClassVar[frozenset[str]] = frozenset({"critical"})
     trains_critic: ClassVar[bool] = False
+    group_independent: ClassVar[bool] = True
 
     def __call__(self, batch: EpisodeBatch) -> Advantages:
         check_batch(self, batch)
@@ -345,6 +368,7 @@ class Oracle(FromContext):
     name: ClassVar[str] = "oracle"
     requires: ClassVar[frozenset[str]] = frozenset({"state_ids", "actions"})
     trains_critic: ClassVar[bool] = False
+    group_independent: ClassVar[bool] = True
     context_fields: ClassVar[Mapping[str, str]] = {
         "env": "env",
         "policy": "policy_table",
@@ -507,6 +531,7 @@ class MCRollout:
     gamma: float = 1.0
     name: ClassVar[str] = "mc_rollout"
     trains_critic: ClassVar[bool] = False
+    group_independent: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         if self.num_rollouts < 1:
@@ -573,27 +598,62 @@ ESTIMATORS: dict[str, type] = {
 
 
 def make_estimator(name: str | AdvantageEstimator, **kwargs: Any) -> AdvantageEstimator:
-    """An estimator by registry name built with its constructor ``kwargs`` only (no context;
-    see :func:`build_estimator`), or ``name`` itself if it is already an estimator.
-    ``ValueError`` for an unknown name or a wrong keyword."""
-    if not isinstance(name, str):
-        return build_estimator(name)
-    try:
-        return estimator_class(name)(**kwargs)
-    except TypeError as err:
-        raise ValueError(f"bad arguments for estimator {name!r}: {err}") from None
+    """An estimator by registry name or import path built with its constructor ``kwargs`` only
+    (no context; see :func:`build_estimator`), or ``name`` itself if it is already an
+    estimator. ``ValueError`` for an unknown name or a wrong keyword."""
+    return build_estimator(name, None, **kwargs)
 
 
 EstimatorSpec = str | type | AdvantageEstimator
-"""What :func:`build_estimator` accepts: a registry name, an estimator class or an instance."""
+"""What :func:`build_estimator` accepts: a registry name or an import path
+``"package.module:Name"`` (either optionally followed by JSON keyword arguments,
+``'gigpo{"omega": 0.5}'``), an estimator class or an instance."""
+
+ESTIMATOR_ATTRIBUTES = ("name", "requires", "trains_critic")
+"""What every estimator has besides ``__call__(batch) -> Advantages``."""
 
 
 def estimator_class(name: str) -> type:
     """The estimator class registered as ``name`` in :data:`ESTIMATORS` (the one place a name is
     resolved); ``ValueError`` for an unknown name."""
     if name not in ESTIMATORS:
-        raise ValueError(f"unknown estimator {name!r}; known: {sorted(ESTIMATORS)}")
+        raise ValueError(
+            f"unknown estimator {name!r}; known: {sorted(ESTIMATORS)}, or an import path "
+            "'package.module:Name' of your own"
+        )
     return ESTIMATORS[name]
+
+
+def check_estimator_object(obj: Any, where: str) -> None:
+    """Raise ``ValueError`` unless the object ``obj`` follows the estimator protocol:
+    :data:`ESTIMATOR_ATTRIBUTES`, callable, ``requires`` within :data:`BATCH_FIELDS`."""
+    missing = [a for a in ESTIMATOR_ATTRIBUTES if not hasattr(obj, a)]
+    if isinstance(obj, type) or not callable(obj):
+        missing.append("__call__(batch)")
+    if missing:
+        raise ValueError(
+            f"{where} is not an advantage estimator: it lacks {missing} (an estimator has "
+            "name, requires, trains_critic and __call__(batch) -> Advantages; see "
+            "docs/estimators.md)"
+        )
+    unknown = sorted(set(obj.requires) - set(BATCH_FIELDS))
+    if unknown:
+        raise ValueError(
+            f"{where} requires unknown batch fields {unknown}; known: {list(BATCH_FIELDS)}"
+        )
+
+
+def resolve_estimator(target: str) -> type | AdvantageEstimator:
+    """The estimator class (or ready object) that ``target`` names: a registry name, or an
+    import path ``"package.module:Name"`` to outside code (imported here, so a worker process
+    that resolves the same text imports it too). ``ValueError`` naming ``target`` when it is
+    unknown, cannot be imported or is not an estimator."""
+    if not plugins.is_import_path(target):
+        return estimator_class(target)
+    obj = plugins.load_object(target, "estimator")
+    if not isinstance(obj, type):
+        check_estimator_object(obj, f"estimator {target!r}")
+    return obj
 
 
 def build_estimator(
@@ -601,25 +661,29 @@ def build_estimator(
 ) -> AdvantageEstimator:
     """An estimator from ``spec`` and what ``context`` offers, with constructor ``kwargs``.
 
-    ``spec`` is a registry name (resolved by :func:`estimator_class`), a class, or an instance
-    (returned as is; ``kwargs`` must then be empty). A class is built with its
-    ``from_context(context, **kwargs)`` classmethod when it has one (every estimator of this
-    module, and any class using the :class:`FromContext` mixin), else with ``cls(**kwargs)``.
+    ``spec`` is a registry name or an import path ``"package.module:Name"`` (text, optionally
+    followed by JSON keyword arguments, which ``kwargs`` override; resolved by
+    :func:`resolve_estimator`), a class, or an instance (returned as is; no keyword arguments
+    then). A class is built with its ``from_context(context, **kwargs)`` classmethod when it has
+    one (every estimator of this module, and any class using the :class:`FromContext` mixin),
+    else with ``cls(**kwargs)``.
 
     Raises:
-        ValueError: an unknown name, a wrong keyword, something that is not an estimator, or an
-            estimator that cannot be built from ``context``.
+        ValueError: an unknown name, an import that fails, a wrong keyword, something that is
+            not an estimator, or an estimator that cannot be built from ``context``.
     """
+    where = f"estimator {spec!r}" if isinstance(spec, str) else repr(spec)
     if isinstance(spec, str):
-        spec = estimator_class(spec)
+        parsed = plugins.parse_spec(spec, "estimator")
+        kwargs = {**parsed.kwargs, **kwargs}
+        spec = resolve_estimator(parsed.target)
     if not isinstance(spec, type):
         if not isinstance(spec, AdvantageEstimator):
-            raise ValueError(
-                f"{spec!r} is neither an estimator name, class nor an AdvantageEstimator "
-                "(needs name, requires, trains_critic and __call__(batch))"
-            )
+            check_estimator_object(spec, where)
+            raise ValueError(f"{where} is not an AdvantageEstimator")
         if kwargs:
             raise ValueError(f"keyword arguments {sorted(kwargs)} given with an estimator object")
+        check_estimator_object(spec, where)
         return spec
     context = context or EstimatorContext()
     label = getattr(spec, "name", spec.__name__)
@@ -628,9 +692,24 @@ def build_estimator(
         estimator = build(context, **kwargs) if build is not None else spec(**kwargs)
     except TypeError as err:
         raise ValueError(f"bad arguments for estimator {label!r}: {err}") from None
-    if not isinstance(estimator, AdvantageEstimator):
-        raise ValueError(f"{spec.__name__} does not build an AdvantageEstimator")
+    check_estimator_object(estimator, f"{where}: {spec.__name__}(...), what it builds,")
     return estimator
+
+
+def check_provides(estimator: AdvantageEstimator, provided: frozenset[str], source: str) -> None:
+    """Raise ``ValueError`` when ``estimator`` requires batch fields that ``source`` (a trainer,
+    the lab's model sampler) cannot provide, naming both, before any work."""
+    missing = sorted(set(estimator.requires) - set(provided))
+    if missing:
+        raise ValueError(
+            f"estimator {estimator.name!r} requires batch fields {missing}, which {source} "
+            f"does not provide (it provides {sorted(provided)})"
+        )
+
+
+def is_group_independent(estimator: AdvantageEstimator) -> bool:
+    """Whether ``estimator`` declares that a group's advantages depend only on that group."""
+    return bool(getattr(estimator, "group_independent", False))
 
 
 def missing_annotations(estimator: AdvantageEstimator, info: Mapping[str, Any]) -> list[str]:

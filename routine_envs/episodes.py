@@ -8,6 +8,7 @@ in the batch, ``M`` the number of episodes.
 from __future__ import annotations
 
 import copy
+import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,16 +26,48 @@ class Episode:
     ``infos[t]`` is the info of the state in which action ``t`` was taken (the info returned by
     ``reset`` for ``t = 0``, by step ``t - 1`` after that). ``snapshots[t]``, when kept, is
     ``(env_copy, obs, info)`` of that state, for Monte-Carlo critics that branch from it.
+    ``observations[t]``, ``log_probs[t]`` and ``entropies[t]``, when recorded, are the
+    observation of that state, the behaviour policy's ``log pi(a_t | s_t)`` and the entropy of
+    its action distribution there (nats).
     """
 
     rewards: list[float] = field(default_factory=list)
     actions: list[int] = field(default_factory=list)
     infos: list[Mapping[str, Any]] = field(default_factory=list)
     values: list[float] | None = None
+    observations: list[Any] | None = None
+    log_probs: list[float] | None = None
+    entropies: list[float] | None = None
     group: int = 0
     truncated: bool = False
     bootstrap_value: float = 0.0
     snapshots: list[tuple[Any, Any, Mapping[str, Any]]] | None = None
+
+
+PER_STEP_FIELDS = (
+    "actions",
+    "critical",
+    "state_ids",
+    "anchors",
+    "observations",
+    "log_probs",
+    "entropies",
+    "values",
+)
+"""The optional :class:`EpisodeBatch` fields with one entry per step."""
+
+
+def stack_observations(observations: Sequence[Any]) -> np.ndarray:
+    """Observations as one array ``(N, *obs_shape)``; an object array ``(N,)`` where they do not
+    stack (text, dicts, ragged shapes)."""
+    try:
+        out = np.stack([np.asarray(o) for o in observations])
+    except ValueError:
+        out = None
+    if out is None or out.dtype == object or out.dtype.kind in "US":
+        out = np.empty(len(observations), dtype=object)
+        out[:] = list(observations)
+    return out
 
 
 @dataclass(frozen=True)
@@ -53,6 +86,12 @@ class EpisodeBatch:
             (privileged: the id may encode what the observation hides).
         anchors: ``info["anchor"]`` of each step, an observation-only key (equal observations,
             equal anchors), shape ``(N,)`` int64, or ``None``.
+        observations: the observation of each step's state, shape ``(N, *obs_shape)`` (an
+            object array where observations do not stack, e.g. text), or ``None``.
+        log_probs: the behaviour policy's ``log pi(a_t | s_t)`` of each step (nats), shape
+            ``(N,)``, or ``None``.
+        entropies: the entropy of the behaviour policy's action distribution at each step's
+            state (nats), shape ``(N,)``, or ``None``.
         values: the learner's value prediction ``V(s_t)``, shape ``(N,)``, or ``None``.
         truncated: whether each episode was cut by a time limit, shape ``(M,)``.
         bootstrap_values: ``V(s_T)`` after the last step of each episode, shape ``(M,)``; only
@@ -67,6 +106,9 @@ class EpisodeBatch:
     critical: np.ndarray | None = None
     state_ids: np.ndarray | None = None
     anchors: np.ndarray | None = None
+    observations: np.ndarray | None = None
+    log_probs: np.ndarray | None = None
+    entropies: np.ndarray | None = None
     values: np.ndarray | None = None
     truncated: np.ndarray | None = None
     bootstrap_values: np.ndarray | None = None
@@ -84,7 +126,7 @@ class EpisodeBatch:
             raise ValueError(
                 f"groups must have one entry per episode ({m}), got {len(self.groups)}"
             )
-        for name in ("actions", "critical", "state_ids", "anchors", "values"):
+        for name in PER_STEP_FIELDS:
             value = getattr(self, name)
             if value is not None and len(value) != n:
                 raise ValueError(f"{name} must have one entry per step ({n}), got {len(value)}")
@@ -156,12 +198,37 @@ class EpisodeBatch:
         """Dense group index ``0..G-1`` of each episode, shape ``(M,)``."""
         return np.unique(self.groups, return_inverse=True)[1].reshape(-1)
 
+    def episodes(self, start: int, stop: int) -> EpisodeBatch:
+        """The batch of episodes ``start:stop`` (contiguous), every field sliced alike."""
+        if not 0 <= start < stop <= self.num_episodes:
+            raise ValueError(f"episodes {start}:{stop} out of 0:{self.num_episodes}")
+        lo, hi = int(self.episode_starts[start]), int(self.episode_starts[stop])
+        per_step = {name: getattr(self, name) for name in PER_STEP_FIELDS}
+        per_episode = {n: getattr(self, n) for n in ("groups", "truncated", "bootstrap_values")}
+        return EpisodeBatch(
+            rewards=self.rewards[lo:hi],
+            episode_starts=self.episode_starts[start : stop + 1] - lo,
+            **{n: None if v is None else v[lo:hi] for n, v in per_step.items()},
+            **{n: None if v is None else v[start:stop] for n, v in per_episode.items()},
+            snapshots=None if self.snapshots is None else self.snapshots[lo:hi],
+        )
+
+    def split_groups(self) -> list[EpisodeBatch]:
+        """One batch per group, in order (each group's episodes must be contiguous, as
+        collected here): for estimators that must see one group at a time."""
+        groups = np.asarray(self.groups)
+        edges = np.flatnonzero(np.diff(groups) != 0) + 1
+        bounds = [0, *edges.tolist(), self.num_episodes]
+        if len(np.unique(groups)) != len(bounds) - 1:
+            raise ValueError("the episodes of a group are not contiguous")
+        return [self.episodes(a, b) for a, b in itertools.pairwise(bounds)]
+
     # ---------------------------------------------------------------------- building
     @classmethod
     def from_episodes(cls, episodes: Iterable[Episode]) -> EpisodeBatch:
         """Stack :class:`Episode` records. Annotations are taken from the infos when every step
-        has them (``critical``/``state_id``/``anchor``), values and snapshots when every episode
-        has them."""
+        has them (``critical``/``state_id``/``anchor``); observations, log-probabilities,
+        entropies, values and snapshots when every episode has them."""
         episodes = list(episodes)
         if not episodes:
             raise ValueError("an EpisodeBatch needs at least one episode")
@@ -180,9 +247,16 @@ class EpisodeBatch:
                 return np.fromiter((info[key] for info in infos), dtype=dtype, count=len(infos))
             return None
 
-        values = None
-        if all(ep.values is not None for ep in episodes):
-            values = np.concatenate([np.asarray(ep.values, dtype=np.float64) for ep in episodes])
+        def per_step(name: str) -> np.ndarray | None:
+            if all(getattr(ep, name) is not None for ep in episodes):
+                return np.concatenate(
+                    [np.asarray(getattr(ep, name), dtype=np.float64) for ep in episodes]
+                )
+            return None
+
+        observations = None
+        if all(ep.observations is not None for ep in episodes):
+            observations = stack_observations([o for ep in episodes for o in ep.observations])
         snapshots = None
         if all(ep.snapshots is not None for ep in episodes):
             snapshots = [s for ep in episodes for s in ep.snapshots]
@@ -194,7 +268,10 @@ class EpisodeBatch:
             critical=from_infos(keys.CRITICAL, bool),
             state_ids=from_infos(keys.STATE_ID, np.int64),
             anchors=from_infos(keys.ANCHOR, np.int64),
-            values=values,
+            observations=observations,
+            log_probs=per_step("log_probs"),
+            entropies=per_step("entropies"),
+            values=per_step("values"),
             truncated=np.array([ep.truncated for ep in episodes], dtype=bool),
             bootstrap_values=np.array([ep.bootstrap_value for ep in episodes], dtype=np.float64),
             snapshots=snapshots,
@@ -218,6 +295,8 @@ def collect_episodes(
     The episodes of a group start from the same initial state: each is reset with the group's
     seed, so a group shares its initial state and the environment's random stream (common random
     numbers); only the policy's choices, drawn from a generator seeded by ``seed``, differ.
+    The batch has the observations and the annotations of the infos; ``policy`` returns only
+    actions, so it has no log-probabilities or entropies.
 
     Args:
         env: a Gymnasium environment (annotated, for estimators that need annotations).
@@ -233,13 +312,14 @@ def collect_episodes(
     for g, group_seed in enumerate(group_seeds):
         for _ in range(group_size):
             obs, info = env.reset(seed=int(group_seed))
-            ep = Episode(group=g, snapshots=[] if keep_snapshots else None)
+            ep = Episode(group=g, observations=[], snapshots=[] if keep_snapshots else None)
             done = False
             while not done:
                 if keep_snapshots:
                     ep.snapshots.append((copy.deepcopy(env), obs, info))
                 action = policy(obs, info, rng)
                 ep.infos.append(info)
+                ep.observations.append(obs)
                 ep.actions.append(action)
                 obs, reward, terminated, truncated, info = env.step(action)
                 ep.rewards.append(float(reward))

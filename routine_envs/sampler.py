@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from routine_envs.episodes import EpisodeBatch
+from routine_envs.episodes import EpisodeBatch, stack_observations
 from routine_envs.oracle import TabularModel
 
 
@@ -56,6 +56,7 @@ class ModelSampler:
         #: ``critical`` of every ``state_id`` (its definition: the exact action gap above the
         #: tolerance; False on terminal states), shape ``(num_states,)``.
         self.critical = np.array(base.dynamics.critical_table())
+        self._observations: dict[int, Any] = {}
 
     def _draw_outcome(self, sa: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         if self.width == 1:
@@ -75,11 +76,33 @@ class ModelSampler:
             np.searchsorted(self.initial_cumulative, u, side="right"), self.model.num_states - 1
         )
 
+    PROVIDES = frozenset(
+        {"actions", "critical", "state_ids", "anchors", "log_probs", "entropies", "observations"}
+    )
+    """The batch fields :meth:`sample` can fill (observations on request)."""
+
+    def observations_of(self, state_ids: np.ndarray) -> np.ndarray:
+        """The observation of each ``state_id`` (computed once per state and kept), shape
+        ``(len(state_ids), *obs_shape)`` (an object array where observations do not stack)."""
+        dynamics = self.env.dynamics
+        for i in np.unique(state_ids).tolist():
+            if i not in self._observations:
+                self._observations[i] = dynamics.observe(dynamics.state_from_id(i))
+        return stack_observations([self._observations[i] for i in state_ids.tolist()])
+
     def sample(
-        self, policy: np.ndarray, num_groups: int, group_size: int, rng: np.random.Generator
+        self,
+        policy: np.ndarray,
+        num_groups: int,
+        group_size: int,
+        rng: np.random.Generator,
+        observations: bool = False,
     ) -> EpisodeBatch:
         """``num_groups * group_size`` episodes under the probability table ``policy``
-        (``(num_states, num_actions)``); the episodes of a group share their initial state."""
+        (``(num_states, num_actions)``); the episodes of a group share their initial state.
+
+        The batch has the annotations, the policy's log-probabilities and entropies (nats), and
+        with ``observations`` each step's observation (from the dynamics, per state)."""
         n = num_groups * group_size
         state = np.repeat(self.initial_states(num_groups, rng), group_size)
         alive = np.ones(n, dtype=bool)
@@ -102,14 +125,20 @@ class ModelSampler:
         states = np.stack(cols_s, axis=1)
         mask = states >= 0
         lengths = mask.sum(axis=1)
+        ids, actions = states[mask], np.stack(cols_a, axis=1)[mask]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            plogp = np.where(policy > 0, policy * np.log(policy), 0.0)
         return EpisodeBatch(
             rewards=np.stack(cols_r, axis=1)[mask],
             episode_starts=np.concatenate([[0], np.cumsum(lengths)]),
             groups=np.repeat(np.arange(num_groups), group_size),
-            actions=np.stack(cols_a, axis=1)[mask],
-            state_ids=states[mask],
-            anchors=self.env.dynamics.anchors_of(states[mask]),
-            critical=self.critical[states[mask]],
+            actions=actions,
+            state_ids=ids,
+            anchors=self.env.dynamics.anchors_of(ids),
+            critical=self.critical[ids],
+            observations=self.observations_of(ids) if observations else None,
+            log_probs=np.log(policy[ids, actions]),
+            entropies=-plogp.sum(axis=1)[ids],
         )
 
     def rollout_values(

@@ -22,6 +22,7 @@ For Diluted Doors under the uniform policy the SNRs have a closed form
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ __all__ = [
     "SNRComparison",
     "SNRResult",
     "TabularSoftmax",
+    "exact_policy_gradient",
     "fit_loglog",
     "floor_rows",
     "measure_snr",
@@ -154,14 +156,22 @@ def moment_statistics(
     q_crit: float,
     q_rout: float,
     metric: np.ndarray | None = None,
+    target: np.ndarray | None = None,
 ) -> dict[str, float]:
     """Moments from sums over ``n`` groups: unbiased ``||E g||^2``, variance traces, SNR^2.
 
     ``metric`` (``M = J J^T``) measures norms in another parameter space ``theta = J^T x``
-    (a network's), the sums of squares ``q_*`` being given in that metric too."""
+    (a network's), the sums of squares ``q_*`` being given in that metric too. With the exact
+    gradient ``target`` (``grad J``) also the error of ``E g`` against it: ``relative_bias``
+    ``||E g - grad J|| / ||grad J||`` (its square without the plug-in bias ``tr Cov / n``;
+    0 where that is negative), ``cosine`` of ``E g`` and ``grad J`` (``E g . grad J`` over
+    ``sqrt(signal) ||grad J||``), and ``mse`` ``E ||g - grad J||^2``."""
+
+    def dot(x: np.ndarray, y: np.ndarray) -> float:
+        return float(x @ y) if metric is None else float(x @ metric @ y)
 
     def sq(x: np.ndarray) -> float:
-        return float(x @ x) if metric is None else float(x @ metric @ x)
+        return dot(x, x)
 
     mean, mean_c = s_all / n, s_crit / n
     mean_r = mean - mean_c
@@ -169,7 +179,20 @@ def moment_statistics(
     var_c = (q_crit - n * sq(mean_c)) / (n - 1)
     var_r = (q_rout - n * sq(mean_r)) / (n - 1)
     signal = sq(mean) - var / n
+    errors = {}
+    if target is not None:
+        norm2 = sq(target)
+        bias2 = sq(mean - target) - var / n
+        errors = {
+            "relative_bias": math.sqrt(max(bias2, 0.0) / norm2) if norm2 > 0 else math.inf,
+            "cosine": dot(mean, target) / math.sqrt(signal * norm2)
+            if signal > 0 and norm2 > 0
+            else 0.0,
+            "mse": q_all / n - 2 * dot(mean, target) + norm2,
+            "gradient_norm": math.sqrt(norm2),
+        }
     return {
+        **errors,
         "signal": signal,
         "variance": var,
         "critical_variance": var_c,
@@ -192,6 +215,10 @@ class SNRResult:
             covariances of the parts of ``g`` from critical and from routine steps;
             ``cross_variance``: the rest (twice their cross-covariance trace).
         num_groups, group_size: the sample.
+        relative_bias, cosine, mse (each with ``_low``/``_high``, 95% jackknife intervals):
+            the error of ``E g`` against the exact policy gradient ``grad J`` (see
+            :func:`moment_statistics`; ``mse`` for a batch of one group); ``gradient_norm`` is
+            ``||grad J||``. ``None`` where the exact gradient was not computed.
     """
 
     estimator: str
@@ -206,6 +233,16 @@ class SNRResult:
     cross_variance: float
     num_groups: int
     group_size: int
+    relative_bias: float | None = None
+    relative_bias_low: float | None = None
+    relative_bias_high: float | None = None
+    cosine: float | None = None
+    cosine_low: float | None = None
+    cosine_high: float | None = None
+    mse: float | None = None
+    mse_low: float | None = None
+    mse_high: float | None = None
+    gradient_norm: float | None = None
 
     def as_row(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -298,6 +335,33 @@ class _BatchScores:
         return float(np.einsum("ij,ij->", dense @ metric, dense))
 
 
+SAMPLER_SOURCE = "the SNR lab (episodes sampled from the exact model, no live env snapshots)"
+
+
+def exact_policy_gradient(env: Any, policy: TabularSoftmax) -> np.ndarray:
+    """The exact gradient of ``J = E[R]`` (undiscounted) with respect to ``policy``'s logits,
+    shape ``(policy.num_params,)`` (row-major ``(row, action)``): for each state
+    ``d(s) pi(a|s) A^pi(s, a)`` (``d`` the expected visits per episode, ``A^pi`` the exact
+    advantage from the oracle), added up over the states that share a row."""
+    from routine_envs.oracle import occupancy
+
+    base = env.unwrapped
+    probs = policy.probs()
+    visits = occupancy(base.model(), probs)
+    per_state = visits[:, None] * probs * base.oracle(probs).advantage
+    out = np.zeros_like(policy.logits)
+    np.add.at(out, policy.row_of_state, per_state)
+    return out.ravel()
+
+
+def _advantages(estimator: credit.AdvantageEstimator, batch: EpisodeBatch) -> np.ndarray:
+    """The estimator's advantages on ``batch``, calling it on one group at a time unless it
+    declares ``group_independent`` (so pooling over its input cannot inflate its SNR)."""
+    if credit.is_group_independent(estimator):
+        return estimator(batch).advantages
+    return np.concatenate([estimator(group).advantages for group in batch.split_groups()])
+
+
 def measure_snr(
     env: Any,
     policy: TabularSoftmax,
@@ -310,8 +374,15 @@ def measure_snr(
     sampler: ModelSampler | None = None,
     progress: Callable[[int], None] | None = None,
     metric: np.ndarray | None = None,
+    exact_gradient: bool | np.ndarray = True,
+    values: np.ndarray | None = None,
 ) -> SNRComparison:
-    """Gradient SNR of each estimator on the same ``num_groups`` groups of episodes.
+    """Gradient SNR (and, against the exact gradient, bias, cosine and MSE) of each estimator
+    on the same ``num_groups`` groups of episodes.
+
+    A batch is one group: an estimator that does not declare ``group_independent`` is called
+    on one group at a time (see :class:`~routine_envs.credit.AdvantageEstimator`); chunking
+    is then invisible to it.
 
     Args:
         env: an environment of the suite (its exact model is sampled).
@@ -330,6 +401,14 @@ def measure_snr(
             network's logits (flattened ``(state, action)``) with respect to its ``P``
             parameters: SNRs are then those of the network's gradient ``J^T g`` (``policy``
             must then be per state, with the network's log-probabilities as logits).
+        exact_gradient: ``True`` computes ``grad J`` (:func:`exact_policy_gradient`) for the
+            bias columns, ``False`` skips them, an array ``(policy.num_params,)`` is used as is.
+        values: a value per ``state_id`` (e.g. the exact ``V^pi``), shape ``(num_states,)``,
+            given to the estimators as the batch's ``values`` (for ``gae``).
+
+    Raises:
+        ValueError: too few groups for the blocks, or an estimator that requires a batch field
+            the lab cannot provide (named).
     """
     if num_groups < 2 * num_blocks:
         raise ValueError(
@@ -342,16 +421,30 @@ def measure_snr(
         name: est if hasattr(est, "requires") else est(sampler, probs)
         for name, est in estimators.items()
     }
+    provided = sampler.PROVIDES | ({"values"} if values is not None else set())
+    for estimator in built.values():
+        credit.check_provides(estimator, frozenset(provided), SAMPLER_SOURCE)
+    with_observations = any("observations" in est.requires for est in built.values())
+    if isinstance(exact_gradient, bool):
+        target = exact_policy_gradient(env, policy) if exact_gradient else None
+    else:
+        target = np.asarray(exact_gradient, dtype=np.float64)
+        if target.shape != (policy.num_params,):
+            raise ValueError(
+                f"exact_gradient must have shape ({policy.num_params},), got {target.shape}"
+            )
     moments = {name: _Moments(num_blocks, policy.num_params) for name in built}
     block_edges = np.linspace(0, num_groups, num_blocks + 1).astype(int)
     done = 0
     while done < num_groups:
         block = int(np.searchsorted(block_edges, done, side="right") - 1)
         count = min(chunk_groups, num_groups - done, block_edges[block + 1] - done)
-        batch = sampler.sample(probs, count, group_size, rng)
+        batch = sampler.sample(probs, count, group_size, rng, observations=with_observations)
+        if values is not None:
+            batch = dataclasses.replace(batch, values=np.asarray(values)[batch.state_ids])
         scores = _BatchScores(batch, probs, policy, group_size)
         for name, estimator in built.items():
-            adv = estimator(batch).advantages
+            adv = _advantages(estimator, batch)
             moments[name].add(block, *scores.moments(adv, metric), count)
         done += count
         if progress is not None:
@@ -359,32 +452,32 @@ def measure_snr(
 
     results, leave_out = {}, {}
     for name, m in moments.items():
-        full = moment_statistics(
-            m.n.sum(),
-            m.s_all.sum(0),
-            m.s_crit.sum(0),
-            m.q_all.sum(),
-            m.q_crit.sum(),
-            m.q_rout.sum(),
-            metric,
-        )
-        drops = []
-        for b in range(num_blocks):
-            keep = np.arange(num_blocks) != b
-            drops.append(
-                moment_statistics(
-                    m.n[keep].sum(),
-                    m.s_all[keep].sum(0),
-                    m.s_crit[keep].sum(0),
-                    m.q_all[keep].sum(),
-                    m.q_crit[keep].sum(),
-                    m.q_rout[keep].sum(),
-                    metric,
-                )["snr_power"]
+
+        def stats(keep: np.ndarray, m: _Moments = m) -> dict[str, float]:
+            return moment_statistics(
+                m.n[keep].sum(),
+                m.s_all[keep].sum(0),
+                m.s_crit[keep].sum(0),
+                m.q_all[keep].sum(),
+                m.q_crit[keep].sum(),
+                m.q_rout[keep].sum(),
+                metric,
+                target,
             )
-        leave_out[name] = (full["snr_power"], np.array(drops))
+
+        full = stats(np.ones(num_blocks, dtype=bool))
+        drops = [stats(np.arange(num_blocks) != b) for b in range(num_blocks)]
+        powers = np.array([d["snr_power"] for d in drops])
+        leave_out[name] = (full["snr_power"], powers)
         amp = _amplitude(full["snr_power"])
-        low, high = _jackknife(np.sqrt(np.clip(drops, 0, None)), amp)
+        low, high = _jackknife(np.sqrt(np.clip(powers, 0, None)), amp)
+        errors: dict[str, float | None] = {}
+        if target is not None:
+            for key in ("relative_bias", "cosine", "mse"):
+                k_low, k_high = _jackknife(np.array([d[key] for d in drops]), full[key])
+                errors.update({key: full[key], f"{key}_low": k_low, f"{key}_high": k_high})
+            errors["relative_bias_low"] = max(errors["relative_bias_low"], 0.0)
+            errors["gradient_norm"] = full["gradient_norm"]
         results[name] = SNRResult(
             estimator=name,
             snr=amp,
@@ -398,6 +491,7 @@ def measure_snr(
             cross_variance=full["cross_variance"],
             num_groups=num_groups,
             group_size=group_size,
+            **errors,
         )
     ratios = {}
     names = list(results)

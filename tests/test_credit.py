@@ -182,7 +182,7 @@ def test_registry_and_make_estimator():
         credit.make_estimator("ppo")
     with pytest.raises(ValueError, match="bad arguments"):
         credit.make_estimator("gae", lam=0.9)
-    with pytest.raises(ValueError, match="neither"):
+    with pytest.raises(ValueError, match="not an advantage estimator"):
         credit.make_estimator(42)
 
 
@@ -326,7 +326,7 @@ def test_build_estimator_from_context():
         credit.build_estimator("gigpo", context, lam=1.0)
     with pytest.raises(ValueError, match="exact model"):
         credit.build_estimator("oracle", credit.EstimatorContext(env=object(), policy_table=table))
-    with pytest.raises(ValueError, match="not build an AdvantageEstimator"):
+    with pytest.raises(ValueError, match="not an advantage estimator"):
         credit.build_estimator(dict, context)
 
 

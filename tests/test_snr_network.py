@@ -7,6 +7,7 @@ import pytest
 import torch as th
 
 from baselines.experiments.snr_network import sweep as snr_network
+from baselines.lib import network
 from routine_envs import snr
 from routine_envs.envs import DilutedDoorsEnv
 from routine_envs.sampler import ModelSampler
@@ -14,8 +15,8 @@ from routine_envs.sampler import ModelSampler
 
 def test_jacobian_route_equals_autograd_gradient():
     env = DilutedDoorsEnv(routine_length=2)
-    policy = snr_network.network_policy(env, [16], seed=0)
-    logits, jac = snr_network.logits_and_jacobian(policy, env)
+    policy = network.network_policy(env, [16], seed=0)
+    logits, jac = network.logits_and_jacobian(policy, env)
     log_probs = logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)
     tab = snr.TabularSoftmax.per_state(env.num_states, 3, logits=log_probs)
     batch = ModelSampler(env).sample(tab.probs(), 5, 1, np.random.default_rng(0))
@@ -23,7 +24,7 @@ def test_jacobian_route_equals_autograd_gradient():
     scores = snr._BatchScores(batch, tab.probs(), tab, group_size=1)
     s_all, *_ = scores.moments(adv)
     via_jacobian = jac.T @ s_all  # sum over groups of J^T g_k
-    actor = snr_network._Actor(policy)
+    actor = network.Actor(policy)
     obs = th.as_tensor(
         np.stack([env.dynamics.observe(env.model().states[int(s)]) for s in batch.state_ids]),
         dtype=th.float32,

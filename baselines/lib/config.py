@@ -16,6 +16,8 @@ from typing import Any
 
 import yaml
 
+from routine_envs.plugins import Spec, parse_spec
+
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 TURN_LEVEL_METHODS = ("ppo",)
 """Methods trained by SB3's own PPO (MaskablePPO where the env has action masks)."""
@@ -51,10 +53,37 @@ def _ppo_keys() -> set[str]:
 
 
 def known_methods() -> list[str]:
-    """``ppo`` plus every estimator name (trained by ``TrajectoryAdvantagePPO``)."""
+    """``ppo`` plus every built-in estimator name (trained by ``TrajectoryAdvantagePPO``); any
+    import path ``package.module:Name`` of an estimator is a method too (:func:`check_method`)."""
     from routine_envs.credit import ESTIMATORS
 
     return [*TURN_LEVEL_METHODS, *sorted(ESTIMATORS)]
+
+
+def method_spec(method: str) -> Spec:
+    """``method`` parsed: a built-in name or an import path, with optional JSON arguments
+    (``'gigpo{"omega": 0.5}'``, ``'my_lab.est:Scaled{"scale": 0.7}'``)."""
+    return parse_spec(method, "method")
+
+
+def check_method(method: str) -> Spec:
+    """The parsed ``method`` if it names ``ppo``, a built-in estimator or an importable
+    estimator (the import is done here, so a bad one fails before any training); else
+    ``ValueError`` naming it."""
+    spec = method_spec(method)
+    if spec.target in TURN_LEVEL_METHODS:
+        if spec.kwargs:
+            raise ValueError(f"method {method!r}: ppo takes no estimator arguments")
+        return spec
+    from routine_envs import credit
+
+    try:
+        credit.resolve_estimator(spec.target)
+    except ValueError as err:
+        if spec.is_import_path:
+            raise
+        raise ValueError(f"unknown method {method!r}; known: {known_methods()} {err}") from None
+    return spec
 
 
 def config_path(env_id: str) -> Path:
@@ -72,9 +101,14 @@ def _sections(data: dict[str, Any], where: str) -> dict[str, dict[str, Any]]:
     allowed = _ppo_keys() | EXTRA_KEYS
     sections = {"common": data.get("common") or {}}
     for name, section in (data.get("methods") or {}).items():
-        if name not in known_methods():
+        try:
+            target = check_method(name).target
+        except ValueError as err:
+            raise ValueError(f"{where}: under 'methods': {err}") from None
+        if target != name:
             raise ValueError(
-                f"{where}: unknown method {name!r} under 'methods'; known: {known_methods()}"
+                f"{where}: under 'methods', {name!r} has arguments: give them as "
+                f"estimator_kwargs of {target!r}"
             )
         sections[f"methods.{name}"] = section or {}
     for key, section in sections.items():
@@ -88,14 +122,16 @@ def _sections(data: dict[str, Any], where: str) -> dict[str, dict[str, Any]]:
 
 def load_hyperparameters(env_id: str, method: str, path: Path | None = None) -> dict[str, Any]:
     """The settings of ``method`` on ``env_id``: :data:`DEFAULT_CONFIG` overridden by the file
-    at ``path`` (default: ``baselines/configs/<env_id>.yml`` when it exists).
+    at ``path`` (default: ``baselines/configs/<env_id>.yml`` when it exists). ``method`` may
+    carry JSON arguments (:func:`method_spec`): its section is that of the name or import path
+    before them, and the arguments override its ``estimator_kwargs`` key by key.
 
     Raises:
         ValueError: an unknown method, a ``path`` given that does not exist, or a key that is
             neither a ``PPO`` argument nor one of :data:`EXTRA_KEYS` (the file and key named).
     """
-    if method not in known_methods():
-        raise ValueError(f"unknown method {method!r}; known: {known_methods()}")
+    spec = check_method(method)
+    method = spec.target
     layers = [_sections(DEFAULT_CONFIG, "the default config")]
     if path is not None and not path.exists():
         raise ValueError(f"no hyperparameter file at {path}")
@@ -106,4 +142,6 @@ def load_hyperparameters(env_id: str, method: str, path: Path | None = None) -> 
     for section in ("common", f"methods.{method}"):
         for layer in layers:
             merged.update(layer.get(section, {}))
+    if spec.kwargs:
+        merged["estimator_kwargs"] = {**(merged.get("estimator_kwargs") or {}), **spec.kwargs}
     return merged

@@ -43,25 +43,42 @@ def versions() -> dict[str, str | None]:
     }
 
 
-def estimator_identity(method: str, kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``{"name", "kwargs", "code"}`` of the estimator behind ``method``: ``code`` is the
-    fingerprint of the estimator class (``ppo``, SB3's own, is covered by the SB3 version)."""
-    if method in TURN_LEVEL_METHODS:
-        return {"name": method, "kwargs": {}, "code": "stable_baselines3"}
-    from routine_envs import credit
+def estimator_code(target: str) -> str:
+    """The fingerprint of the code behind an estimator name or import path: the class of a
+    built-in estimator; for outside code (``package.module:Name``) the whole source of its
+    module, so an edit of a helper function beside the class makes a new run key too."""
+    from routine_envs import credit, plugins
 
-    cls = credit.estimator_class(method)
-    return {"name": method, "kwargs": dict(kwargs or {}), "code": code_fingerprint(cls)}
+    obj = credit.resolve_estimator(target)
+    if plugins.is_import_path(target):
+        return code_fingerprint(inspect.getmodule(obj) or obj)
+    return code_fingerprint(obj)
+
+
+def estimator_identity(method: str, kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``{"name", "kwargs", "code"}`` of the estimator behind ``method`` (a name or import
+    path, optionally with JSON arguments that override ``kwargs``): ``code`` is
+    :func:`estimator_code` (``ppo``, SB3's own, is covered by the SB3 version)."""
+    from routine_envs import plugins
+
+    spec = plugins.parse_spec(method, "method")
+    if spec.target in TURN_LEVEL_METHODS:
+        return {"name": method, "kwargs": {}, "code": "stable_baselines3"}
+    merged = {**dict(kwargs or {}), **spec.kwargs}
+    return {"name": spec.target, "kwargs": merged, "code": estimator_code(spec.target)}
 
 
 def method_label(method: str, kwargs: dict[str, Any] | None = None) -> str:
-    """How tables and plots name ``method`` with these estimator arguments: the estimator's
-    ``label`` where it has one (GiGPO grouping by the privileged ``state_id`` says so), else
-    the method name."""
-    if method in TURN_LEVEL_METHODS:
-        return method
-    from routine_envs import credit
+    """How tables and plots name ``method`` with these estimator arguments: the spec as written
+    where it has JSON arguments or names outside code; else the estimator's ``label`` where it
+    has one (GiGPO grouping by the privileged ``state_id`` says so), else the method name."""
+    from routine_envs import credit, plugins
 
+    spec = plugins.parse_spec(method, "method")
+    if spec.target in TURN_LEVEL_METHODS:
+        return method
+    if spec.kwargs or spec.is_import_path:
+        return spec.text
     cls = credit.estimator_class(method)
     if not isinstance(inspect.getattr_static(cls, "label", None), property):
         return method

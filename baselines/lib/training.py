@@ -30,7 +30,7 @@ from stable_baselines3.common.env_util import make_vec_env
 
 import routine_envs
 from baselines.lib import cli
-from baselines.lib.config import TURN_LEVEL_METHODS, known_methods, load_hyperparameters
+from baselines.lib.config import TURN_LEVEL_METHODS, check_method, load_hyperparameters
 from baselines.lib.envs import check_env_kwargs
 from baselines.lib.stats import first_crossing
 from baselines.lib.trajectory_ppo import TrajectoryAdvantagePPO, maskable_classes, policy_table
@@ -47,7 +47,13 @@ class TrainArgs:
     env_kwargs: dict[str, Any] = field(
         default_factory=dict, metadata={"help": "gym.make keyword arguments (JSON)"}
     )
-    method: str = field(default="ppo", metadata={"help": "'ppo' or an estimator name"})
+    method: str = field(
+        default="ppo",
+        metadata={
+            "help": "'ppo', an estimator name, or an import path 'package.module:Name' of your "
+            "own estimator; either may end with JSON arguments, e.g. 'gigpo{\"omega\": 0.5}'"
+        },
+    )
     seed: int = field(default=0, metadata={"help": "seed of the algorithm and the envs", "min": 0})
     total_timesteps: int = field(default=50_000, metadata={"help": "environment steps", "min": 1})
     eval_every: int = field(default=2_000, metadata={"help": "steps between evaluations", "min": 1})
@@ -214,8 +220,7 @@ def build(args: TrainArgs) -> tuple[Any, gym.Env, dict[str, Any]]:
     check_env_kwargs(args.env_id, args.env_kwargs)  # the id, then the kwargs' names
     if args.seed < 0:
         raise ValueError(f"--seed must be >= 0, got {args.seed}")
-    if args.method not in known_methods():
-        raise ValueError(f"unknown method {args.method!r}; known: {known_methods()}")
+    spec = check_method(args.method)
     for name in ("total_timesteps", "eval_every", "eval_episodes"):
         if getattr(args, name) < 1:
             raise ValueError(f"{name} must be >= 1, got {getattr(args, name)}")
@@ -233,7 +238,7 @@ def build(args: TrainArgs) -> tuple[Any, gym.Env, dict[str, Any]]:
     common = dict(seed=args.seed, device="cpu", verbose=0, **params)
     if args.tensorboard and args.out is not None:
         common["tensorboard_log"] = str(args.out / "tensorboard")
-    if args.method in TURN_LEVEL_METHODS:
+    if spec.target in TURN_LEVEL_METHODS:
         if masked:
             from sb3_contrib import MaskablePPO
 
@@ -245,7 +250,7 @@ def build(args: TrainArgs) -> tuple[Any, gym.Env, dict[str, Any]]:
     else:
         cls = maskable_classes()[0] if masked else TrajectoryAdvantagePPO
         algo = cls(
-            "MlpPolicy", venv, estimator=args.method, estimator_kwargs=estimator_kwargs, **common
+            "MlpPolicy", venv, estimator=spec.target, estimator_kwargs=estimator_kwargs, **common
         )
     return algo, eval_env, {"n_envs": n_envs, **hyper}
 

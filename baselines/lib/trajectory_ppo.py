@@ -70,6 +70,14 @@ def policy_table(policy: Any, env: gym.Env) -> np.ndarray:
     return table
 
 
+TRAINER_PROVIDES = frozenset(
+    {"actions", "observations", "log_probs", "entropies", "values", "snapshots"}
+    | set(credit.INFO_KEY_OF_FIELD)
+)
+"""The batch fields :class:`TrajectoryAdvantagePPO` gives its estimator (the annotations where
+the env's ``info`` has them: checked separately)."""
+
+
 class _TorchRolloutPolicy:
     """The SB3 policy as a batched sampler for Monte-Carlo rollouts: ``(obs, infos) -> actions``."""
 
@@ -196,10 +204,12 @@ class _TrajectoryAdvantageMixin:
                 f"estimator {self.estimator.name!r} needs info keys {missing}, which "
                 f"{probe.unwrapped.__class__.__name__} does not provide"
             )
+        credit.check_provides(self.estimator, TRAINER_PROVIDES, "TrajectoryAdvantagePPO")
         if not self.estimator.trains_critic:
             self.vf_coef = 0.0
         self._group_seeds = np.random.default_rng(self.seed)
         self._wants_snapshots = "snapshots" in self.estimator.requires
+        self._wants_entropies = "entropies" in self.estimator.requires
 
     def estimator_context(self) -> credit.EstimatorContext:
         """What this learner offers an estimator: its first member env, the current policy's
@@ -234,6 +244,13 @@ class _TrajectoryAdvantageMixin:
                 values = th.zeros(len(obs))
         return actions.cpu().numpy(), values.cpu().numpy(), log_probs.cpu().numpy()
 
+    def _entropies(self, obs: np.ndarray, masks: np.ndarray | None) -> np.ndarray:
+        """The entropy (nats) of the policy's action distribution at each observation."""
+        kwargs = {"action_masks": masks} if masks is not None else {}
+        with th.no_grad():
+            dist = self.policy.get_distribution(obs_as_tensor(obs, self.device), **kwargs)
+            return dist.entropy().cpu().numpy()
+
     def _collect_group(self, callback: BaseCallback) -> tuple[list[Episode], list[dict], bool]:
         """One group: every member env reset with the same seed, stepped until all finish."""
         members = self.env.envs
@@ -243,8 +260,16 @@ class _TrajectoryAdvantageMixin:
             o, info = member.reset(seed=seed)
             obs.append(o)
             infos.append(info)
-            episodes.append(Episode(values=[], snapshots=[] if self._wants_snapshots else None))
-            records.append({"obs": [], "log_probs": [], "masks": []})
+            episodes.append(
+                Episode(
+                    values=[],
+                    observations=[],
+                    log_probs=[],
+                    entropies=[] if self._wants_entropies else None,
+                    snapshots=[] if self._wants_snapshots else None,
+                )
+            )
+            records.append({"masks": []})
         active = list(range(len(members)))
         while active:
             batch_obs = np.stack([obs[i] for i in active])
@@ -252,6 +277,7 @@ class _TrajectoryAdvantageMixin:
             if self._masked:
                 masks = np.stack([members[i].unwrapped.action_masks() for i in active])
             actions, values, log_probs = self._forward(batch_obs, masks)
+            entropies = self._entropies(batch_obs, masks) if self._wants_entropies else None
             still = []
             for k, i in enumerate(active):
                 ep, rec = episodes[i], records[i]
@@ -260,8 +286,10 @@ class _TrajectoryAdvantageMixin:
                     if self._masked:
                         info["action_mask"] = masks[k]
                     ep.snapshots.append((copy.deepcopy(members[i]), obs[i], info))
-                rec["obs"].append(obs[i])
-                rec["log_probs"].append(log_probs[k])
+                ep.observations.append(obs[i])
+                ep.log_probs.append(float(log_probs[k]))
+                if entropies is not None:
+                    ep.entropies.append(float(entropies[k]))
                 if masks is not None:
                     rec["masks"].append(masks[k])
                 ep.infos.append(infos[i])
@@ -309,8 +337,8 @@ class _TrajectoryAdvantageMixin:
         result = self.estimator(batch)
         rollout_buffer.store_episodes(
             batch,
-            np.stack([o for rec in records for o in rec["obs"]]),
-            np.concatenate([rec["log_probs"] for rec in records]),
+            batch.observations,
+            batch.log_probs,
             result,
             self.estimator.trains_critic,
             np.concatenate([rec["masks"] for rec in records]) if self._masked else None,

@@ -61,7 +61,16 @@ class SweepArgs:
     )
     methods: list[str] = field(
         default_factory=lambda: ["ppo", "trajectory_mc"],
-        metadata={"help": "'ppo' and/or estimator names"},
+        metadata={
+            "help": "'ppo', estimator names and/or import paths 'package.module:Name' of your "
+            "own estimators (each may end with JSON arguments); see docs/estimators.md"
+        },
+    )
+    config: Path | None = field(
+        default=None,
+        metadata={
+            "help": "hyperparameter YAML for this sweep instead of baselines/configs/<env id>.yml"
+        },
     )
     seeds: list[int] = field(
         default_factory=lambda: [0, 1, 2], metadata={"help": "seeds", "min": 0}
@@ -126,7 +135,7 @@ def plan(args: SweepArgs) -> list[dict[str, Any]]:
     import gymnasium as gym
 
     import routine_envs
-    from baselines.lib.config import known_methods, load_hyperparameters
+    from baselines.lib.config import load_hyperparameters
     from baselines.lib.envs import check_env_kwargs
 
     gym.register_envs(routine_envs)
@@ -137,9 +146,7 @@ def plan(args: SweepArgs) -> list[dict[str, Any]]:
     if any(seed < 0 for seed in args.seeds):
         raise ValueError(f"seeds must be >= 0, got {args.seeds}")
     for method in args.methods:
-        if method not in known_methods():
-            raise ValueError(f"unknown method {method!r}; known: {known_methods()}")
-        load_hyperparameters(args.env_id, method)  # a bad YAML key fails here
+        load_hyperparameters(args.env_id, method, args.config)  # a bad key fails here
     if args.budget_episodes < 1 or args.eval_points < 1 or args.workers < 1:
         raise ValueError("budget_episodes, eval_points and workers must be >= 1")
     from routine_envs.registration import entry
@@ -181,8 +188,9 @@ def make_jobs(
     from baselines.lib.config import load_hyperparameters
 
     per_method = {}
+    config = getattr(args, "config", None)
     for method in args.methods:
-        hyper = load_hyperparameters(args.env_id, method)
+        hyper = load_hyperparameters(args.env_id, method, config)
         kwargs = hyper.get("estimator_kwargs") or {}
         per_method[method] = {
             "label": provenance.method_label(method, kwargs),
@@ -214,6 +222,7 @@ def make_jobs(
                         "eval_points": args.eval_points,
                         "target": args.target_success,
                         **per_method[method],
+                        "config": None if config is None else str(config),
                         "versions": versions,
                     }
                 )
@@ -236,6 +245,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
             total_timesteps=job["budget"],
             eval_every=job["eval_every"],
             target_success=job["target"],
+            config=None if job.get("config") is None else Path(job["config"]),
             progress=False,
         )
     )

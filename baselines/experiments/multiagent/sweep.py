@@ -52,7 +52,7 @@ class TeamSweepArgs(compare.SweepArgs):
 def plan(args: TeamSweepArgs) -> list[dict[str, Any]]:
     """Every run of the sweep, validated before any training starts (the records of the
     single-agent sweep's ``plan``; ``rho`` is the mean per-agent decision density)."""
-    from baselines.lib.config import known_methods, load_hyperparameters
+    from baselines.lib.config import load_hyperparameters
 
     compare.check_lists(args)
     if args.env_id not in TEAM_ENVS:
@@ -62,8 +62,6 @@ def plan(args: TeamSweepArgs) -> list[dict[str, Any]]:
     if any(seed < 0 for seed in args.seeds):
         raise ValueError(f"seeds must be >= 0, got {args.seeds}")
     for method in args.methods:
-        if method not in known_methods():
-            raise ValueError(f"unknown method {method!r}; known: {known_methods()}")
         load_hyperparameters(args.env_id, method)
     if args.budget_episodes < 1 or args.eval_points < 1 or args.workers < 1:
         raise ValueError("budget_episodes, eval_points and workers must be >= 1")

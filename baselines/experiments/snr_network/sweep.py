@@ -20,60 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch as th
-from stable_baselines3.common.policies import ActorCriticPolicy
-from torch.func import functional_call, jacrev
 
 from baselines.experiments.snr_network import analysis
 from baselines.lib import cli
+from baselines.lib.network import logits_and_jacobian, network_policy
 from baselines.lib.tables import format_table, write_csv
 from routine_envs import credit, snr
 from routine_envs.envs import DilutedDoorsEnv
-
-th.set_num_threads(1)
-
-
-def network_policy(env: DilutedDoorsEnv, net_arch: list[int], seed: int) -> ActorCriticPolicy:
-    """SB3's actor-critic MLP policy for ``env`` at initialization (seeded)."""
-    th.manual_seed(seed)
-    return ActorCriticPolicy(
-        env.observation_space, env.action_space, lambda _: 3e-4, net_arch=net_arch
-    )
-
-
-class _Actor(th.nn.Module):
-    """The actor path of an SB3 ``ActorCriticPolicy``: observation -> logits."""
-
-    def __init__(self, policy: ActorCriticPolicy) -> None:
-        super().__init__()
-        self.features = policy.pi_features_extractor
-        self.body = policy.mlp_extractor.policy_net
-        self.head = policy.action_net
-
-    def forward(self, obs: th.Tensor) -> th.Tensor:
-        return self.head(self.body(self.features(obs)))
-
-
-def logits_and_jacobian(
-    policy: ActorCriticPolicy,
-    env: DilutedDoorsEnv,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The logits of every ``state_id`` (shape ``(S, A)``) and their Jacobian with respect to
-    the actor's parameters, flattened to ``(S * A, P)``; unreachable and terminal ids: zeros."""
-    ids, observations = env.decision_observations()
-    obs = th.as_tensor(observations, dtype=th.float32)
-    actor = _Actor(policy)
-    params = {k: v.detach() for k, v in actor.named_parameters()}
-    with th.no_grad():
-        values = actor(obs).numpy().astype(np.float64)
-    jac = jacrev(lambda p: functional_call(actor, p, (obs,)))(params)
-    a = int(env.action_space.n)
-    flat = th.cat([j.reshape(len(ids) * a, -1) for j in jac.values()], dim=1).double().numpy()
-    out_logits = np.zeros((env.num_states, a))
-    out_logits[ids] = values
-    full = np.zeros((env.num_states * a, flat.shape[1]))
-    full[(ids[:, None] * a + np.arange(a)).ravel()] = flat
-    return out_logits, full
 
 
 def measure(
