@@ -164,8 +164,9 @@ def moment_statistics(
     (a network's), the sums of squares ``q_*`` being given in that metric too. With the exact
     gradient ``target`` (``grad J``) also the error of ``E g`` against it: ``relative_bias``
     ``||E g - grad J|| / ||grad J||`` (its square without the plug-in bias ``tr Cov / n``;
-    0 where that is negative), ``cosine`` of ``E g`` and ``grad J`` (``E g . grad J`` over
-    ``sqrt(signal) ||grad J||``), and ``mse`` ``E ||g - grad J||^2``."""
+    0 where that is negative; ``relative_bias_sq`` is the signed square), ``cosine`` of
+    ``E g`` and ``grad J`` (``E g . grad J`` over ``sqrt(signal) ||grad J||``), and ``mse``
+    ``E ||g - grad J||^2``."""
 
     def dot(x: np.ndarray, y: np.ndarray) -> float:
         return float(x @ y) if metric is None else float(x @ metric @ y)
@@ -184,6 +185,7 @@ def moment_statistics(
         norm2 = sq(target)
         bias2 = sq(mean - target) - var / n
         errors = {
+            "relative_bias_sq": bias2 / norm2 if norm2 > 0 else math.inf,
             "relative_bias": math.sqrt(max(bias2, 0.0) / norm2) if norm2 > 0 else math.inf,
             "cosine": dot(mean, target) / math.sqrt(signal * norm2)
             if signal > 0 and norm2 > 0
@@ -473,11 +475,19 @@ def measure_snr(
         low, high = _jackknife(np.sqrt(np.clip(powers, 0, None)), amp)
         errors: dict[str, float | None] = {}
         if target is not None:
-            for key in ("relative_bias", "cosine", "mse"):
+            for key in ("cosine", "mse"):
                 k_low, k_high = _jackknife(np.array([d[key] for d in drops]), full[key])
                 errors.update({key: full[key], f"{key}_low": k_low, f"{key}_high": k_high})
-            errors["relative_bias_low"] = max(errors["relative_bias_low"], 0.0)
-            errors["gradient_norm"] = full["gradient_norm"]
+            # the interval of the signed, unbiased squared bias, mapped to its square root
+            sq_low, sq_high = _jackknife(
+                np.array([d["relative_bias_sq"] for d in drops]), full["relative_bias_sq"]
+            )
+            errors.update(
+                relative_bias=full["relative_bias"],
+                relative_bias_low=math.sqrt(max(sq_low, 0.0)),
+                relative_bias_high=math.sqrt(max(sq_high, 0.0)),
+                gradient_norm=full["gradient_norm"],
+            )
         results[name] = SNRResult(
             estimator=name,
             snr=amp,

@@ -160,3 +160,27 @@ def plot_beyond(rows: list[dict], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=130)
     plt.close(fig)
+
+
+def plot_measure(rows: list[dict], path: Path, title: str) -> None:
+    """Each estimator's SNR per episode (left, log-log) and its relative bias against the
+    exact gradient (right), against rho, with 95% jackknife intervals."""
+    plt = pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for name in sorted({r["estimator"] for r in rows}):
+        sub = sorted((r for r in rows if r["estimator"] == name), key=lambda r: r["rho"])
+        errorbars(left, sub, "snr", "snr_low", "snr_high", label=name, ms=4)
+        errorbars(
+            right, sub, "relative_bias", "relative_bias_low", "relative_bias_high", label=name, ms=4
+        )
+    left.set_ylabel("gradient SNR per episode")
+    left.set_yscale("log")
+    right.set_ylabel("relative bias ||E g - grad J|| / ||grad J||")
+    for ax in (left, right):
+        ax.set_xscale("log")
+        ax.set_xlabel("decision density rho")
+        ax.legend(fontsize=7)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)

@@ -36,7 +36,7 @@ from baselines.experiments.snr_lab import analysis
 from baselines.lib import cli, provenance
 from baselines.lib.runner import run_resumable
 from baselines.lib.tables import write_csv
-from routine_envs import credit, snr
+from routine_envs import credit, plugins, snr
 from routine_envs.sampler import ModelSampler
 
 gym.register_envs(routine_envs)
@@ -110,11 +110,16 @@ SEED_OFFSETS = {"oracle": 1, "mc_rollout": 2}
 def lab_estimator(
     label: str, context: credit.EstimatorContext, exact: dict[str, float]
 ) -> credit.AdvantageEstimator:
-    """The estimator a lab label names (see :data:`LAB_ESTIMATORS`), built from ``context``;
+    """The estimator a lab label names (see :data:`LAB_ESTIMATORS`), else any spec that
+    :func:`routine_envs.credit.build_estimator` accepts (a name or an import path
+    ``package.module:Name``, optionally with JSON arguments), built from ``context``;
     ``exact`` holds ``J`` and ``std_R`` of the setting."""
     kind, _, arg = label.partition(":")
-    spec, kwargs = LAB_ESTIMATORS[kind](arg, exact) if kind in LAB_ESTIMATORS else (kind, {})
-    if kind in SEED_OFFSETS:
+    if kind in LAB_ESTIMATORS:
+        spec, kwargs = LAB_ESTIMATORS[kind](arg, exact)
+    else:
+        spec, kwargs, kind = label, {}, plugins.parse_spec(label, "estimator").target
+    if kind in SEED_OFFSETS and context.seed is not None:
         kwargs["seed"] = context.seed + SEED_OFFSETS[kind]
     return credit.build_estimator(spec, context, **kwargs)
 
@@ -177,14 +182,13 @@ def measure_setting(setting: dict[str, Any]) -> dict[str, Any]:
 
 
 def estimator_code(label: str) -> str:
-    """The fingerprint of the estimator class a lab label builds (see :data:`LAB_ESTIMATORS`)."""
+    """The fingerprint of the code a lab label builds (see :data:`LAB_ESTIMATORS`; outside
+    code: its whole module, :func:`baselines.lib.provenance.estimator_code`)."""
     kind, _, arg = label.partition(":")
-    spec = (
-        LAB_ESTIMATORS[kind](arg or "1", {"J": 0.5, "std_R": 0.5})[0]
-        if kind in LAB_ESTIMATORS
-        else kind
-    )
-    return provenance.code_fingerprint(credit.estimator_class(spec))
+    if kind in LAB_ESTIMATORS:
+        spec = LAB_ESTIMATORS[kind](arg or "1", {"J": 0.5, "std_R": 0.5})[0]
+        return provenance.code_fingerprint(credit.estimator_class(spec))
+    return provenance.estimator_code(plugins.parse_spec(label, "estimator").target)
 
 
 KEY_FIELDS = (

@@ -1,0 +1,419 @@
+"""The open lab: ``python -m baselines.snr_lab measure --env-id CodeFix-v1 --estimators ...``.
+
+Gradient SNR, exact relative bias, cosine to the exact gradient and MSE of any estimators
+(built-in names, lab labels such as ``trajectory_exact`` or ``oracle:0.5``, or import paths
+``package.module:Name`` of your own, each optionally with JSON arguments), on any registered
+environment with an exact model, at several values of its density keyword, under a chosen
+policy:
+
+- ``uniform`` (over the valid actions where the env has action masks);
+- ``random`` with JSON arguments ``{"seed": 3, "scale": 1.0}``: logits drawn ``N(0, scale^2)``
+  per state (masked where the env has masks);
+- a ``.npy`` file holding a table of action probabilities ``(num_states, num_actions)``;
+- a ``.zip`` of a trained SB3 policy: the network's gradient through its Jacobian (norms in
+  the metric ``J J^T``; envs without action masks).
+
+One job per density value, each measuring every estimator on the same episodes sampled from the
+exact model; results go to ``<out>/results.jsonl`` (resumable), then ``measure.csv``,
+``measure.png`` and ``summary.json``. Estimators that need values (``gae``) get the exact
+``V^pi``: named so in the output (``values: exact V^pi``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import routine_envs
+from baselines.experiments.snr_lab import analysis
+from baselines.experiments.snr_lab.sweep import estimator_code, lab_estimator
+from baselines.lib import cli, provenance
+from baselines.lib.runner import run_resumable
+from baselines.lib.tables import format_table, write_csv
+from routine_envs import credit, plugins, snr
+from routine_envs.sampler import ModelSampler
+
+gym.register_envs(routine_envs)
+
+POLICY_KINDS = ("uniform", "random")
+PILOT_EPISODES = 4096
+"""Episodes of a separate pilot sample that estimates ``std(R)`` (the unit of ``oracle:C``'s
+noise, ``sigma = C std(R)``)."""
+
+
+@dataclass
+class MeasureArgs:
+    """Gradient SNR, exact bias, cosine and MSE of any estimators on any environment."""
+
+    env_id: str = field(
+        default="DilutedDoors-v1",
+        metadata={"help": "registered env id with an exact model"},
+    )
+    env_kwargs: dict[str, Any] = field(
+        default_factory=dict, metadata={"help": "fixed gym.make keyword arguments (JSON)"}
+    )
+    routine_lengths: list[int] = field(
+        default_factory=lambda: [0, 3, 15],
+        metadata={
+            "help": "values of the env's density keyword (routine_length for Diluted Doors and "
+            "CodeFix, corridor_length for RoutineGrid)",
+            "min": 0,
+        },
+    )
+    estimators: list[str] = field(
+        default_factory=lambda: ["trajectory_mc", "rloo", "gigpo", "oracle", "gae"],
+        metadata={
+            "help": "estimator names, lab labels (trajectory_exact, oracle:C, mc_rollout:K) or "
+            "import paths 'package.module:Name', each optionally with JSON arguments"
+        },
+    )
+    reference: str = field(
+        default="",
+        metadata={"help": "the estimator SNR ratios are taken against (default: the first)"},
+    )
+    policy: str = field(
+        default="uniform",
+        metadata={
+            "help": "the policy whose gradient is estimated: 'uniform', "
+            '\'random{"seed": 0, "scale": 1.0}\', a .npy probability table or an SB3 .zip'
+        },
+    )
+    episodes: int = field(default=40_000, metadata={"help": "episodes per setting", "min": 1})
+    group_size: int = field(default=8, metadata={"help": "episodes per group", "min": 2})
+    seed: int = field(default=0, metadata={"help": "seed of the episodes and critics", "min": 0})
+    workers: int = field(default=2, metadata={"help": "settings measured in parallel", "min": 1})
+    out: Path = field(default=Path("results/snr/measure"), metadata={"help": "output folder"})
+
+
+# ------------------------------------------------------------------------------- policies
+def file_digest(path: Path) -> str:
+    """A short hash of a file's bytes (a saved policy is part of a setting's identity)."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def policy_identity(text: str) -> dict[str, Any]:
+    """What the policy spec ``text`` stands for in a run key: the spec, and a file's hash."""
+    spec = plugins.parse_spec(text, "--policy")
+    if spec.target in POLICY_KINDS:
+        return {"spec": spec.text}
+    path = Path(spec.target)
+    if path.suffix not in (".npy", ".zip"):
+        raise ValueError(
+            f"--policy {text!r}: expected 'uniform', 'random{{...}}', a .npy table or an SB3 .zip"
+        )
+    if not path.is_file():
+        raise ValueError(f"--policy {text!r}: no file at {path}")
+    return {"spec": spec.text, "sha256": file_digest(path)}
+
+
+def masked_logits(env: Any, logits: np.ndarray) -> np.ndarray:
+    """``logits`` with the invalid actions of each state at ``-inf`` where the env has masks
+    (states without a valid action are left alone: they are never decided)."""
+    if not env.has_action_masks:
+        return logits
+    mask = env.dynamics.mask_table()
+    decided = mask.any(axis=1)
+    return np.where(~mask & decided[:, None], -np.inf, logits)
+
+
+def lab_policy(env: Any, text: str) -> tuple[snr.TabularSoftmax, np.ndarray | None]:
+    """The per-state softmax policy ``text`` names (see the module docstring) and, for an SB3
+    network, the metric ``J J^T`` of its logits' Jacobian."""
+    spec = plugins.parse_spec(text, "--policy")
+    num_states, num_actions = env.num_states, env.num_actions
+    if spec.target == "uniform":
+        if spec.kwargs:
+            raise ValueError(f"--policy {text!r}: 'uniform' takes no arguments")
+        logits = np.zeros((num_states, num_actions))
+        return snr.TabularSoftmax.per_state(
+            num_states, num_actions, masked_logits(env, logits)
+        ), None
+    if spec.target == "random":
+        unknown = set(spec.kwargs) - {"seed", "scale"}
+        if unknown:
+            raise ValueError(f"--policy {text!r}: unknown arguments {sorted(unknown)}")
+        rng = np.random.default_rng(int(spec.kwargs.get("seed", 0)))
+        scale = float(spec.kwargs.get("scale", 1.0))
+        logits = scale * rng.standard_normal((num_states, num_actions))
+        return snr.TabularSoftmax.per_state(
+            num_states, num_actions, masked_logits(env, logits)
+        ), None
+    policy_identity(text)  # the file exists and has a known suffix
+    path = Path(spec.target)
+    if path.suffix == ".npy":
+        table = np.load(path)
+        if table.shape != (num_states, num_actions):
+            raise ValueError(
+                f"--policy {path}: a table of shape ({num_states}, {num_actions}) is needed, "
+                f"got {table.shape}"
+            )
+        if np.any(table < 0) or not np.allclose(table.sum(axis=1), 1.0, atol=1e-6):
+            raise ValueError(f"--policy {path}: rows must be probabilities (>= 0, summing to 1)")
+        with np.errstate(divide="ignore"):
+            logits = np.log(table)
+        return snr.TabularSoftmax.per_state(num_states, num_actions, logits), None
+    if env.has_action_masks:
+        raise ValueError(
+            f"--policy {path}: an SB3 network policy is measured through its logits' Jacobian, "
+            f"which assumes no action masks; {env.spec.id if env.spec else env} has them "
+            "(save its probability table as .npy instead)"
+        )
+    from stable_baselines3 import PPO
+
+    from baselines.lib.network import logits_and_jacobian
+
+    model = PPO.load(path, device="cpu")
+    logits, jac = logits_and_jacobian(model.policy, env)
+    log_probs = logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)
+    return snr.TabularSoftmax.per_state(num_states, num_actions, log_probs), jac @ jac.T
+
+
+# ------------------------------------------------------------------------------- a setting
+def make_env(setting: dict[str, Any]) -> Any:
+    """The setting's environment, unwrapped."""
+    kwargs = {**setting["env_kwargs"], setting["density_kwarg"]: setting["density_value"]}
+    return gym.make(setting["env_id"], **kwargs).unwrapped
+
+
+def measure_setting(setting: dict[str, Any]) -> dict[str, Any]:
+    """One density value (a worker's job): every estimator on the same episodes."""
+    start = time.perf_counter()
+    env = make_env(setting)
+    policy, metric = lab_policy(env, setting["policy"]["spec"])
+    probs = policy.probs()
+    values = env.oracle(probs)
+    j = float(env.model().initial @ values.v)
+    seed = setting["seed"]
+    sampler = ModelSampler(env)
+    pilot = sampler.sample(probs, PILOT_EPISODES, 1, np.random.default_rng([seed, 1]))
+    std_r = float(pilot.episode_returns().std())
+    context = credit.EstimatorContext(
+        env=env, policy_table=probs, sampler=sampler, gamma=1.0, gae_lambda=0.95, seed=seed
+    )
+    exact = {"J": j, "std_R": std_r}
+    estimators = {name: lab_estimator(name, context, exact) for name in setting["estimators"]}
+    comparison = snr.measure_snr(
+        env,
+        policy,
+        estimators,
+        num_groups=setting["episodes"] // setting["group_size"],
+        group_size=setting["group_size"],
+        seed=seed,
+        sampler=sampler,
+        metric=metric,
+        values=values.v,
+        chunk_groups=512 if metric is not None else 4096,
+    )
+    scale = 1 / math.sqrt(setting["group_size"])  # SNR per episode
+    rows = []
+    for res in comparison.results.values():
+        row = {k: v for k, v in res.as_row().items() if k not in ("num_groups", "group_size")}
+        row.update(snr=res.snr * scale, snr_low=res.snr_low * scale, snr_high=res.snr_high * scale)
+        rows.append(row)
+    reference = setting["reference"]
+    ratios = {f"{a}/{b}": list(v) for (a, b), v in comparison.ratios.items() if b == reference}
+    return {
+        **setting,
+        "rho": float(env.decision_density),
+        "J": j,
+        "std_R": std_r,
+        "results": rows,
+        "ratios": ratios,
+        "seconds": time.perf_counter() - start,
+    }
+
+
+KEY_FIELDS = (
+    "env_id",
+    "env_kwargs",
+    "density_kwarg",
+    "density_value",
+    "policy",
+    "estimators",
+    "reference",
+    "episodes",
+    "group_size",
+    "seed",
+    "code",
+    "versions",
+)
+"""What a measurement depends on: the env and its density value, the policy (spec and file
+hash), the estimators (specs and code), the sample, the seed and the package versions."""
+
+
+def setting_key(setting: dict[str, Any]) -> str:
+    """The identity of a setting: every field of :data:`KEY_FIELDS`, as canonical JSON."""
+    return json.dumps({k: setting[k] for k in KEY_FIELDS}, sort_keys=True)
+
+
+REQUIRED = {
+    "key": "str",
+    "density_value": "int",
+    "rho": "number",
+    "estimators": "list",
+    "reference": "str",
+    "results": "list",
+    "ratios": "dict",
+}
+
+
+def check_record(record: dict[str, Any]) -> None:
+    """One result per estimator, each with its SNR and bias columns."""
+    names = [r.get("estimator") for r in record["results"]]
+    if sorted(map(str, names)) != sorted(map(str, record["estimators"])):
+        raise ValueError(f"results for {names}, estimators {record['estimators']}")
+    for r in record["results"]:
+        for key in ("snr", "relative_bias", "cosine", "mse"):
+            if not isinstance(r.get(key), (int, float)):
+                raise ValueError(f"result {r.get('estimator')!r} has no number {key!r}")
+
+
+def plan(args: MeasureArgs) -> list[dict[str, Any]]:
+    """Every setting, validated before any work (``ValueError`` naming the flag)."""
+    from routine_envs.registration import entry
+
+    for name in ("routine_lengths", "estimators"):
+        if not getattr(args, name):
+            raise ValueError(f"--{name.replace('_', '-')} must not be empty")
+        cli.check_unique(name, getattr(args, name))
+    if args.episodes < 40 * args.group_size:  # the jackknife needs 40 groups
+        raise ValueError(f"--episodes must be >= 40 * --group-size = {40 * args.group_size}")
+    try:
+        density_kwarg = entry(args.env_id).density_kwarg
+    except (KeyError, ValueError):
+        raise ValueError(f"--env-id {args.env_id!r} is not a registered id of the suite") from None
+    if density_kwarg is None:
+        raise ValueError(f"--env-id {args.env_id}: no keyword argument sets its decision density")
+    if density_kwarg in args.env_kwargs:
+        raise ValueError(f"--env-kwargs sets {density_kwarg}, which --routine-lengths sweeps")
+    reference = args.reference or args.estimators[0]
+    if reference not in args.estimators:
+        raise ValueError(f"--reference {reference!r} is not among --estimators")
+    policy = policy_identity(args.policy)
+    probe = {
+        "env_id": args.env_id,
+        "env_kwargs": args.env_kwargs,
+        "density_kwarg": density_kwarg,
+        "density_value": args.routine_lengths[0],
+    }
+    env = make_env(probe)  # bad kwargs fail here
+    for value in args.routine_lengths:  # a bad policy (or one that fits no env) fails here
+        lab_policy(make_env({**probe, "density_value": value}), args.policy)
+    sampler_context = credit.EstimatorContext(
+        env=env, policy_table=np.full((env.num_states, env.num_actions), 1 / env.num_actions)
+    )
+    for name in args.estimators:  # unknown names, failed imports, missing fields fail here
+        estimator = lab_estimator(name, sampler_context, {"J": 0.5, "std_R": 0.5})
+        credit.check_provides(
+            estimator, ModelSampler.PROVIDES | {"values"}, "the SNR lab's model sampler"
+        )
+    code = {name: estimator_code(name) for name in args.estimators}
+    code["measure_setting"] = provenance.code_fingerprint(measure_setting)
+    versions = provenance.versions()
+    return [
+        {
+            **probe,
+            "density_value": int(value),
+            "policy": policy,
+            "estimators": list(args.estimators),
+            "reference": reference,
+            "episodes": args.episodes,
+            "group_size": args.group_size,
+            "seed": args.seed,
+            "code": code,
+            "versions": versions,
+        }
+        for value in args.routine_lengths
+    ]
+
+
+def flat_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (setting, estimator), with the ratio of its SNR to the reference's."""
+    rows = []
+    for rec in records:
+        for res in rec["results"]:
+            ratio = rec["ratios"].get(f"{res['estimator']}/{rec['reference']}", [1.0, 1.0, 1.0])
+            rows.append(
+                {
+                    "env_id": rec["env_id"],
+                    rec["density_kwarg"]: rec["density_value"],
+                    "rho": rec["rho"],
+                    "policy": rec["policy"]["spec"],
+                    **res,
+                    "ratio_to_reference": ratio[0],
+                    "ratio_low": ratio[1],
+                    "ratio_high": ratio[2],
+                    "episodes": rec["episodes"],
+                    "group_size": rec["group_size"],
+                    "seed": rec["seed"],
+                }
+            )
+    return rows
+
+
+TABLE_COLUMNS = (
+    "rho",
+    "estimator",
+    "snr",
+    "snr_low",
+    "snr_high",
+    "relative_bias",
+    "relative_bias_low",
+    "relative_bias_high",
+    "cosine",
+    "mse",
+)
+
+
+def main(args: MeasureArgs) -> dict[str, Any]:
+    """Measure what is missing, write the table, the figure and the summary; return it."""
+    settings = plan(args)
+    records = run_resumable(
+        settings,
+        setting_key,
+        measure_setting,
+        args.out / "results.jsonl",
+        args.workers,
+        required=REQUIRED,
+        check=check_record,
+        unit="setting",
+    )
+    rows = flat_rows(records)
+    write_csv(args.out / "measure.csv", rows)
+    analysis.plot_measure(rows, args.out / "measure.png", f"{args.env_id}, policy {args.policy}")
+    summary = {
+        "env_id": args.env_id,
+        "env_kwargs": args.env_kwargs,
+        "density_kwarg": settings[0]["density_kwarg"],
+        "policy": settings[0]["policy"],
+        "estimators": list(args.estimators),
+        "reference": settings[0]["reference"],
+        "episodes": args.episodes,
+        "group_size": args.group_size,
+        "seed": args.seed,
+        "values": "exact V^pi (for estimators that read values, e.g. gae)",
+        "snr_unit": "per episode (a batch of one group, divided by sqrt(group_size))",
+        "mse_unit": "E||g - grad J||^2 for a batch of one group",
+    }
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False))
+    print(format_table(rows, list(TABLE_COLUMNS)))
+    print(f"\nwrote {args.out}/: results.jsonl, measure.csv, measure.png, summary.json")
+    return {"summary": summary, "rows": rows}
+
+
+def parse_args(argv: list[str] | None = None) -> MeasureArgs:
+    """The settings from the command line (one flag per :class:`MeasureArgs` field)."""
+    return cli.parse_settings(MeasureArgs, argv, description=__doc__.splitlines()[0])
+
+
+def cli_main(argv: list[str] | None = None) -> dict[str, Any]:
+    """``python -m baselines.snr_lab measure``: bad settings are one line on stderr, exit 2."""
+    return cli.run_main(main, parse_args(argv))
