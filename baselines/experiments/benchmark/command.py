@@ -1,0 +1,250 @@
+"""``python -m baselines.benchmark {run,report,references}``: score a credit-assignment method on
+a versioned protocol against the shipped references.
+
+- ``run --method SPEC --tier lite``: every run of the tier for the method (a built-in name or
+  ``package.module:Name``, either with JSON arguments), resumable through its results file,
+  then its report card.
+- ``report --method SPEC --tier lite``: the report card from the runs done so far.
+- ``references --tier lite``: what ships; with ``--compute``, run the reference methods into
+  ``baselines/references/<version>/<tier>/`` (resumable) and write the leaderboard.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from baselines.experiments.benchmark import protocol as protocols
+from baselines.experiments.benchmark import report, sweep
+from baselines.lib import cli
+from baselines.lib.results import ResultsFile
+
+COMMANDS = ("run", "report", "references")
+LAB_EPISODES = 2000
+
+
+@dataclass
+class BenchmarkArgs:
+    """Score a credit-assignment method on the benchmark protocol against the references."""
+
+    command: str = field(
+        default="run",
+        metadata={"help": "what to do", "choices": list(COMMANDS), "positional": True},
+    )
+    method: str = field(
+        default="",
+        metadata={
+            "help": "the method: 'ppo', an estimator name or an import path "
+            "'package.module:Name' of your own, optionally with JSON arguments"
+        },
+    )
+    tier: str = field(default="lite", metadata={"help": "protocol tier: smoke, lite or full"})
+    protocol: str = field(default="rb1", metadata={"help": "protocol version"})
+    env_id: list[str] = field(
+        default_factory=list,
+        metadata={"help": "only the tier's settings on these env ids (default: all)"},
+    )
+    workers: int = field(default=2, metadata={"help": "runs in parallel (processes)", "min": 1})
+    out: Path = field(
+        default=Path("results/benchmark"),
+        metadata={"help": "folder of results (<out>/<version>/<tier>/<method>/)"},
+    )
+    lab: bool = field(
+        default=True,
+        metadata={"help": "add the gradient SNR and exact bias at initialization (estimators)"},
+    )
+    compute: bool = field(
+        default=False,
+        metadata={"help": "references: run the reference methods (resumable)"},
+    )
+    methods: list[str] = field(
+        default_factory=lambda: list(protocols.REFERENCE_METHODS),
+        metadata={"help": "references: which reference methods to compute"},
+    )
+    progress: bool = field(default=True, metadata={"help": "show a progress bar"})
+
+
+def method_folder(args: BenchmarkArgs, method: str) -> Path:
+    return args.out / args.protocol / args.tier / sweep.method_slug(method)
+
+
+def load_records(path: Path) -> list[dict[str, Any]]:
+    """The valid records of a results file (none when it does not exist)."""
+    if not path.exists():
+        return []
+    from baselines.experiments.compare.sweep import REQUIRED, check_record
+
+    return ResultsFile(path, REQUIRED, check_record).load()
+
+
+def load_references(
+    protocol: protocols.Protocol, tier: str, skip: str | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    """The shipped reference records of ``tier`` by method (without ``skip``)."""
+    out = {}
+    for method in protocols.REFERENCE_METHODS:
+        path = sweep.reference_path(protocol, tier, method)
+        records = [
+            r
+            for r in load_records(path)
+            if r.get("protocol", {}).get("version") == protocol.version and r.get("tier") == tier
+        ]
+        if records and method != skip:
+            out[method] = records
+    return out
+
+
+def lab_rows(
+    protocol: protocols.Protocol, tier: protocols.Tier, methods: list[str]
+) -> list[dict[str, Any]]:
+    """Gradient SNR and exact bias of each estimator method at the uniform policy, at the
+    lowest and highest density of every setting (``ppo``, a learned critic, has none)."""
+    import gymnasium as gym
+    import numpy as np
+
+    import routine_envs
+    from baselines.lib.config import check_method, load_hyperparameters
+    from routine_envs import credit, snr
+    from routine_envs.sampler import ModelSampler
+
+    gym.register_envs(routine_envs)
+    rows = []
+    for setting in tier.settings:
+        for value in sorted({min(setting.values), max(setting.values)}):
+            env = gym.make(
+                setting.env_id, **{**setting.env_kwargs, setting.density_kwarg: value}
+            ).unwrapped
+            table = env.masked_uniform_policy()
+            with np.errstate(divide="ignore"):
+                policy = snr.TabularSoftmax.per_state(
+                    env.num_states, env.num_actions, np.log(table)
+                )
+            probs = policy.probs()
+            sampler = ModelSampler(env)
+            values = env.oracle(probs)
+            context = credit.EstimatorContext(
+                env=env, policy_table=probs, sampler=sampler, gamma=1.0, gae_lambda=0.95, seed=0
+            )
+            estimators = {}
+            for method in methods:
+                spec = check_method(method)
+                if spec.target == "ppo":
+                    continue
+                hyper = load_hyperparameters(setting.env_id, method)
+                kwargs = {
+                    **protocol.method_hyperparameters(setting.env_id, spec.target).get(
+                        "estimator_kwargs", {}
+                    ),
+                    **(hyper.get("estimator_kwargs") or {}),
+                }
+                kwargs.update(spec.kwargs)
+                estimators[method] = credit.build_estimator(spec.target, context, **kwargs)
+            if not estimators:
+                continue
+            result = snr.measure_snr(
+                env,
+                policy,
+                estimators,
+                num_groups=LAB_EPISODES // 8,
+                group_size=8,
+                seed=0,
+                sampler=sampler,
+                values=values.v,
+            )
+            for name, res in result.results.items():
+                scale = 1 / np.sqrt(8)
+                rows.append(
+                    {
+                        "setting": setting.env_id + json.dumps(setting.env_kwargs, sort_keys=True),
+                        "density_value": value,
+                        "rho": float(env.decision_density),
+                        "estimator": name,
+                        "snr": res.snr * scale,
+                        "snr_low": res.snr_low * scale,
+                        "snr_high": res.snr_high * scale,
+                        "relative_bias": res.relative_bias,
+                        "relative_bias_low": res.relative_bias_low,
+                        "relative_bias_high": res.relative_bias_high,
+                        "cosine": res.cosine,
+                        "episodes": LAB_EPISODES,
+                    }
+                )
+    return rows
+
+
+def make_report(args: BenchmarkArgs, protocol: protocols.Protocol, wall: float | None) -> Path:
+    """Write the report card of ``args.method`` from its runs so far; its folder."""
+    folder = method_folder(args, args.method)
+    records = load_records(folder / "results.jsonl")
+    if not records:
+        raise ValueError(f"no runs of {args.method!r} in {folder}: run it first")
+    references = load_references(protocol, args.tier, skip=args.method)
+    tier = protocol.tier(args.tier)
+    lab = lab_rows(protocol, tier, [args.method, *references]) if args.lab else []
+    versions = report.versions_of(records)
+    ref_versions = [v for recs in references.values() for v in report.versions_of(recs)]
+    header = {
+        "method": args.method,
+        "protocol": f"{protocol.version} (sha256 {protocol.sha256[:12]}), tier {args.tier}",
+        "runs": f"{len(records)} of {tier.num_runs_per_method}",
+        "seeds": ", ".join(map(str, tier.seeds)),
+        "package versions": json.dumps(versions),
+        "references": ", ".join(f"{n} ({len(r)} runs)" for n, r in references.items()) or "none",
+        "git commit": report.git_commit(Path(__file__).parent),
+        "hardware": report.hardware(),
+        "wall time": f"{sum(r['wall_time'] for r in records):.0f} s of training in the runs"
+        + (f", {wall:.0f} s for this command" if wall is not None else ""),
+    }
+    if any(v not in versions for v in ref_versions):
+        header["note"] = "some references were made with other package versions: " + json.dumps(
+            [v for v in ref_versions if v not in versions]
+        )
+    report.write_report(folder / "report", header, records, references, lab)
+    return folder / "report"
+
+
+def references(args: BenchmarkArgs, protocol: protocols.Protocol) -> dict[str, Any]:
+    """List the shipped references of the tier; with ``--compute`` run them first."""
+    tier = protocol.tier(args.tier)
+    if args.compute:
+        for method in args.methods:
+            path = sweep.reference_path(protocol, args.tier, method)
+            jobs = sweep.plan(protocol, tier, method, args.out / "configs", args.env_id or None)
+            sweep.run_method(jobs, path, args.workers, args.progress)
+    listed = {}
+    for method in protocols.REFERENCE_METHODS:
+        records = load_records(sweep.reference_path(protocol, args.tier, method))
+        listed[method] = len(records)
+        print(f"{method:<16} {len(records):>4} of {tier.num_runs_per_method} runs")
+    return listed
+
+
+def main(args: BenchmarkArgs) -> Any:
+    protocol = protocols.load_protocol(args.protocol)
+    tier = protocol.tier(args.tier)
+    if args.command == "references":
+        return references(args, protocol)
+    if not args.method:
+        raise ValueError(f"{args.command} needs --method")
+    if args.command == "run":
+        start = time.perf_counter()
+        folder = method_folder(args, args.method)
+        jobs = sweep.plan(protocol, tier, args.method, args.out / "configs", args.env_id or None)
+        sweep.run_method(jobs, folder / "results.jsonl", args.workers, args.progress)
+        path = make_report(args, protocol, time.perf_counter() - start)
+    else:
+        path = make_report(args, protocol, None)
+    print(f"report card: {path / 'report.md'}")
+    return path
+
+
+def parse_args(argv: list[str] | None = None) -> BenchmarkArgs:
+    return cli.parse_settings(BenchmarkArgs, argv, description=__doc__.splitlines()[0])
+
+
+def cli_main(argv: list[str] | None = None) -> Any:
+    """``python -m baselines.benchmark``: bad settings are one line on stderr, exit status 2."""
+    return cli.run_main(main, parse_args(argv))

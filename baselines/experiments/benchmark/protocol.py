@@ -1,0 +1,149 @@
+"""The versioned benchmark protocol: ``baselines/protocols/<version>.yaml`` read into frozen data.
+
+A protocol fixes the environments, their densities, the seeds, the budgets in environment steps,
+the evaluation schedule, the target and the hyperparameters (the same for every method on an
+environment, with per-method exceptions listed in the file). A released file is never edited:
+:data:`RELEASED` pins each version's SHA-256, and loading a file whose hash differs is refused
+(a change makes a new version).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+PROTOCOL_DIR = Path(__file__).resolve().parents[2] / "protocols"
+RELEASED = {"rb1": "0266a5649eb618afd51d35401818a0dd41e26a5c1189cd3eb40e6494ae331012"}
+"""SHA-256 of each released protocol file (checked on load)."""
+REFERENCE_METHODS = (
+    "ppo",
+    "trajectory_mc",
+    "rloo",
+    "gigpo",
+    "mc_rollout",
+    "oracle",
+    "routine_masked",
+)
+"""The methods whose results ship as references for every tier but ``smoke``: ``ppo`` (learned
+critic), ``trajectory_mc`` (GRPO-style), ``rloo``, ``gigpo`` (observation anchors),
+``mc_rollout`` (k = 8, the paper's turn-level estimator), ``oracle`` (perfect critic, an upper
+reference) and ``routine_masked`` (the annotations, an upper reference)."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One environment of a tier, at several densities.
+
+    Attributes:
+        env_id, env_kwargs: the environment and its fixed keyword arguments.
+        density_kwarg: the keyword that sets its density (``routine_length``, ...).
+        values: the density keyword's values.
+        budget_episodes, min_budget_steps: the budget in environment steps is
+            ``max(budget_episodes * longest episode, min_budget_steps)``.
+    """
+
+    env_id: str
+    env_kwargs: dict[str, Any]
+    density_kwarg: str
+    values: tuple[int, ...]
+    budget_episodes: int
+    min_budget_steps: int
+
+
+@dataclass(frozen=True)
+class Tier:
+    """A tier: its seeds and settings."""
+
+    name: str
+    seeds: tuple[int, ...]
+    settings: tuple[Setting, ...]
+
+    @property
+    def num_runs_per_method(self) -> int:
+        return len(self.seeds) * sum(len(s.values) for s in self.settings)
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """A released protocol (see the module docstring and the YAML file's comments)."""
+
+    version: str
+    target: float
+    eval_points: int
+    hyperparameters: dict[str, dict[str, Any]]
+    tiers: dict[str, Tier]
+    sha256: str
+    path: Path
+
+    def tier(self, name: str) -> Tier:
+        """The tier ``name``; ``ValueError`` naming the known ones."""
+        if name not in self.tiers:
+            raise ValueError(f"--tier {name!r}: {self.version} has tiers {sorted(self.tiers)}")
+        return self.tiers[name]
+
+    def method_hyperparameters(self, env_id: str, target: str) -> dict[str, Any]:
+        """The hyperparameters of method ``target`` (a name or import path) on ``env_id``: the
+        environment's ``common`` section, then the method's exception if the file lists one."""
+        section = self.hyperparameters[env_id]
+        return {**section["common"], **(section.get("methods") or {}).get(target, {})}
+
+    def config_text(self, env_id: str) -> str:
+        """The hyperparameters of ``env_id`` as a YAML config for ``baselines.train``."""
+        return yaml.safe_dump(self.hyperparameters[env_id], sort_keys=True)
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def load_protocol(version: str = "rb1", path: Path | None = None) -> Protocol:
+    """The protocol ``version`` from ``baselines/protocols/<version>.yaml`` (or ``path``).
+
+    Raises:
+        ValueError: an unknown version, or a released version whose file was changed.
+    """
+    path = path or PROTOCOL_DIR / f"{version}.yaml"
+    if not path.is_file():
+        known = sorted(p.stem for p in PROTOCOL_DIR.glob("*.yaml"))
+        raise ValueError(f"--protocol {version!r}: no such protocol; known: {known}")
+    digest = file_sha256(path)
+    if version in RELEASED and RELEASED[version] != digest:
+        raise ValueError(
+            f"{path} differs from released protocol {version} (sha256 {digest[:12]}..., "
+            f"released {RELEASED[version][:12]}...): a released protocol never changes; "
+            "write the change as a new version"
+        )
+    data = yaml.safe_load(path.read_text())
+    if data.get("version") != version:
+        raise ValueError(f"{path} says version {data.get('version')!r}, expected {version!r}")
+    tiers = {
+        name: Tier(
+            name=name,
+            seeds=tuple(int(s) for s in tier["seeds"]),
+            settings=tuple(
+                Setting(
+                    env_id=s["env_id"],
+                    env_kwargs=dict(s.get("env_kwargs") or {}),
+                    density_kwarg=s["density_kwarg"],
+                    values=tuple(int(v) for v in s["values"]),
+                    budget_episodes=int(s["budget_episodes"]),
+                    min_budget_steps=int(s["min_budget_steps"]),
+                )
+                for s in tier["settings"]
+            ),
+        )
+        for name, tier in data["tiers"].items()
+    }
+    return Protocol(
+        version=version,
+        target=float(data["target"]),
+        eval_points=int(data["eval_points"]),
+        hyperparameters=data["hyperparameters"],
+        tiers=tiers,
+        sha256=digest,
+        path=path,
+    )

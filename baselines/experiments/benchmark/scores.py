@@ -1,0 +1,212 @@
+"""The benchmark's scores, from run records (each a comparison run: ``timesteps``, ``success``,
+``budget``, ``target``, ``seed``, ``rho``, ``setting``, ``density_value``, ``label``).
+
+Per setting and density, over seeds (``n`` runs):
+
+- **steps to target** ``T_i``: the first crossing of the target, interpolated between
+  evaluations; a run that never reaches it is censored at its budget ``B``. Reported as the
+  interquartile mean of ``min(T_i, B)`` with a percentile bootstrap interval over seeds (a lower
+  bound, ``>=``, when any run is censored: a censored run took at least ``B``) and as the
+  Kaplan-Meier median (``scipy.stats.ecdf`` on right-censored data; ``>= B`` when fewer than
+  half the runs reach the target).
+- **normalized AUC**: the area under the success curve over the budget, in ``[0, 1]``
+  (trapezoid rule), IQM over seeds with its bootstrap interval.
+
+Across the densities of a setting:
+
+- **dilution exponent**: the least-squares slope of ``log IQM(steps)`` against ``log rho``
+  (0: the method does not dilute; ``-1``: its steps grow like ``1 / rho``), with a bootstrap
+  interval (seeds resampled within each density, ``scipy.stats.bootstrap``). Censored runs at the
+  lowest densities make it an upper bound (``<=``: the true slope is steeper).
+- **ratio to a reference** at the lowest density: ``IQM(steps) / IQM(steps of the reference)``
+  with a two-sample bootstrap interval; a bound when either side is censored
+  (:func:`baselines.experiments.compare.analysis.ratio_bound`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from baselines.experiments.compare.analysis import (
+    BOUND_SIGN,
+    normalized_auc,
+    ratio_bound,
+    steps_to_target,
+)
+from baselines.lib.stats import iqm
+
+Record = dict[str, Any]
+CONFIDENCE = 0.95
+RESAMPLES = 2000
+
+
+def bootstrap(
+    samples: Sequence[np.ndarray], statistic: Callable[..., float], seed: int = 0
+) -> tuple[float, float, float]:
+    """``(estimate, low, high)``: ``statistic(*samples)`` and its 95% percentile bootstrap
+    interval (``scipy.stats.bootstrap``, each sample resampled on its own); the estimate twice
+    where a sample has fewer than 2 values or every resample gives the same value."""
+    estimate = float(statistic(*samples))
+    if any(len(s) < 2 for s in samples):
+        return estimate, estimate, estimate
+    result = stats.bootstrap(
+        tuple(np.asarray(s, dtype=np.float64) for s in samples),
+        statistic,
+        n_resamples=RESAMPLES,
+        confidence_level=CONFIDENCE,
+        method="percentile",
+        vectorized=False,
+        paired=False,
+        rng=np.random.default_rng(seed),
+    )
+    low, high = result.confidence_interval
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return estimate, estimate, estimate
+    return estimate, float(low), float(high)
+
+
+def kaplan_meier_median(times: np.ndarray, censored: np.ndarray) -> tuple[float, bool]:
+    """The Kaplan-Meier median of ``times`` with right-censoring (``censored``: the run ended
+    at its budget without reaching the target), and whether it is censored (fewer than half
+    reached: the median is then at least the largest budget)."""
+    if censored.all():
+        return float(times.max()), True
+    data = stats.CensoredData(uncensored=times[~censored], right=times[censored])
+    cdf = stats.ecdf(data).cdf
+    reached = np.flatnonzero(cdf.probabilities >= 0.5)
+    if not len(reached):
+        return float(times.max()), True
+    return float(cdf.quantiles[reached[0]]), False
+
+
+def iqm_statistic(x: np.ndarray) -> float:
+    return float(iqm(x))
+
+
+def setting_scores(records: Sequence[Record]) -> dict[str, Any]:
+    """Scores of one method at one (setting, density) over its seeds (see the module docstring)."""
+    records = sorted(records, key=lambda r: r["seed"])
+    budgets = np.array([r["budget"] for r in records], dtype=np.float64)
+    crossing = np.array([steps_to_target(r) for r in records])
+    censored = ~np.isfinite(crossing)
+    steps = np.where(censored, budgets, crossing)
+    est, low, high = bootstrap([steps], iqm_statistic)
+    median, median_censored = kaplan_meier_median(steps, censored)
+    auc = np.array([normalized_auc(r) for r in records])
+    a_est, a_low, a_high = bootstrap([auc], iqm_statistic)
+    return {
+        "seeds": [r["seed"] for r in records],
+        "runs": len(records),
+        "reached": int((~censored).sum()),
+        "steps": steps.tolist(),
+        "censored": censored.tolist(),
+        "steps_iqm": est,
+        "steps_low": low,
+        "steps_high": high,
+        "steps_bound": "lower bound" if censored.any() else "exact",
+        "km_median": median,
+        "km_median_bound": "lower bound" if median_censored else "exact",
+        "auc_iqm": a_est,
+        "auc_low": a_low,
+        "auc_high": a_high,
+        "budget": float(budgets.max()),
+    }
+
+
+def slope(x: np.ndarray, y: np.ndarray) -> float:
+    """Least-squares slope of ``log y`` against ``log x``."""
+    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+
+
+def dilution_exponent(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The dilution exponent of one method on one setting from its per-density ``rows``
+    (:func:`setting_scores` plus ``rho``), with its bootstrap interval and bound."""
+    rows = sorted(rows, key=lambda r: r["rho"])
+    rho = np.array([r["rho"] for r in rows])
+    if len(set(rho.tolist())) < 2:
+        return {
+            "exponent": None,
+            "low": None,
+            "high": None,
+            "bound": "exact",
+            "note": "needs two densities",
+        }
+    samples = [np.asarray(r["steps"], dtype=np.float64) for r in rows]
+
+    def statistic(*xs: np.ndarray) -> float:
+        return slope(rho, np.array([iqm(x) for x in xs]))
+
+    est, low, high = bootstrap(samples, statistic)
+    censored = [any(r["censored"]) for r in rows]
+    below = rho <= np.median(rho)
+    if not any(censored):
+        bound = "exact"
+    elif all(b for b, c in zip(below, censored, strict=True) if c):
+        bound = "upper bound"  # steps at low rho are underestimated: the true slope is steeper
+    else:
+        bound = "not bounded"
+    return {"exponent": est, "low": low, "high": high, "bound": bound}
+
+
+def ratio_to(method_row: dict[str, Any], reference_row: dict[str, Any]) -> dict[str, Any]:
+    """``IQM(steps) / IQM(reference steps)`` with its two-sample bootstrap interval and bound."""
+    a = np.asarray(method_row["steps"], dtype=np.float64)
+    b = np.asarray(reference_row["steps"], dtype=np.float64)
+    est, low, high = bootstrap([a, b], lambda x, y: iqm(x) / iqm(y))
+    bound = ratio_bound(any(method_row["censored"]), any(reference_row["censored"]))
+    return {"ratio": est, "low": low, "high": high, "bound": bound}
+
+
+def shown(value: float | None, bound: str = "exact", digits: int = 3) -> str:
+    """A value as tables show it: ``0.41``, ``>= 2e+04`` (lower bound), ``<= -0.3``."""
+    if value is None:
+        return "n/a"
+    return f"{BOUND_SIGN[bound]}{value:.{digits}g}"
+
+
+def group_records(records: Iterable[Record]) -> dict[tuple[str, str, int], list[Record]]:
+    """Runs by ``(label, setting, density_value)``."""
+    groups: dict[tuple[str, str, int], list[Record]] = defaultdict(list)
+    for r in records:
+        groups[(r.get("label") or r["method"], r["setting"], int(r["density_value"]))].append(r)
+    return dict(groups)
+
+
+def method_scores(records: Iterable[Record]) -> dict[str, Any]:
+    """Every score of one method: ``{"settings": {setting: {"rows": [...], "exponent": ...}}}``
+    (rows per density, sorted by rho descending)."""
+    out: dict[str, Any] = {}
+    for (_, setting, value), runs in sorted(group_records(records).items()):
+        row = {"density_value": value, "rho": float(runs[0]["rho"]), **setting_scores(runs)}
+        out.setdefault(setting, {"rows": []})["rows"].append(row)
+    for entry in out.values():
+        entry["rows"].sort(key=lambda r: -r["rho"])
+        entry["exponent"] = dilution_exponent(entry["rows"])
+    return {"settings": out}
+
+
+def compare_to_references(
+    method: dict[str, Any], references: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """``{setting: {reference: ratio at the lowest density}}`` for the settings both have."""
+    out: dict[str, dict[str, Any]] = {}
+    for setting, entry in method["settings"].items():
+        lowest = min(entry["rows"], key=lambda r: r["rho"])
+        for name, ref in references.items():
+            ref_entry = ref["settings"].get(setting)
+            if ref_entry is None:
+                continue
+            match = [r for r in ref_entry["rows"] if r["density_value"] == lowest["density_value"]]
+            if match:
+                out.setdefault(setting, {})[name] = {
+                    "density_value": lowest["density_value"],
+                    "rho": lowest["rho"],
+                    **ratio_to(lowest, match[0]),
+                }
+    return out

@@ -1,0 +1,138 @@
+"""The benchmark's runs: every (setting, density, seed) of a protocol tier for one method.
+
+A run is the comparison sweep's run (:func:`baselines.experiments.compare.sweep.run_job`: one
+:func:`baselines.lib.training.main` in a worker process) with the protocol's budget, schedule,
+target and hyperparameters; its record and key are the comparison sweep's, plus the protocol
+version and tier, so the report can tell whose runs it reads. Results go to one JSON-lines file
+per method (``<out>/<method slug>/results.jsonl``, resumable); the references ship as such files
+in ``baselines/references/<version>/<tier>/``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from baselines.experiments.benchmark.protocol import Protocol, Tier
+from baselines.experiments.compare import sweep as compare
+from baselines.lib.runner import run_resumable
+
+REFERENCE_DIR = Path(__file__).resolve().parents[2] / "references"
+KEY_FIELDS = (*compare.KEY_FIELDS, "protocol", "tier")
+"""A benchmark run's identity: the comparison run's key fields plus the protocol version (with
+its file hash) and the tier."""
+
+
+def run_key(job: dict[str, Any]) -> str:
+    """Every field of :data:`KEY_FIELDS`, as canonical JSON."""
+    return json.dumps({k: job[k] for k in KEY_FIELDS}, sort_keys=True)
+
+
+def method_slug(method: str) -> str:
+    """A file name for a method spec: its safe characters, plus a short hash when the spec
+    has others (JSON arguments, colons), so two specs never share a file."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", method).strip("_")[:60]
+    if safe == method:
+        return safe
+    return f"{safe}-{hashlib.sha256(method.encode()).hexdigest()[:8]}"
+
+
+def reference_path(protocol: Protocol, tier: str, method: str) -> Path:
+    """Where the reference results of ``method`` ship."""
+    return REFERENCE_DIR / protocol.version / tier / f"{method_slug(method)}.jsonl"
+
+
+def write_configs(protocol: Protocol, folder: Path) -> dict[str, Path]:
+    """The protocol's hyperparameters as one YAML config per environment in ``folder`` (what the
+    workers' ``baselines.train`` reads); ``{env_id: path}``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for env_id in protocol.hyperparameters:
+        path = folder / f"{protocol.version}-{env_id}.yml"
+        text = protocol.config_text(env_id)
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+        paths[env_id] = path
+    return paths
+
+
+def plan(
+    protocol: Protocol,
+    tier: Tier,
+    method: str,
+    config_folder: Path,
+    env_ids: list[str] | None = None,
+) -> list[dict[str, Any]]:
+    """Every run of ``method`` in ``tier`` (or only its settings on ``env_ids``), validated
+    before any training: the method resolves (outside code is imported here), the hyperparameters
+    the trainer will read equal the protocol's."""
+    from baselines.lib.config import check_method, load_hyperparameters
+
+    spec = check_method(method)
+    configs = write_configs(protocol, config_folder)
+    chosen = [s for s in tier.settings if env_ids is None or s.env_id in env_ids]
+    if env_ids is not None:
+        unknown = sorted(set(env_ids) - {s.env_id for s in tier.settings})
+        if unknown:
+            raise ValueError(f"--env-id {unknown} not in tier {tier.name}")
+    jobs = []
+    for setting in chosen:
+        wanted = protocol.method_hyperparameters(setting.env_id, spec.target)
+        if spec.kwargs:
+            wanted["estimator_kwargs"] = {**wanted.get("estimator_kwargs", {}), **spec.kwargs}
+        got = load_hyperparameters(setting.env_id, method, configs[setting.env_id])
+        if got != wanted:
+            raise ValueError(
+                f"the trainer's hyperparameters for {method} on {setting.env_id} differ from "
+                f"protocol {protocol.version}'s: {got} != {wanted} (did the default config "
+                "gain a key?)"
+            )
+        args = SimpleNamespace(  # the attributes compare.make_jobs reads
+            env_id=setting.env_id,
+            env_kwargs=setting.env_kwargs,
+            routine_lengths=list(setting.values),
+            methods=[method],
+            seeds=list(tier.seeds),
+            budget_episodes=setting.budget_episodes,
+            min_budget_steps=setting.min_budget_steps,
+            eval_points=protocol.eval_points,
+            target_success=protocol.target,
+            config=configs[setting.env_id],
+        )
+        for job in compare.make_jobs(args, setting.density_kwarg):
+            job.update(
+                protocol={"version": protocol.version, "sha256": protocol.sha256},
+                tier=tier.name,
+                density_kwarg=setting.density_kwarg,
+                density_value=job["routine_length"],
+                setting=setting.env_id + json.dumps(setting.env_kwargs, sort_keys=True),
+            )
+            jobs.append(job)
+    return jobs
+
+
+def run_benchmark_job(job: dict[str, Any]) -> dict[str, Any]:
+    """One run (a worker's job): the comparison run, keyed by :func:`run_key`."""
+    record = compare.run_job(job)
+    record["key"] = run_key(job)
+    return record
+
+
+def run_method(
+    jobs: list[dict[str, Any]], path: Path, workers: int, progress: bool = True
+) -> list[dict[str, Any]]:
+    """Run what is missing of ``jobs`` into the results file at ``path`` (resumable)."""
+    return run_resumable(
+        jobs,
+        run_key,
+        run_benchmark_job,
+        path,
+        workers,
+        required=compare.REQUIRED,
+        check=compare.check_record,
+        progress=progress,
+    )
