@@ -219,6 +219,12 @@ def references(args: BenchmarkArgs, protocol: protocols.Protocol) -> dict[str, A
         records = load_records(sweep.reference_path(protocol, args.tier, method))
         listed[method] = len(records)
         print(f"{method:<16} {len(records):>4} of {tier.num_runs_per_method} runs")
+    shipped = load_references(protocol, args.tier)
+    if shipped:
+        path = sweep.reference_path(protocol, args.tier, "x").parent / "LEADERBOARD.md"
+        text = report.leaderboard(protocol.version, args.tier, tier.num_runs_per_method, shipped)
+        path.write_text(text)
+        print(f"\n{text}\nwrote {path}")
     return listed
 
 

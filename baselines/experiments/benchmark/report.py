@@ -279,3 +279,51 @@ def write_report(
     plot_curves(header["method"], records, references, folder / "learning_curves.png")
     plot_against_rho(header["method"], mine, ref_scores, folder / "steps_vs_rho.png")
     return result
+
+
+def leaderboard(
+    version: str, tier: str, runs_per_method: int, references: dict[str, list[Record]]
+) -> str:
+    """The references' scores as one Markdown table per setting: the dilution exponent, steps
+    to target at the highest and the lowest density, and the mean normalized AUC."""
+    computed = {name: scores.method_scores(recs) for name, recs in references.items()}
+    lines = [f"# Leaderboard: protocol {version}, tier {tier}", ""]
+    lines.append(
+        "Scores as defined in docs/benchmark.md (IQM over seeds, 95% bootstrap intervals; "
+        "`>=`/`<=`: bounds from censored runs). Runs per method: "
+        + ", ".join(f"{n} {len(r)}/{runs_per_method}" for n, r in references.items())
+        + "."
+    )
+    settings = sorted({s for sc in computed.values() for s in sc["settings"]})
+    for setting in settings:
+        lines += ["", f"## {setting}", ""]
+        lines.append(
+            "| method | dilution exponent | steps, highest rho | steps, lowest rho | AUC |"
+        )
+        lines.append("|---|---|---|---|---|")
+        ranked = sorted(
+            (n for n in computed if setting in computed[n]["settings"]),
+            key=lambda n: min(computed[n]["settings"][setting]["rows"], key=lambda r: r["rho"])[
+                "steps_iqm"
+            ],
+        )
+        for name in ranked:
+            entry = computed[name]["settings"][setting]
+            x = entry["exponent"]
+            hi = max(entry["rows"], key=lambda r: r["rho"])
+            lo = min(entry["rows"], key=lambda r: r["rho"])
+            expo = (
+                "n/a"
+                if x["exponent"] is None
+                else f"{scores.shown(round(x['exponent'], 3), x['bound'])} "
+                f"[{x['low']:.3f}, {x['high']:.3f}]"
+            )
+            cells = [
+                f"{scores.shown(r['steps_iqm'], r['steps_bound'])} "
+                f"[{r['steps_low']:.3g}, {r['steps_high']:.3g}] ({r['reached']}/{r['runs']}, "
+                f"rho {r['rho']:.3g})"
+                for r in (hi, lo)
+            ]
+            auc = float(np.mean([r["auc_iqm"] for r in entry["rows"]]))
+            lines.append(f"| {name} | {expo} | {cells[0]} | {cells[1]} | {auc:.3f} |")
+    return "\n".join(lines) + "\n"

@@ -308,7 +308,12 @@ def plan(args: MeasureArgs) -> list[dict[str, Any]]:
     for value in args.routine_lengths:  # a bad policy (or one that fits no env) fails here
         lab_policy(make_env({**probe, "density_value": value}), args.policy)
     sampler_context = credit.EstimatorContext(
-        env=env, policy_table=np.full((env.num_states, env.num_actions), 1 / env.num_actions)
+        env=env,
+        policy_table=np.full((env.num_states, env.num_actions), 1 / env.num_actions),
+        sampler=ModelSampler(env),
+        gamma=1.0,
+        gae_lambda=0.95,
+        seed=args.seed,
     )
     for name in args.estimators:  # unknown names, failed imports, missing fields fail here
         estimator = lab_estimator(name, sampler_context, {"J": 0.5, "std_R": 0.5})

@@ -1,0 +1,178 @@
+"""The benchmark protocol: frozen data, the scores on synthetic runs (censoring, bounds, the
+exponent), and the smoke tier end to end with an outside method."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from baselines.experiments.benchmark import command, protocol, scores, sweep
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_released_protocol_is_pinned_and_complete():
+    rb1 = protocol.load_protocol("rb1")
+    assert rb1.sha256 == protocol.RELEASED["rb1"]
+    lite = rb1.tier("lite")
+    assert len(lite.seeds) >= 10
+    assert {s.env_id for s in lite.settings} == {"DilutedDoors-v1", "RoutineGrid-v0", "CodeFix-v1"}
+    assert all(4 <= len(s.values) <= 6 for s in lite.settings)
+    with pytest.raises(ValueError, match="tiers"):
+        rb1.tier("huge")
+    with pytest.raises(ValueError, match="no such protocol"):
+        protocol.load_protocol("rb0")
+
+
+def test_an_edited_released_protocol_is_refused(tmp_path):
+    edited = tmp_path / "rb1.yaml"
+    edited.write_text((ROOT / "baselines/protocols/rb1.yaml").read_text().replace("0.9", "0.8"))
+    with pytest.raises(ValueError, match="never changes"):
+        protocol.load_protocol("rb1", edited)
+
+
+def test_every_tier_spans_the_densities_it_promises():
+    import gymnasium as gym
+
+    import routine_envs
+
+    gym.register_envs(routine_envs)
+    rb1 = protocol.load_protocol("rb1")
+    for tier in ("lite", "full"):
+        for s in rb1.tier(tier).settings:
+            rhos = [
+                gym.make(
+                    s.env_id, **{**s.env_kwargs, s.density_kwarg: v}
+                ).unwrapped.decision_density
+                for v in s.values
+            ]
+            assert min(rhos) <= 1 / 30 and max(rhos) >= 1 / 3, (tier, s.env_id, rhos)
+
+
+def run_record(
+    seed: int,
+    crossing: float | None,
+    budget: int = 1000,
+    rho: float = 0.5,
+    value: int = 1,
+    label: str = "m",
+) -> dict:
+    """A synthetic run whose success crosses 0.9 at ``crossing`` (never: ``None``)."""
+    t = np.linspace(0, budget, 101)
+    s = np.full(101, 0.5) if crossing is None else np.minimum(1.0, 0.9 * t / crossing)
+    return {
+        "seed": seed,
+        "timesteps": t.tolist(),
+        "success": s.tolist(),
+        "budget": budget,
+        "target": 0.9,
+        "rho": rho,
+        "setting": "E{}",
+        "density_value": value,
+        "label": label,
+        "method": label,
+    }
+
+
+def test_censored_runs_count_at_the_budget_and_make_a_lower_bound():
+    runs = [run_record(i, c) for i, c in enumerate([100, 200, 300, None])]
+    row = scores.setting_scores(runs)
+    assert row["reached"] == 3 and row["steps"][3] == 1000 and row["censored"] == [0, 0, 0, 1]
+    assert row["steps_bound"] == "lower bound"
+    # the crossing is interpolated between evaluations (every 10 steps here)
+    assert row["steps"][:3] == pytest.approx([100, 200, 300])
+    assert row["km_median"] == pytest.approx(200) and row["km_median_bound"] == "exact"
+    most = [run_record(i, c) for i, c in enumerate([100, None, None, None])]
+    assert scores.setting_scores(most)["km_median_bound"] == "lower bound"
+    assert scores.shown(1000.0, "lower bound") == ">= 1e+03"
+
+
+def test_dilution_exponent_recovers_a_known_power_law_and_flags_censoring():
+    rows = []
+    for rho in (1.0, 0.25, 1 / 16):
+        steps = 100 * rho**-0.5 * np.array([0.9, 1.0, 1.1, 1.0, 0.95, 1.05])
+        runs = [run_record(i, s, budget=10_000, rho=rho) for i, s in enumerate(steps)]
+        rows.append({"rho": rho, **scores.setting_scores(runs)})
+    fit = scores.dilution_exponent(rows)
+    assert fit["exponent"] == pytest.approx(-0.5, abs=0.03) and fit["bound"] == "exact"
+    assert fit["low"] <= fit["exponent"] <= fit["high"]
+    # censoring at the lowest density only: the true slope is steeper, the estimate a bound
+    censored = [run_record(i, None, budget=300, rho=1 / 16) for i in range(6)]
+    rows[2] = {"rho": 1 / 16, **scores.setting_scores(censored)}
+    assert scores.dilution_exponent(rows)["bound"] == "upper bound"
+
+
+def test_ratio_bounds_follow_the_censored_side():
+    fast = {"steps": [100.0] * 5, "censored": [False] * 5}
+    slow = {"steps": [400.0] * 4 + [1000.0], "censored": [False] * 4 + [True]}
+    r = scores.ratio_to(slow, fast)
+    assert r["ratio"] == pytest.approx(4.0) and r["bound"] == "lower bound"
+    assert scores.ratio_to(fast, slow)["bound"] == "upper bound"
+
+
+def test_method_slug_never_shares_a_file():
+    assert sweep.method_slug("ppo") == "ppo"
+    a, b = sweep.method_slug('m:E{"a": 1}'), sweep.method_slug('m:E{"a": 2}')
+    assert a != b and "/" not in a
+
+
+def test_smoke_tier_end_to_end_with_an_outside_method(tmp_path, monkeypatch):
+    (tmp_path / "bench_outside.py").write_text(
+        textwrap.dedent("""
+        from routine_envs import credit
+
+        class HalfMC(credit.TrajectoryMC):
+            '''Half the trajectory advantage (a known scale).'''
+            name = "half_mc"
+            def __call__(self, batch):
+                return credit.Advantages(0.5 * super().__call__(batch).advantages)
+    """)
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    args = command.parse_args(
+        [
+            "run",
+            "--method",
+            "bench_outside:HalfMC",
+            "--tier",
+            "smoke",
+            "--workers",
+            "1",
+            "--out",
+            str(tmp_path / "out"),
+            "--no-progress",
+        ]
+    )
+    folder = command.main(args)
+    card = (folder / "report.md").read_text()
+    assert "bench_outside:HalfMC" in card and "rb1" in card and "seeds**: 0, 1" in card
+    assert (folder / "learning_curves.png").stat().st_size > 0
+    assert (folder / "steps_vs_rho.png").stat().st_size > 0
+    data = json.loads((folder / "scores.json").read_text())
+    (setting,) = data["method"]["settings"]
+    assert [r["runs"] for r in data["method"]["settings"][setting]["rows"]] == [2, 2]
+    lab = {(r["estimator"], r["density_value"]) for r in data["lab"]}
+    assert ("bench_outside:HalfMC", 0) in lab
+    half = next(r for r in data["lab"] if r["estimator"] == "bench_outside:HalfMC")
+    assert half["relative_bias"] > 0.3  # E g = 0.5 (G-1)/G grad J: the lab sees the scale
+    # resumable: a rerun plans the same keys and trains nothing
+    records = (folder.parent / "results.jsonl").read_text().splitlines()
+    command.main(args)
+    assert (folder.parent / "results.jsonl").read_text().splitlines() == records
+    sys.modules.pop("bench_outside", None)
+
+
+def test_bad_method_is_one_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="unknown method 'nope'"):
+        command.main(
+            command.parse_args(
+                ["run", "--method", "nope", "--tier", "smoke", "--out", str(tmp_path)]
+            )
+        )
+    with pytest.raises(ValueError, match="needs --method"):
+        command.main(command.parse_args(["report", "--tier", "smoke", "--out", str(tmp_path)]))
