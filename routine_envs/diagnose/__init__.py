@@ -84,6 +84,7 @@ from routine_envs.diagnose.policies import (
     check_probabilities,
     load_model,
     policy_name,
+    with_action_mask,
 )
 from routine_envs.diagnose.report import format_result, reading
 from routine_envs.diagnose.results import (
@@ -132,4 +133,5 @@ __all__ = [
     "run",
     "smallest_p_value",
     "t_two_sided_p",
+    "with_action_mask",
 ]

@@ -16,7 +16,7 @@ import numpy as np
 from tqdm import tqdm
 
 from routine_envs import annotations as keys
-from routine_envs.diagnose.policies import as_policy, policy_name
+from routine_envs.diagnose.policies import as_policy, policy_name, with_action_mask
 from routine_envs.diagnose.results import (
     Agreement,
     DiagnosisResult,
@@ -105,15 +105,6 @@ def _finite_reward(env: gym.Env, reward: Any, step: int) -> float:
     return value
 
 
-def _with_mask(env: gym.Env, info: dict[str, Any]) -> dict[str, Any]:
-    """``info`` with ``info["action_mask"]`` from ``env.unwrapped.action_masks()`` where the
-    environment has masks but does not put them in ``info`` (what a masked policy reads)."""
-    if keys.ACTION_MASK in info:
-        return info
-    masks = getattr(env.unwrapped, "action_masks", None)
-    return {**info, keys.ACTION_MASK: np.asarray(masks())} if callable(masks) else info
-
-
 def _continue(
     env: gym.Env,
     action: int,
@@ -131,7 +122,7 @@ def _continue(
     while not (terminated or truncated):
         if taken >= steps_left:
             return total, True
-        action = policy(obs, _with_mask(env, info), rng)
+        action = policy(obs, with_action_mask(env, info), rng)
         obs, reward, terminated, truncated, info = env.step(action)
         taken += 1
         total += _finite_reward(env, reward, step + taken)
@@ -274,7 +265,7 @@ def diagnose(
                 if len(records) > bar.total:  # the last episode runs past num_states
                     bar.total = len(records)
                 bar.update()
-                action = policy(obs, _with_mask(env, info), sample_rng)
+                action = policy(obs, with_action_mask(env, info), sample_rng)
                 obs, reward, terminated, truncated, info = env.step(action)
                 total += _finite_reward(env, reward, step + 1)
                 step += 1

@@ -39,6 +39,7 @@ __all__ = [
     "check_probabilities",
     "load_model",
     "policy_name",
+    "with_action_mask",
 ]
 
 #: the spec of the uniform random policy (the default).
@@ -122,7 +123,9 @@ class ModelPolicy(DiagnosisPolicy):
     deterministic=False)`` samples them but with the diagnosis's generator. A policy whose
     ``get_distribution`` takes ``action_masks`` (sb3-contrib's ``MaskablePPO``) gets the mask of
     the current state (``info["action_mask"]``, which :func:`diagnose` fills from
-    ``env.unwrapped.action_masks()`` where the environment has it), as in its ``predict``.
+    ``env.unwrapped.action_masks()`` where the environment has it), as in its ``predict``. The
+    probabilities of small array observations are cached (the network is a function of the
+    observation and the mask), so tabular environments pay one forward pass per state.
 
     Accepts the model (anything with ``.policy``) or its policy network (``get_distribution``
     and ``obs_to_tensor``).
@@ -148,21 +151,47 @@ class ModelPolicy(DiagnosisPolicy):
             )
         parameters = inspect.signature(self.network.get_distribution).parameters
         self.masked = "action_masks" in parameters
+        self.network.set_training_mode(False)  # as model.predict does
         import torch  # present wherever an SB3 model is: imported only for one
 
         self._no_grad = torch.no_grad
+        self._cache: dict[tuple[bytes, ...], np.ndarray] = {}
 
     def probabilities(self, observation: Any, info: dict[str, Any]) -> np.ndarray:
+        mask = info.get(keys.ACTION_MASK) if self.masked else None
+        mask = None if mask is None else np.asarray(mask, dtype=bool)
+        key = _cache_key(observation, mask)
+        cached = self._cache.get(key) if key is not None else None
+        if cached is not None:
+            return cached
         tensor, _ = self.network.obs_to_tensor(observation)
-        kwargs = {}
-        if self.masked and info.get(keys.ACTION_MASK) is not None:
-            kwargs["action_masks"] = np.asarray(info[keys.ACTION_MASK], dtype=bool)[None]
+        kwargs = {} if mask is None else {"action_masks": mask[None]}
         with self._no_grad():
             distribution = self.network.get_distribution(tensor, **kwargs).distribution
             probs = distribution.probs.cpu().numpy().astype(np.float64).reshape(-1)
-        return check_probabilities(
+        probs = check_probabilities(
             probs, observation, int(self.action_space.n), self.name, self.what
         )
+        if key is not None and len(self._cache) < _CACHE_SIZE:
+            self._cache[key] = probs
+        return probs
+
+
+#: observations (plus mask) of at most this many bytes have their probabilities cached.
+_CACHE_BYTES = 4096
+_CACHE_SIZE = 1 << 16
+
+
+def _cache_key(observation: Any, mask: np.ndarray | None) -> tuple[bytes, ...] | None:
+    """A key for a small array observation (the network is a function of it and the mask), or
+    ``None`` (not cached) for a dict or a large observation."""
+    if isinstance(observation, dict):
+        return None
+    array = np.asarray(observation)
+    if array.dtype == object or array.nbytes > _CACHE_BYTES:
+        return None
+    parts = (str(array.dtype).encode(), str(array.shape).encode(), array.tobytes())
+    return parts if mask is None else (*parts, mask.tobytes())
 
 
 def check_probabilities(
@@ -314,6 +343,15 @@ def _from_object(
     if _required_positional(obj) >= 3:
         return obj
     return ProbabilityPolicy(obj, space, name, what)
+
+
+def with_action_mask(env: gym.Env, info: dict[str, Any]) -> dict[str, Any]:
+    """``info`` with ``info["action_mask"]`` from ``env.unwrapped.action_masks()`` where the
+    environment has masks but does not put them in ``info`` (what a masked policy reads)."""
+    if keys.ACTION_MASK in info:
+        return info
+    masks = getattr(env.unwrapped, "action_masks", None)
+    return {**info, keys.ACTION_MASK: np.asarray(masks())} if callable(masks) else info
 
 
 def policy_name(policy: Any) -> str:
