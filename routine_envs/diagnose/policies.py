@@ -253,7 +253,8 @@ def load_model(path: str | Path, what: str = "policy") -> Any:
         try:
             return algorithm.load(path, device="cpu")
         except Exception as error:  # a file of another class, or not a model: try the next
-            failures.append(f"{algorithm.__name__}: {type(error).__name__}: {error}")
+            reason = " ".join(str(error).split())  # one line
+            failures.append(f"{algorithm.__name__}: {type(error).__name__}: {reason}")
     raise ValueError(
         f"{what} {str(path)!r}: not a saved PPO or MaskablePPO model ({'; '.join(failures)})"
     )
