@@ -386,11 +386,25 @@ def test_min_rollouts_is_where_a_state_can_first_be_critical():
 def test_docs_python_example_runs():
     """docs/diagnose.md's example runs as written (fewer states)."""
     text = (ROOT / "docs" / "diagnose.md").read_text()
-    block = text.split("```python\n")[1].split("```", 1)[0]
-    assert "num_states=200" in block
+    blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
+    (block,) = [b for b in blocks if "num_states=200" in b]
     namespace: dict[str, Any] = {}
     exec(block.replace("num_states=200", "num_states=30"), namespace)
     assert namespace["result"].rho == pytest.approx(1 / 6)
+
+
+def test_docs_frozen_lake_policy_is_the_optimal_one():
+    """docs/diagnose.md's frozen_lake_policy module plays the optimal actions (those of the
+    tests' value iteration) and is a valid --policy callable."""
+    from tests.frozen_lake import lake_actions
+
+    text = (ROOT / "docs" / "diagnose.md").read_text()
+    (block,) = [b.split("```", 1)[0] for b in text.split("```python\n")[1:] if "BEST" in b]
+    namespace: dict[str, Any] = {}
+    exec(block, namespace)
+    assert namespace["BEST"].tolist() == lake_actions(True).tolist()
+    policy = as_policy(namespace["optimal"], gym.spaces.Discrete(4))
+    assert policy(14, {}, np.random.default_rng(0)) == lake_actions(True)[14]
 
 
 # ------------------------------------------------------------------------- the user's policy

@@ -95,7 +95,8 @@ class UniformPolicy(DiagnosisPolicy):
 
 class ProbabilityPolicy(DiagnosisPolicy):
     """A callable ``observation -> probabilities`` (shape ``(n,)``, non-negative, summing to 1
-    within :data:`PROBABILITY_TOLERANCE`), checked on every call.
+    within :data:`PROBABILITY_TOLERANCE`), checked on every call. The probabilities are used as
+    they are (no action mask is applied: give invalid actions probability 0 where that matters).
 
     ``what`` names the parameter in the error for a bad output (``"--policy"``, ``"policy"``).
     """
