@@ -535,7 +535,7 @@ def test_policy_from_a_module_spec(policy_module):
     [
         ("wrong_shape", r"shape \(2,\), not \(4,\)"),
         ("negative", "negative values"),
-        ("not_summing", "summing to 0.8, not 1"),
+        ("not_summing", "values summing to 0.8, not 1"),
     ],
 )
 def test_bad_probabilities_are_a_clear_error(policy_module, function, message):
