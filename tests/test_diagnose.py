@@ -20,12 +20,16 @@ from scipy.stats import binomtest
 import routine_envs
 from routine_envs.diagnose import (
     DiagnosisResult,
+    ModelPolicy,
+    UniformPolicy,
     action_dependence_test,
+    as_policy,
     cluster_wilson_interval,
     diagnose,
     min_rollouts,
     minimum_detectable_effect,
     reading,
+    with_action_mask,
 )
 
 gym.register_envs(routine_envs)
@@ -339,14 +343,22 @@ def test_progress_bar_on_stderr(capsys):
 
 
 def test_core_package_does_not_need_the_diagnose_extra():
-    """``import routine_envs`` loads neither scipy nor tqdm; without them, importing the diagnosis
-    fails with an ImportError naming the extra to install."""
+    """``import routine_envs`` loads neither scipy nor tqdm, and the diagnosis neither torch nor
+    stable-baselines3; without scipy, importing the diagnosis fails with an ImportError naming
+    the extra to install."""
     code = textwrap.dedent(
         """
         import sys
         import routine_envs
         loaded = [m for m in sys.modules if m.split(".")[0] in ("scipy", "tqdm")]
         assert not loaded, loaded
+        import routine_envs.diagnose  # the policies need torch and SB3 only for a model
+        heavy = {"torch", "stable_baselines3", "sb3_contrib"}
+        loaded = [m for m in sys.modules if m.split(".")[0] in heavy]
+        assert not loaded, loaded
+        for name in list(sys.modules):
+            if name.startswith("routine_envs.diagnose"):
+                del sys.modules[name]
         sys.modules["scipy"] = None  # as if not installed
         try:
             import routine_envs.diagnose
@@ -374,8 +386,256 @@ def test_min_rollouts_is_where_a_state_can_first_be_critical():
 def test_docs_python_example_runs():
     """docs/diagnose.md's example runs as written (fewer states)."""
     text = (ROOT / "docs" / "diagnose.md").read_text()
-    block = text.split("```python\n")[1].split("```", 1)[0]
-    assert "num_states=200" in block
+    blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
+    (block,) = [b for b in blocks if "num_states=200" in b]
     namespace: dict[str, Any] = {}
     exec(block.replace("num_states=200", "num_states=30"), namespace)
     assert namespace["result"].rho == pytest.approx(1 / 6)
+
+
+def test_docs_frozen_lake_policy_is_the_optimal_one():
+    """docs/diagnose.md's frozen_lake_policy module plays the optimal actions (those of the
+    tests' value iteration) and is a valid --policy callable."""
+    from tests.frozen_lake import lake_actions
+
+    text = (ROOT / "docs" / "diagnose.md").read_text()
+    (block,) = [b.split("```", 1)[0] for b in text.split("```python\n")[1:] if "BEST" in b]
+    namespace: dict[str, Any] = {}
+    exec(block, namespace)
+    assert namespace["BEST"].tolist() == lake_actions(True).tolist()
+    policy = as_policy(namespace["optimal"], gym.spaces.Discrete(4))
+    assert policy(14, {}, np.random.default_rng(0)) == lake_actions(True)[14]
+
+
+# ------------------------------------------------------------------------- the user's policy
+def _lake_path_returns(env: gym.Env, actions: np.ndarray) -> list[tuple[int, set[float]]]:
+    """On the deterministic lake: the states of the greedy path from 0 and, at each, the set of
+    returns of every first action followed by the policy (an exact oracle from ``P``)."""
+    table = env.unwrapped.P
+
+    def follow(state: int, action: int) -> float:
+        for _ in range(100):
+            ((_, state, reward, done),) = table[state][action]
+            if done:
+                return reward
+            action = int(actions[state])
+        return 0.0
+
+    path, state = [], 0
+    while True:
+        path.append((state, {follow(state, a) for a in range(4)}))
+        ((_, state, _, done),) = table[state][int(actions[state])]
+        if done:
+            return path
+
+
+def test_optimal_policy_finds_critical_states_on_the_deterministic_lake():
+    """is_slippery=False: under the optimal policy a state is critical exactly where some action
+    falls into a hole (the oracle follows P); the uniform policy finds no state critical."""
+    from tests.frozen_lake import deterministic_optimal_policy, lake_actions
+
+    env = gym.make("FrozenLake-v1", is_slippery=False)
+    path = _lake_path_returns(env, lake_actions(False))
+    expected = [len(returns) > 1 for _, returns in path]
+    assert len(path) == 6 and sum(expected) == 4  # 4 of the 6 path cells border a hole
+    result = diagnose(
+        env, num_states=12, num_rollouts=10, seed=0, policy=deterministic_optimal_policy
+    )
+    assert [r.critical for r in result.records] == expected * 2
+    assert result.rho == pytest.approx(4 / 6)
+    assert result.settings["policy"] == "tests.frozen_lake:deterministic_optimal_policy"
+    uniform = diagnose(env, num_states=12, num_rollouts=10, seed=0)
+    assert uniform.num_critical == 0 and uniform.settings["policy"] == "uniform random"
+
+
+def test_optimal_policy_finds_critical_states_on_the_slippery_lake():
+    """FrozenLake-v1 as registered (slippery): under the uniform policy nothing is significant,
+    under the optimal actions (value iteration on P) most steps of the episode are critical."""
+    from tests.frozen_lake import optimal_policy
+
+    env = gym.make("FrozenLake-v1")
+    settings = {"num_states": 1, "num_rollouts": 32, "seed": 17}
+    uniform = diagnose(env, **settings)
+    optimal = diagnose(env, policy=optimal_policy, **settings)
+    assert uniform.num_critical == 0
+    assert optimal.num_critical >= 4 and optimal.num_states == 11
+    assert all(r.max_abs_difference >= 0.2 for r in optimal.records if r.critical)
+    assert "under the tests.frozen_lake:optimal_policy policy" in " ".join(reading(optimal).split())
+    assert "under the uniform random policy" in reading(uniform)
+
+
+POLICY_MODULE = """
+import numpy as np
+
+def down(observation):
+    return np.array([0.0, 1.0, 0.0, 0.0])
+
+def softmax(temperature=1.0):
+    logits = np.arange(4.0) / temperature
+    return lambda observation: np.exp(logits) / np.exp(logits).sum()
+
+def make_fixed(action):
+    return lambda observation: np.eye(4)[action]
+
+class Fixed:
+    def __init__(self, action=0):
+        self.action = action
+    def __call__(self, observation):
+        return np.eye(4)[self.action]
+
+def wrong_shape(observation):
+    return np.array([0.5, 0.5])
+
+def negative(observation):
+    return np.array([1.5, -0.5, 0.0, 0.0])
+
+def not_summing(observation):
+    return np.array([0.2, 0.2, 0.2, 0.2])
+
+def broken(observation):
+    raise RuntimeError("no model here")
+"""
+
+
+@pytest.fixture
+def policy_module(tmp_path, monkeypatch):
+    """A module of policies written to tmp_path and put on sys.path; its name."""
+    name = "diagnose_test_policies"
+    (tmp_path / f"{name}.py").write_text(POLICY_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, name, raising=False)
+    yield name
+    sys.modules.pop(name, None)
+
+
+def test_policy_from_a_module_spec(policy_module):
+    """'module:callable' (observation -> probabilities) is imported and followed: always down on
+    the deterministic lake falls into the hole at step 3; a class or a factory with JSON keyword
+    arguments makes the policy; sampling from probabilities is reproducible from the seed."""
+    env = gym.make("FrozenLake-v1", is_slippery=False)
+    down = diagnose(env, num_states=6, num_rollouts=10, policy=f"{policy_module}:down")
+    assert down.num_states == 6 and down.num_episodes == 2  # 0 -> 4 -> 8 -> 12 (a hole)
+    assert down.settings["policy"] == f"{policy_module}:down"
+    for spec in [
+        f'{policy_module}:Fixed{{"action": 1}}',
+        f'{policy_module}:make_fixed{{"action": 1}}',
+    ]:
+        same = diagnose(env, num_states=6, num_rollouts=10, policy=spec)
+        assert [r.mean_returns for r in same.records] == [r.mean_returns for r in down.records]
+        assert same.settings["policy"] == spec
+    spec = f'{policy_module}:softmax{{"temperature": 2.0}}'
+    first, second = (
+        diagnose(env, num_states=8, num_rollouts=10, seed=4, policy=spec) for _ in "ab"
+    )
+    assert [r.mean_returns for r in first.records] == [r.mean_returns for r in second.records]
+
+
+@pytest.mark.parametrize(
+    ("function", "message"),
+    [
+        ("wrong_shape", r"shape \(2,\), not \(4,\)"),
+        ("negative", "negative values"),
+        ("not_summing", "values summing to 0.8, not 1"),
+    ],
+)
+def test_bad_probabilities_are_a_clear_error(policy_module, function, message):
+    env = gym.make("FrozenLake-v1")
+    with pytest.raises(ValueError, match=f"policy {policy_module}:{function}: returned {message}"):
+        diagnose(env, num_states=5, num_rollouts=10, policy=f"{policy_module}:{function}")
+
+
+def test_policy_objects_and_the_older_continuation_policy():
+    """A callable obs -> probabilities object, and the (obs, info, rng) -> action form, by either
+    keyword; both keywords at once are refused."""
+    env = EveryKthStep()
+    always_one = diagnose(
+        env, num_states=12, num_rollouts=8, policy=lambda obs: np.array([0.0, 1.0])
+    )
+    legacy = diagnose(env, num_states=12, num_rollouts=8, continuation_policy=lambda o, i, rng: 1)
+    as_new = diagnose(env, num_states=12, num_rollouts=8, policy=lambda o, i, rng: 1)
+    assert [r.mean_returns for r in always_one.records] == [r.mean_returns for r in legacy.records]
+    assert [r.mean_returns for r in as_new.records] == [r.mean_returns for r in legacy.records]
+    assert "<lambda>" in legacy.settings["policy"]
+    with pytest.raises(ValueError, match="not both"):
+        diagnose(env, num_states=12, policy="uniform", continuation_policy=lambda o, i, rng: 1)
+    uniform = as_policy("uniform", env.action_space)
+    assert isinstance(uniform, UniformPolicy)
+    assert as_policy(uniform, env.action_space) is uniform
+
+
+def _run_cli(argv: list[str], capsys) -> tuple[int, str, str]:
+    from routine_envs.__main__ import main
+
+    try:
+        status = main(argv)
+    except SystemExit as exit_:
+        status = exit_.code if isinstance(exit_.code, int) else 1
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+@pytest.mark.parametrize(
+    ("policy", "message"),
+    [
+        ("missing.zip", "--policy 'missing.zip': no such file"),
+        ("no_such_module_xyz:policy", "--policy 'no_such_module_xyz:policy': cannot import module"),
+        ("{module}:nothing", "has no attribute 'nothing'"),
+        ("{module}:wrong_shape", r"returned shape (2,), not (4,)"),
+        ("{module}:broken", "RuntimeError on the first observation: no model here"),
+        ("greedy", "expected 'uniform', a saved stable-baselines3 model (.zip)"),
+    ],
+)
+def test_cli_refuses_a_bad_policy(policy_module, capsys, policy, message):
+    argv = ["diagnose", "FrozenLake-v1", "--policy", policy.format(module=policy_module)]
+    status, out, err = _run_cli([*argv, "--no-progress"], capsys)
+    assert status == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and err.startswith("error: --policy")
+    assert message in err
+
+
+def test_cli_runs_a_saved_sb3_model(tmp_path, capsys):
+    """An untrained PPO saved to a .zip loads and runs through --policy; the output names it.
+    Its probabilities are the model's (Categorical from get_distribution)."""
+    sb3 = pytest.importorskip("stable_baselines3")
+    env = gym.make("FrozenLake-v1")
+    model = sb3.PPO("MlpPolicy", env, n_steps=16, batch_size=16, seed=0, device="cpu")
+    path = tmp_path / "model.zip"
+    model.save(path)
+    policy = as_policy(str(path), env.action_space)
+    assert policy.name == f"PPO {path}"
+    tensor, _ = model.policy.obs_to_tensor(0)
+    expected = model.policy.get_distribution(tensor).distribution.probs.detach().numpy()[0]
+    assert policy.probabilities(0, {}) == pytest.approx(expected, abs=1e-6)
+    argv = ["diagnose", "FrozenLake-v1", "--policy", str(path), "--states", "5", "--rollouts", "10"]
+    status, out, err = _run_cli(
+        [*argv, "--no-progress", "--json", str(tmp_path / "r.json")], capsys
+    )
+    assert status == 0, err
+    assert f"policy                         PPO {path}" in out
+    assert json.loads((tmp_path / "r.json").read_text())["settings"]["policy"] == f"PPO {path}"
+    (tmp_path / "bad.zip").write_text("not a model")
+    argv[3] = str(tmp_path / "bad.zip")
+    status, out, err = _run_cli(argv, capsys)
+    assert status == 2 and len(err.strip().splitlines()) == 1
+    assert "not a saved PPO or MaskablePPO model" in err
+
+
+def test_masked_model_gets_the_action_mask():
+    """A MaskablePPO on CodeFix-v0 (action_masks()) gives invalid actions probability 0 through
+    diagnose's masks; the policy never takes them."""
+    contrib = pytest.importorskip("sb3_contrib")
+    env = gym.make("CodeFix-v0")
+    model = contrib.MaskablePPO("MlpPolicy", env, n_steps=16, batch_size=16, seed=0, device="cpu")
+    policy = as_policy(model, env.action_space)
+    assert isinstance(policy, ModelPolicy) and policy.masked
+    obs, _ = env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    for _ in range(10):
+        mask = env.unwrapped.action_masks()
+        probs = policy.probabilities(obs, with_action_mask(env, {}))
+        assert np.all(probs[~mask] == 0) and probs.sum() == pytest.approx(1)
+        action = policy(obs, with_action_mask(env, {}), rng)
+        assert mask[action]
+        obs, _, terminated, truncated, _ = env.step(action)
+        if terminated or truncated:
+            break

@@ -4,8 +4,9 @@
 episode length). :func:`diagnose` estimates it *without annotations*, from the environment's
 behaviour alone:
 
-1. **Sampling.** Episodes are played from ``reset(seed=...)`` under the sampling policy (uniform
-   random by default, or ``continuation_policy``) until at least ``num_states`` states have been
+1. **Sampling.** Episodes are played from ``reset(seed=...)`` under the policy (uniform random
+   by default; ``policy=`` takes a stable-baselines3 model, a callable observation -> action
+   probabilities or a spec, see :func:`as_policy`) until at least ``num_states`` states have been
    visited; every state in which an action is taken is tested, so the estimate is the share of
    *steps* that are critical. Whole episodes are kept (the last one is finished), so an
    environment whose episodes all have the same density is estimated without a partial-episode
@@ -53,6 +54,7 @@ rho is 0 or 1 or when every episode has the same density. It covers the sampling
 not the test's errors.
 
 Modules: :mod:`~routine_envs.diagnose.algorithm` (sampling, branching, :func:`diagnose`),
+:mod:`~routine_envs.diagnose.policies` (the policy it runs under, :func:`as_policy`),
 :mod:`~routine_envs.diagnose.statistics` (the test, the minimum detectable effect, the interval),
 :mod:`~routine_envs.diagnose.results` (result types), :mod:`~routine_envs.diagnose.report` (the
 reading and the text report) and :mod:`~routine_envs.diagnose.cli` (``python -m routine_envs
@@ -73,6 +75,17 @@ except ImportError as error:
 
 from routine_envs.diagnose.algorithm import ContinuationPolicy, branch, check_arguments, diagnose
 from routine_envs.diagnose.cli import add_arguments, run
+from routine_envs.diagnose.policies import (
+    DiagnosisPolicy,
+    ModelPolicy,
+    ProbabilityPolicy,
+    UniformPolicy,
+    as_policy,
+    check_probabilities,
+    load_model,
+    policy_name,
+    with_action_mask,
+)
 from routine_envs.diagnose.report import format_result, reading
 from routine_envs.diagnose.results import (
     Agreement,
@@ -96,20 +109,29 @@ __all__ = [
     "ActionTest",
     "Agreement",
     "ContinuationPolicy",
+    "DiagnosisPolicy",
     "DiagnosisResult",
     "MinimumDetectableEffect",
+    "ModelPolicy",
+    "ProbabilityPolicy",
     "StateRecord",
+    "UniformPolicy",
     "action_dependence_test",
     "add_arguments",
+    "as_policy",
     "branch",
     "check_arguments",
+    "check_probabilities",
     "cluster_wilson_interval",
     "diagnose",
     "format_result",
+    "load_model",
     "min_rollouts",
     "minimum_detectable_effect",
+    "policy_name",
     "reading",
     "run",
     "smallest_p_value",
     "t_two_sided_p",
+    "with_action_mask",
 ]

@@ -16,6 +16,7 @@ import numpy as np
 from tqdm import tqdm
 
 from routine_envs import annotations as keys
+from routine_envs.diagnose.policies import as_policy, policy_name, with_action_mask
 from routine_envs.diagnose.results import (
     Agreement,
     DiagnosisResult,
@@ -32,11 +33,6 @@ from routine_envs.diagnose.statistics import (
 ContinuationPolicy = Callable[[Any, dict[str, Any], np.random.Generator], int]
 """A policy for sampling states and continuing rollouts: ``(observation, info, rng) -> action``.
 It must draw all its randomness from ``rng`` (that is how common random numbers are kept)."""
-
-
-def _uniform_policy(space: gym.spaces.Discrete) -> ContinuationPolicy:
-    n, start = int(space.n), int(space.start)
-    return lambda _obs, _info, rng: start + int(rng.integers(n))
 
 
 def _check_env(env: gym.Env) -> gym.spaces.Discrete:
@@ -126,7 +122,8 @@ def _continue(
     while not (terminated or truncated):
         if taken >= steps_left:
             return total, True
-        obs, reward, terminated, truncated, info = env.step(policy(obs, info, rng))
+        action = policy(obs, with_action_mask(env, info), rng)
+        obs, reward, terminated, truncated, info = env.step(action)
         taken += 1
         total += _finite_reward(env, reward, step + taken)
     return total, False
@@ -167,6 +164,7 @@ def diagnose(
     progress: bool = False,
     max_steps: int = 1000,
     confidence: float = 0.95,
+    policy: Any = None,
 ) -> DiagnosisResult:
     """Estimate the decision density rho of ``env`` by counterfactual branching.
 
@@ -185,24 +183,34 @@ def diagnose(
             comparisons), in (0, 1).
         seed: seeds everything: episode resets, the sampling policy and the rollouts.
         continuation_policy: ``(obs, info, rng) -> action``, used both to sample states and to
-            continue rollouts; ``None`` is the uniform random policy.
+            continue rollouts; ``None`` is the uniform random policy. The older spelling of
+            ``policy`` (give one of the two).
         progress: show a progress bar (tqdm) on stderr.
         max_steps: step budget of an episode (a time limit): a sampled episode is cut after
             ``max_steps`` steps and a continuation from step ``t`` after ``max_steps - t`` steps;
             cuts are counted and warned about.
         confidence: level of the confidence interval of rho.
+        policy: the policy that samples the states and continues the rollouts, in any form
+            :func:`~routine_envs.diagnose.as_policy` accepts: ``None`` or ``"uniform"``, a
+            stable-baselines3 model or the path of a saved one (``.zip``), a callable
+            ``observation -> action probabilities``, a ``(obs, info, rng) -> action`` callable,
+            or ``"package.module:callable"``. Its name is in ``settings["policy"]``.
 
     Returns:
         A :class:`DiagnosisResult`.
 
     Raises:
-        ValueError: for a non-discrete action space, a bad argument, or a reward that is NaN
-            or infinite (the env and the step named).
+        ValueError: for a non-discrete action space, a bad argument, a policy that cannot be
+            loaded or returns bad probabilities, or a reward that is NaN or infinite (the env and
+            the step named).
         TypeError: when ``copy.deepcopy(env)`` fails.
     """
     space = check_arguments(env, num_states, num_rollouts, alpha, max_steps, confidence)
     start_time = time.perf_counter()
-    policy = continuation_policy if continuation_policy is not None else _uniform_policy(space)
+    if continuation_policy is not None and policy is not None:
+        raise ValueError("give policy or continuation_policy, not both")
+    # continuation_policy is taken as it is; policy may be any form as_policy accepts
+    policy = continuation_policy if continuation_policy is not None else as_policy(policy, space)
     actions = [int(space.start) + k for k in range(int(space.n))]
 
     records: list[StateRecord] = []
@@ -257,7 +265,8 @@ def diagnose(
                 if len(records) > bar.total:  # the last episode runs past num_states
                     bar.total = len(records)
                 bar.update()
-                obs, reward, terminated, truncated, info = env.step(policy(obs, info, sample_rng))
+                action = policy(obs, with_action_mask(env, info), sample_rng)
+                obs, reward, terminated, truncated, info = env.step(action)
                 total += _finite_reward(env, reward, step + 1)
                 step += 1
                 done = terminated or truncated
@@ -326,9 +335,7 @@ def diagnose(
             "max_steps": max_steps,
             "confidence": confidence,
             "num_actions": len(actions),
-            "policy": "uniform random"
-            if continuation_policy is None
-            else getattr(continuation_policy, "__name__", repr(continuation_policy)),
+            "policy": policy_name(policy),
             "test": f"two-sided paired t-test of each action against action {actions[0]}, "
             f"Bonferroni over {len(actions) - 1} comparisons, common random numbers",
         },

@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import gymnasium as gym
+import numpy as np
 
 from routine_envs.diagnose.algorithm import branch, check_arguments, diagnose
+from routine_envs.diagnose.policies import UNIFORM, as_policy, with_action_mask
 from routine_envs.diagnose.report import format_result
 
 
@@ -32,6 +34,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-steps", type=int, default=1000, help="step budget of an episode (a time limit)"
     )
     parser.add_argument("--confidence", type=float, default=0.95, help="level of the CI of rho")
+    parser.add_argument(
+        "--policy",
+        default=UNIFORM,
+        help="the policy that reaches the tested states and continues the rollouts: 'uniform' "
+        "(default), a saved stable-baselines3 model (.zip), or 'package.module:callable' "
+        "(observation -> action probabilities; a class or, with JSON keyword arguments after "
+        "it, a factory is called to make one)",
+    )
     parser.add_argument("--json", metavar="PATH", help="also write the result (with records)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -98,11 +108,21 @@ def run(args: argparse.Namespace) -> int:
         check_arguments(
             env, args.states, args.rollouts, args.alpha, args.max_steps, args.confidence
         )
-        env.reset(seed=args.seed)
+        obs, info = env.reset(seed=args.seed)
         branch(env)
+        policy = as_policy(args.policy, env.action_space, what="--policy")
     except (TypeError, ValueError) as error:
         env.close()
         _refuse(str(error))
+    try:  # a policy that fails on the first observation is refused before any work
+        policy(obs, with_action_mask(env, info), np.random.default_rng(args.seed))
+    except Exception as error:  # user code: one line naming --policy, not a traceback
+        env.close()
+        message = " ".join(str(error).split())
+        if not message.startswith("--policy"):
+            name = type(error).__name__
+            message = f"--policy {args.policy}: {name} on the first observation: {message}"
+        _refuse(message)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RuntimeWarning)
         try:
@@ -115,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
                 progress=not args.no_progress,
                 max_steps=args.max_steps,
                 confidence=args.confidence,
+                policy=policy,
             )
         except ValueError as error:  # e.g. a NaN reward: named, no traceback
             raise SystemExit(f"error: {error}") from None

@@ -48,6 +48,7 @@ def reading(
             f"where the action changed the return at all). Rerun with more rollouts, or with a "
             f"continuation policy closer to the one being trained, to tell."
         )
+    detect += " " + _policy_note(result)
     if rho == 0.0:
         return (
             f"No tested step's action measurably changed the return (rho = 0, {level} CI "
@@ -86,6 +87,18 @@ def reading(
     )
 
 
+def _policy_note(result: DiagnosisResult) -> str:
+    """Which policy the diagnosis ran under: rho depends on it."""
+    name = result.settings.get("policy", "uniform random")
+    note = (
+        f"All of this is under the {name} policy, which reached the tested states and continued "
+        f"the rollouts; rho depends on the policy"
+    )
+    if name == "uniform random":
+        return note + " (--policy, or diagnose(policy=...), measures it under the one you train)."
+    return note + "."
+
+
 def _mde_units(result: DiagnosisResult) -> str:
     if result.mde.return_units == 0.0:
         return " (every paired difference was constant here, so any effect was detectable)"
@@ -108,8 +121,9 @@ def format_result(result: DiagnosisResult) -> str:
         ("rho, any difference seen", f"{result.rho_upper:.4f} (upper bracket: not-significant "
          "states counted critical)"),
         ("per-episode mean rho", f"{result.episode_mean_rho:.4f}"),
-        ("states tested", f"{result.num_states} (steps of {result.num_episodes} episodes under "
-         f"the {s['policy']} policy), {result.num_critical} critical"),
+        ("policy", s["policy"]),
+        ("states tested", f"{result.num_states} (steps of {result.num_episodes} episodes), "
+         f"{result.num_critical} critical"),
         ("routine states", f"{identical} with identical branches, {result.num_inconclusive} "
          "not significant"),
         ("rollouts", f"{s['num_rollouts']} per action, {s['num_actions']} actions, common "
