@@ -1,0 +1,71 @@
+"""GEM: every environment with GEM's ``Env`` interface (no GEM import needed).
+
+``reset(seed) -> (observation, info)`` (the first observation starts with the rules),
+``step(action: str) -> (observation, reward, terminated, truncated, info)``,
+``sample_random_action() -> str``, ``spawn(same_state=False)`` and, for groups of identical
+starts, ``get_initial_state()`` / ``reset_to_initial_state(state)`` (deep copies).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+
+from routine_envs.text import InitialState, TextEnv, make_text_env
+
+
+class RoutineGemEnv:
+    """A routine-envs environment as a GEM text env.
+
+    Args:
+        env_id: a routine-envs id.
+        **kwargs: env keyword arguments and ``invalid_penalty``/``max_turns``.
+    """
+
+    def __init__(self, env_id: str = "DilutedDoors-v1", **kwargs: Any) -> None:
+        self.env_id = env_id
+        self.kwargs = dict(kwargs)
+        self.text_env: TextEnv = make_text_env(env_id, **kwargs)
+        self.rng = np.random.default_rng()
+
+    @property
+    def unwrapped(self) -> RoutineGemEnv:
+        return self
+
+    def reset(self, seed: int | None = None) -> tuple[str, dict[str, Any]]:
+        """Start an episode; the observation is the rules, then the first observation."""
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+        text, info = self.text_env.reset(seed=seed)
+        return f"{self.text_env.system_prompt}\n\n{text}", info
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """One reply (any text; a malformed one is an invalid turn)."""
+        return self.text_env.step(action)
+
+    def sample_random_action(self) -> str:
+        """The canonical text of a uniformly drawn action."""
+        return self.text_env.action_text(int(self.rng.integers(self.text_env.view.num_actions)))
+
+    def get_initial_state(self) -> InitialState:
+        """The start of the current episode (a deep copy of the env after ``reset``)."""
+        return self.text_env.get_initial_state()
+
+    def reset_to_initial_state(self, state: InitialState) -> tuple[str, dict[str, Any]]:
+        """Start an episode from ``state``: the same start and random future."""
+        text, info = self.text_env.reset_to_initial_state(state)
+        return f"{self.text_env.system_prompt}\n\n{text}", info
+
+    def spawn(self, same_state: bool = False, **kwargs: Any) -> RoutineGemEnv:
+        """A new env of the same configuration (``kwargs`` override it); with ``same_state``,
+        in this env's current state (a branch: the same future for the same replies)."""
+        if same_state:
+            if kwargs:
+                raise ValueError("kwargs cannot be given with same_state=True")
+            return copy.deepcopy(self)
+        return RoutineGemEnv(self.env_id, **{**self.kwargs, **kwargs})
+
+    def close(self) -> None:
+        self.text_env.close()
