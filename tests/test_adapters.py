@@ -54,7 +54,7 @@ def test_trl_environment_factory(env_id: str) -> None:
     env = factory()
     has_reset, has_reward, methods = _trl_tools(env)
     assert has_reset and has_reward
-    view = env._env.view  # noqa: SLF001 (the test looks inside)
+    view = env.text_env.view
     assert sorted(m.__name__ for m in methods) == sorted(t.name for t in view.tools)
     for method in methods:
         doc = inspect.getdoc(method)
@@ -63,7 +63,7 @@ def test_trl_environment_factory(env_id: str) -> None:
         for name, param in signature.parameters.items():
             assert param.annotation in (int, str) and f"{name}:" in doc
     prompt = env.reset(seed=0)
-    assert env._env.system_prompt in prompt  # noqa: SLF001
+    assert env.text_env.system_prompt in prompt
     tools = {m.__name__: m for m in methods}
     rng = np.random.default_rng(0)
     done, total = False, 0.0
@@ -171,7 +171,7 @@ def test_ragen_base_env() -> None:
     env = ragen.RoutineRagenEnv("CodeFix-v1", routine_length=4)
     text = env.reset(seed=0)
     assert env.render("text") == text and "read_log" in env.get_all_actions()
-    _, reward, done, info = env.step("<answer>read</answer>")  # well formed, not valid now
+    _, _, done, info = env.step("<answer>read</answer>")  # well formed, not valid now
     assert info["action_is_valid"] and not info["action_is_effective"] and not done
     _, _, _, info = env.step("???")
     assert not info["action_is_valid"] and not info["action_is_effective"]
@@ -229,7 +229,7 @@ def await_result(coroutine: object) -> object:
 
 def test_verifiers_load_environment_says_what_it_needs() -> None:
     try:
-        import verifiers as vf  # noqa: F401
+        import verifiers as vf
     except ImportError:
         with pytest.raises(ImportError, match="verifiers"):
             verifiers.load_environment()

@@ -41,6 +41,11 @@ class RoutineToolEnv:
         self._done = True
         self._last_info: dict[str, Any] = {}
 
+    @property
+    def text_env(self) -> TextEnv:
+        """The :class:`TextEnv` played (a property: TRL takes only functions as tools)."""
+        return self._env
+
     def reset(self, **kwargs: Any) -> str:
         """Start an episode (``seed`` from the example, if any); returns the rules and the
         first observation, appended to the prompt by TRL."""

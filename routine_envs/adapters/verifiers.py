@@ -89,14 +89,15 @@ def load_environment(env_id: str = "DilutedDoors-v1", num_examples: int = 64, **
     dataset and the episode return as its rubric (needs ``verifiers<0.2`` and ``datasets``)."""
     try:
         import verifiers as vf
-        from datasets import Dataset
     except ImportError as err:
-        raise ImportError("load_environment needs verifiers<0.2 and datasets") from err
+        raise ImportError("load_environment needs verifiers<0.2 (and datasets)") from err
     if not hasattr(vf, "MultiTurnEnv"):
         raise ImportError(
             f"verifiers {getattr(vf, '__version__', '?')} has no MultiTurnEnv (replaced in 0.2 "
             "by verifiers.v1): install verifiers<0.2, or drive RoutineMultiTurn yourself"
         )
+    from datasets import Dataset  # a dependency of verifiers<0.2
+
     logic = RoutineMultiTurn(env_id, **kwargs)
     rows = [
         {"prompt": logic.initial_prompt(seed=seed), "info": {"env_id": env_id, "seed": seed}}
