@@ -237,3 +237,23 @@ def test_verifiers_load_environment_says_what_it_needs() -> None:
     if not hasattr(vf, "MultiTurnEnv"):
         with pytest.raises(ImportError, match="MultiTurnEnv"):
             verifiers.load_environment()
+
+
+# ----------------------------------------------------------------------------- example
+def test_example_plays_every_id_through_two_adapters() -> None:
+    from examples import text_agents
+
+    results = text_agents.main(num_groups=2, group_size=3, p_invalid=0.2, seed=1)
+    played = {(s.env_id, s.adapter) for s, _, _ in results}
+    assert {env_id for env_id, _ in played} == set(text_agents.env_ids())
+    assert {adapter for _, adapter in played} == {"gem", "verl-agent"}
+    for summary, batch, advantages in results:
+        assert summary.invalid_share > 0  # invalid turns were played and recorded
+        assert batch.anchors is not None and batch.critical is not None
+        starts = batch.episode_starts[:-1]
+        for g in np.unique(batch.groups):  # identical starts within a group
+            first = starts[batch.groups == g]
+            assert len(set(batch.state_ids[first])) == 1 and len(set(batch.anchors[first])) == 1
+        assert np.all(advantages["routine_masked"][~batch.critical] == 0)
+        for adv in advantages.values():
+            assert adv.shape == (batch.num_steps,) and np.all(np.isfinite(adv))
