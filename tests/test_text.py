@@ -348,3 +348,11 @@ def test_spread_advantages_masks_exactly_the_spans(lengths: list, data: st.DataO
     for value, (start, end) in zip(adv, spans, strict=True):
         assert np.all(out[start:end] == value) and mask[start:end].all()
     assert np.all(out[~mask] == 0)
+
+
+def test_text_keys_are_documented() -> None:
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "text.md").read_text()
+    for key in (*keys.TEXT_KEYS, keys.NUM_INVALID_TURNS):
+        assert f"``{key}``" in keys.__doc__ and f'info["{key}"]' in page, key
