@@ -210,9 +210,10 @@ def test_verifiers_multi_turn_signatures() -> None:
     async def rollout() -> dict:
         messages = logic.initial_prompt(seed=0)
         state = await logic.setup_state({"info": {"seed": 0}})
-        while not await logic.is_completed(messages, state):
+        while not await logic.episode_done(state):
             messages.append({"role": "assistant", "content": "open_door 1"})
             messages += await logic.env_response(messages, state)
+        assert state["final_env_response"] == messages[-1:]
         return state
 
     state = asyncio.run(rollout())

@@ -1,13 +1,15 @@
-"""verifiers: every environment as a ``MultiTurnEnv`` (the verifiers 0.1.x API).
+"""verifiers: every environment as a ``MultiTurnEnv`` (the verifiers 0.1.x API, 0.1.14).
 
 :class:`RoutineMultiTurn` holds the logic with that API's signatures and needs no verifiers
-import: ``setup_state(state) -> state`` (starts the episode named by ``state["info"]``:
-``env_id``, ``seed``, ``env_kwargs``), ``env_response(messages, state) -> messages`` (reads the
-last assistant message, returns the next observation as a user message), the stop condition
-``episode_done(state) -> bool`` (also as ``is_completed(messages, state)``) and the reward
-``episode_return(state) -> float`` for a rubric. :func:`load_environment` builds the real
-``vf.MultiTurnEnv`` subclass; verifiers 0.2 and later replaced ``MultiTurnEnv`` by a
-different API (``verifiers.v1``), so it needs ``verifiers<0.2`` and says so otherwise.
+import: ``setup_state(state)`` (starts the episode named by ``state["info"]``: ``env_id``,
+``seed``, ``env_kwargs``; mutates and returns the state), ``env_response(messages, state) ->
+messages`` (reads the last assistant message, returns the next observation as a user message;
+on the episode's last turn it also sets ``state["final_env_response"]``, so that verifiers
+stops without asking the model again), the stop condition ``episode_done(state) -> bool`` and
+the reward ``episode_return(state) -> float`` for a rubric. :func:`load_environment` builds the
+real ``vf.MultiTurnEnv`` subclass (``episode_done`` registered with ``@vf.stop``); verifiers 0.2
+and later replaced ``MultiTurnEnv`` by a different API (``verifiers.v1``), so it needs
+``verifiers<0.2`` and says so otherwise.
 """
 
 from __future__ import annotations
@@ -57,20 +59,22 @@ class RoutineMultiTurn:
     async def env_response(self, messages: Messages, state: State, **kwargs: Any) -> Messages:
         """The next observation for the last assistant message, as a user message."""
         env: TextEnv = state["routine_env"]
-        reply = next((m.get("content") for m in reversed(messages) if m["role"] == "assistant"), "")
+        reply = next(
+            (_field(m, "content") for m in reversed(messages) if _field(m, "role") == "assistant"),
+            "",
+        )
         text, reward, terminated, truncated, info = env.step(reply or "")
         state["routine_return"] += reward
         state["routine_done"] = terminated or truncated
         state["routine_infos"].append(info)
-        return [{"role": "user", "content": text}]
+        response = [{"role": "user", "content": text}]
+        if state["routine_done"]:
+            state["final_env_response"] = response
+        return response
 
     async def episode_done(self, state: State, **kwargs: Any) -> bool:
         """The stop condition: the episode ended."""
         return bool(state.get("routine_done", False))
-
-    async def is_completed(self, messages: Messages, state: State, **kwargs: Any) -> bool:
-        """The 0.1.x completion check (the same as :meth:`episode_done`)."""
-        return await self.episode_done(state)
 
     @staticmethod
     def episode_return(state: State, **kwargs: Any) -> float:
@@ -82,6 +86,13 @@ class RoutineMultiTurn:
         """1.0 when the episode succeeded (a rubric metric)."""
         infos = state.get("routine_infos") or [{}]
         return float(bool(infos[-1].get(keys.SUCCESS, False)))
+
+
+def _field(message: Any, name: str) -> Any:
+    """``message[name]`` of a dict or a (pydantic) message object."""
+    if isinstance(message, dict):
+        return message.get(name)
+    return getattr(message, name, None)
 
 
 def load_environment(env_id: str = "DilutedDoors-v1", num_examples: int = 64, **kwargs: Any) -> Any:
@@ -112,5 +123,9 @@ def load_environment(env_id: str = "DilutedDoors-v1", num_examples: int = 64, **
                 dataset=Dataset.from_list(rows),
                 rubric=vf.Rubric(funcs=[self.episode_return], weights=[1.0]),
             )
+
+        @vf.stop
+        async def routine_episode_done(self, state: State, **kwargs: Any) -> bool:
+            return await self.episode_done(state)
 
     return RoutineVerifiersEnv()
