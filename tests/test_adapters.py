@@ -258,3 +258,57 @@ def test_example_plays_every_id_through_two_adapters() -> None:
         assert np.all(advantages["routine_masked"][~batch.critical] == 0)
         for adv in advantages.values():
             assert adv.shape == (batch.num_steps,) and np.all(np.isfinite(adv))
+
+
+def test_verifiers_rollout_with_the_real_multi_turn_env() -> None:
+    """A whole verifiers (0.1.x) rollout with a scripted client in place of a model."""
+    vf = pytest.importorskip("verifiers")
+    if not hasattr(vf, "MultiTurnEnv"):
+        pytest.skip(f"verifiers {vf.__version__} has no MultiTurnEnv")
+    from verifiers.types import Response, ResponseMessage
+
+    replies = iter(["open_door 1", "not an action", "walk", "walk"])
+    asked = []
+
+    class ScriptedClient(vf.Client):
+        def setup_client(self, config):
+            return None
+
+        async def to_native_tool(self, tool):
+            return tool
+
+        async def to_native_prompt(self, messages):
+            return messages, {}
+
+        async def get_native_response(self, prompt, model, sampling_args, tools=None, **kwargs):
+            asked.append(prompt)
+            return next(replies)
+
+        async def raise_from_native_response(self, response):
+            return None
+
+        async def from_native_response(self, response):
+            message = ResponseMessage(content=response, finish_reason="stop", is_truncated=False)
+            return Response(id="r", created=0, model="scripted", message=message)
+
+        async def close(self):
+            return None
+
+    env = verifiers.load_environment(
+        "DilutedDoors-v1", num_examples=2, num_floors=1, routine_length=2
+    )
+    row = env.get_dataset()[0]
+    state = asyncio.run(
+        env.rollout(
+            dict(row),
+            ScriptedClient(object()),
+            "scripted",
+            {},
+        )
+    )
+    assert state["stop_condition"] == "has_final_env_response"
+    assert len(asked) == 4  # the model is not asked again after the last turn
+    infos = state["routine_infos"]
+    assert [i[keys.INVALID_TURN] for i in infos] == [False, True, False, False]
+    assert infos[-1][keys.EPISODE_LENGTH] == 4 and infos[-1][keys.NUM_INVALID_TURNS] == 1
+    assert env.episode_return(state) == float(infos[-1][keys.SUCCESS])

@@ -1,8 +1,9 @@
 """verifiers: every environment as a ``MultiTurnEnv`` (the verifiers 0.1.x API, 0.1.14).
 
 :class:`RoutineMultiTurn` holds the logic with that API's signatures and needs no verifiers
-import: ``setup_state(state)`` (starts the episode named by ``state["info"]``: ``env_id``,
-``seed``, ``env_kwargs``; mutates and returns the state), ``env_response(messages, state) ->
+import: ``setup_state(state)`` (starts the episode named by ``state["info"]``:
+``routine_env_id``, ``seed``, ``env_kwargs``, the first not ``env_id``, which verifiers
+reserves for routing; mutates and returns the state), ``env_response(messages, state) ->
 messages`` (reads the last assistant message, returns the next observation as a user message;
 on the episode's last turn it also sets ``state["final_env_response"]``, so that verifiers
 stops without asking the model again), the stop condition ``episode_done(state) -> bool`` and
@@ -27,7 +28,7 @@ class RoutineMultiTurn:
     """The multi-turn logic, with ``MultiTurnEnv``'s signatures.
 
     Args:
-        env_id: the default id (``state["info"]["env_id"]`` may name another).
+        env_id: the default id (``state["info"]["routine_env_id"]`` may name another).
         **kwargs: env keyword arguments and ``invalid_penalty``/``max_turns``.
     """
 
@@ -48,7 +49,8 @@ class RoutineMultiTurn:
         """Start the episode of ``state["info"]`` (its prompt is :meth:`initial_prompt`)."""
         info = state.get("info") or {}
         env_kwargs = {**self.routine_kwargs, **info.get("env_kwargs", {})}
-        env: TextEnv = make_text_env(info.get("env_id", self.routine_env_id), **env_kwargs)
+        env_id = info.get("routine_env_id", self.routine_env_id)
+        env: TextEnv = make_text_env(env_id, **env_kwargs)
         env.reset(seed=info.get("seed"))
         state["routine_env"] = env
         state["routine_return"] = 0.0
@@ -111,7 +113,10 @@ def load_environment(env_id: str = "DilutedDoors-v1", num_examples: int = 64, **
 
     logic = RoutineMultiTurn(env_id, **kwargs)
     rows = [
-        {"prompt": logic.initial_prompt(seed=seed), "info": {"env_id": env_id, "seed": seed}}
+        {
+            "prompt": logic.initial_prompt(seed=seed),
+            "info": {"routine_env_id": env_id, "seed": seed},
+        }
         for seed in range(num_examples)
     ]
 
