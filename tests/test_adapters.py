@@ -312,3 +312,28 @@ def test_verifiers_rollout_with_the_real_multi_turn_env() -> None:
     assert [i[keys.INVALID_TURN] for i in infos] == [False, True, False, False]
     assert infos[-1][keys.EPISODE_LENGTH] == 4 and infos[-1][keys.NUM_INVALID_TURNS] == 1
     assert env.episode_return(state) == float(infos[-1][keys.SUCCESS])
+
+
+def test_gem_with_the_real_package() -> None:
+    """GEM's registry, ``make_vec`` (its SyncVectorEnv, autoreset) and episode tracking."""
+    gem_pkg = pytest.importorskip("gem")
+    from gem.wrappers.episode_tracking_wrapper import EpisodeTrackingWrapper
+
+    names = gem.register()
+    env = gem_pkg.make("routine_envs:DilutedDoors-v1", routine_length=1, num_floors=1)
+    obs, _ = env.reset(seed=0)
+    assert "Floor 1 of 1" in obs and env.routine_env_id == "DilutedDoors-v1"
+    assert "routine_envs:CodeFix-v1" in names
+    vec = gem_pkg.make_vec(
+        ["routine_envs:DilutedDoors-v1"] * 3,
+        wrappers=[EpisodeTrackingWrapper],
+        seed=5,
+        routine_length=1,
+        num_floors=1,
+    )
+    observations, infos = vec.reset(seed=[5, 5, 5])
+    assert observations[0] == observations[1] == observations[2]
+    infos = vec.step(["0", "oops", "2"])[4]
+    assert [i[keys.INVALID_TURN] for i in infos] == [False, True, False]
+    terminated = vec.step(["walk", "1", "walk"])[2]
+    assert terminated.tolist() == [True, False, True]

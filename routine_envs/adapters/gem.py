@@ -4,6 +4,8 @@
 ``step(action: str) -> (observation, reward, terminated, truncated, info)``,
 ``sample_random_action() -> str``, ``spawn(same_state=False)`` and, for groups of identical
 starts, ``get_initial_state()`` / ``reset_to_initial_state(state)`` (deep copies).
+:func:`register` adds every id to GEM's registry (``gem.make("routine_envs:CodeFix-v1")``,
+``gem.make_vec([...])``), which passes a ``seed`` to the constructor.
 """
 
 from __future__ import annotations
@@ -21,14 +23,20 @@ class RoutineGemEnv:
 
     Args:
         env_id: a routine-envs id.
+        seed: seed of the first ``reset`` without one (GEM's ``make_vec`` passes it); later
+            resets without a seed continue the env's random stream.
         **kwargs: env keyword arguments and ``invalid_penalty``/``max_turns``.
     """
 
-    def __init__(self, env_id: str = "DilutedDoors-v1", **kwargs: Any) -> None:
-        self.env_id = env_id
+    def __init__(
+        self, env_id: str = "DilutedDoors-v1", seed: int | None = None, **kwargs: Any
+    ) -> None:
+        #: the routine-envs id (``gem.make`` sets ``env_id`` to GEM's own id).
+        self.routine_env_id = env_id
         self.kwargs = dict(kwargs)
         self.text_env: TextEnv = make_text_env(env_id, **kwargs)
-        self.rng = np.random.default_rng()
+        self.rng = np.random.default_rng(seed)
+        self._first_seed = seed
 
     @property
     def unwrapped(self) -> RoutineGemEnv:
@@ -36,6 +44,8 @@ class RoutineGemEnv:
 
     def reset(self, seed: int | None = None) -> tuple[str, dict[str, Any]]:
         """Start an episode; the observation is the rules, then the first observation."""
+        if seed is None:
+            seed, self._first_seed = self._first_seed, None
         if seed is not None:
             self.rng = np.random.default_rng(seed)
         text, info = self.text_env.reset(seed=seed)
@@ -65,7 +75,24 @@ class RoutineGemEnv:
             if kwargs:
                 raise ValueError("kwargs cannot be given with same_state=True")
             return copy.deepcopy(self)
-        return RoutineGemEnv(self.env_id, **{**self.kwargs, **kwargs})
+        return RoutineGemEnv(self.routine_env_id, **{**self.kwargs, **kwargs})
 
     def close(self) -> None:
         self.text_env.close()
+
+
+def register(prefix: str = "routine_envs:") -> list[str]:
+    """Register every routine-envs id (and the team ids) with GEM as ``prefix + id``; returns
+    the GEM ids (already registered ones are kept). Needs ``gem-llm``."""
+    import gem
+    from gem.envs.registration import ENV_REGISTRY
+
+    from routine_envs.registration import ENVIRONMENTS, TEAM_ADAPTERS
+
+    names = []
+    for row in (*ENVIRONMENTS, *TEAM_ADAPTERS):
+        name = prefix + row.id
+        if name not in ENV_REGISTRY:
+            gem.register(name, entry_point=f"{__name__}:RoutineGemEnv", env_id=row.id)
+        names.append(name)
+    return names
