@@ -11,6 +11,7 @@ starts, ``get_initial_state()`` / ``reset_to_initial_state(state)`` (deep copies
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 import numpy as np
@@ -93,6 +94,7 @@ def register(prefix: str = "routine_envs:") -> list[str]:
     for row in (*ENVIRONMENTS, *TEAM_ADAPTERS):
         name = prefix + row.id
         if name not in ENV_REGISTRY:
-            gem.register(name, entry_point=f"{__name__}:RoutineGemEnv", env_id=row.id)
+            # a callable entry point: GEM's own ``register`` takes ``env_id`` as its first argument
+            gem.register(name, entry_point=functools.partial(RoutineGemEnv, row.id))
         names.append(name)
     return names
