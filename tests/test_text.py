@@ -356,3 +356,13 @@ def test_text_keys_are_documented() -> None:
     page = (Path(__file__).resolve().parents[1] / "docs" / "text.md").read_text()
     for key in (*keys.TEXT_KEYS, keys.NUM_INVALID_TURNS):
         assert f"``{key}``" in keys.__doc__ and f'info["{key}"]' in page, key
+
+
+def test_docs_first_example_runs() -> None:
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "text.md").read_text()
+    code = page.split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict = {}
+    exec(compile(code, "docs/text.md", "exec"), namespace)
+    assert namespace["info"][keys.PARSED_ACTION] == 2
