@@ -198,7 +198,8 @@ def test_openrlhf_agent_instance() -> None:
 
     outs = asyncio.run(play())
     assert outs[-1]["done"] and outs[-1]["environment_feedback"] == ""
-    assert outs[1]["extra_logs"][keys.INVALID_TURN] == 1.0
+    assert float(outs[1]["extra_logs"][keys.INVALID_TURN]) == 1.0
+    assert all(isinstance(o["rewards"].item(), float) for o in outs)
     assert "Invalid reply" in outs[1]["environment_feedback"]
     assert float(np.asarray(outs[-1]["rewards"]).sum()) in (0.0, 1.0)
 
@@ -337,3 +338,36 @@ def test_gem_with_the_real_package() -> None:
     assert [i[keys.INVALID_TURN] for i in infos] == [False, True, False]
     terminated = vec.step(["walk", "1", "walk"])[2]
     assert terminated.tolist() == [True, False, True]
+
+
+def test_openrlhf_multi_turn_executor_with_the_real_package() -> None:
+    """OpenRLHF's own MultiTurnAgentExecutor plays an episode, with a scripted engine and a
+    character tokenizer in place of vLLM and a model (where OpenRLHF is installed)."""
+    agent = pytest.importorskip("openrlhf.utils.agent")
+    torch = pytest.importorskip("torch")
+    from types import SimpleNamespace
+
+    assert issubclass(openrlhf.AgentInstance, agent.AgentInstanceBase)
+    replies = iter(["0", "no idea", "walk", "walk"])
+
+    class Engine:
+        async def generate(self, token_ids, params, **kwargs):
+            text = next(replies)
+            output = SimpleNamespace(
+                token_ids=[ord(c) for c in text], text=text, finish_reason="stop", logprobs=None
+            )
+            return SimpleNamespace(outputs=[output])
+
+    def tokenizer(text, **kwargs):
+        return {"input_ids": torch.tensor([[ord(c) for c in text]])}
+
+    kwargs = {"num_floors": 1, "routine_length": 2}
+    label = json.dumps({"env_id": "DilutedDoors-v1", "seed": 0, "env_kwargs": kwargs})
+    response = asyncio.run(
+        agent.MultiTurnAgentExecutor(openrlhf.AgentInstance).execute(
+            "", label, SimpleNamespace(max_tokens=None, logprobs=None), 100_000, tokenizer, Engine()
+        )
+    )
+    assert len(response["action_ranges"]) == 4  # 0, invalid turn, two corridor cells
+    assert response["reward"] in (0.0, 1.0)
+    assert float(response["extra_logs"][keys.EPISODE_LENGTH]) == 4

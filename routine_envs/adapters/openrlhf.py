@@ -7,8 +7,10 @@ built on it). ``reset(states)`` reads the episode from ``states["label"]`` (a JS
 returns ``{"observation": ...}`` (the rules and the first observation); ``step(states)`` reads
 ``states["action_text"]`` and returns ``rewards``, ``scores``, ``environment_feedback`` (the
 next observation, formatted by ``feedback_template``), ``done``, ``sampling_params`` and
-``extra_logs`` (the turn's annotations). Rewards are ``torch`` tensors when torch is importable
-(as OpenRLHF expects), floats otherwise. When OpenRLHF is installed the class derives from its
+``extra_logs`` (the turn's annotations). Rewards and logs are 0-d ``torch`` tensors when torch is
+importable (OpenRLHF's ``MultiTurnAgentExecutor`` reads ``rewards.item()``), numpy floats
+otherwise. The executor builds the instance with no argument: the default ``env_id`` and the
+``label`` decide the episode. When OpenRLHF is installed the class derives from its
 ``AgentInstanceBase``.
 """
 
@@ -16,6 +18,8 @@ from __future__ import annotations
 
 import json
 from typing import Any
+
+import numpy as np
 
 from routine_envs import annotations as keys
 from routine_envs.text import TextEnv, make_text_env
@@ -26,12 +30,13 @@ except ImportError:  # documented signatures only
     _Base = object
 
 
-def _reward(value: float) -> Any:
+def _scalar(value: float) -> Any:
+    """``value`` as OpenRLHF reads it (``.item()``): a torch tensor, else a numpy float."""
     try:
         import torch
     except ImportError:
-        return float(value)
-    return torch.tensor([float(value)])
+        return np.float64(value)
+    return torch.tensor(float(value))
 
 
 class RoutineAgentInstance(_Base):  # type: ignore[misc, valid-type]
@@ -81,13 +86,13 @@ class RoutineAgentInstance(_Base):  # type: ignore[misc, valid-type]
         )
         done = terminated or truncated
         logs = {
-            name: float(info[name])
+            name: _scalar(info[name])
             for name in (keys.CRITICAL, keys.INVALID_TURN, *keys.EPISODE_END_KEYS)
             if name in info
         }
         return {
-            "rewards": _reward(reward),
-            "scores": _reward(reward),
+            "rewards": _scalar(reward),
+            "scores": _scalar(reward),
             "environment_feedback": "" if done else self.feedback_template.format(observation=text),
             "done": done,
             "sampling_params": states.get("sampling_params"),
