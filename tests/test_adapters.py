@@ -177,6 +177,9 @@ def test_ragen_base_env() -> None:
     assert not info["action_is_valid"] and not info["action_is_effective"]
     with pytest.raises(ValueError, match="mode"):
         env.render("rgb_array")
+    branch = env.copy()
+    assert branch.step(0)[:3] == env.step("read_log")[:3]  # an index is an action too
+    assert not env.success()
 
 
 # ---------------------------------------------------------------------------- OpenRLHF
