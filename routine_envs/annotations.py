@@ -48,6 +48,18 @@ has ``action_masks()``, the sb3-contrib ``MaskablePPO`` protocol):
     The actions valid in the state just observed.
 ``invalid_action`` (bool)
     The action just taken was invalid there: a no-op that left the state unchanged.
+
+The text interface (:mod:`routine_envs.text`) adds, on every turn:
+
+``invalid_turn`` (bool)
+    The reply just read named no action (malformed text): the state did not change.
+``invalid_reason`` (str)
+    Why (``""`` for a valid turn).
+``parsed_action`` (int)
+    The action the reply named, ``-1`` for an invalid turn (``-1`` on ``reset``).
+
+and at the episode end ``num_invalid_turns`` (int). There ``episode_length`` counts turns,
+invalid ones included, and ``num_critical`` the turns taken in a critical state.
 """
 
 from __future__ import annotations
@@ -75,6 +87,12 @@ ACTION_MASK: Final = "action_mask"
 INVALID_ACTION: Final = "invalid_action"
 OPTIONAL_KEYS: Final = (ACTION_GAP, ACTION_MASK, INVALID_ACTION)
 """Keys some environments add on ``reset`` and every ``step``."""
+INVALID_TURN: Final = "invalid_turn"
+INVALID_REASON: Final = "invalid_reason"
+NUM_INVALID_TURNS: Final = "num_invalid_turns"
+PARSED_ACTION: Final = "parsed_action"
+TEXT_KEYS: Final = (INVALID_TURN, INVALID_REASON, PARSED_ACTION)
+"""Keys the text interface adds on every turn (``num_invalid_turns`` at the episode end)."""
 ALL_KEYS: Final = STEP_KEYS + EPISODE_END_KEYS
 
 

@@ -1,0 +1,18 @@
+"""Adapters of the text interface (:mod:`routine_envs.text`) for the trainers of LLM agents.
+
+One small module per trainer; none is imported by ``import routine_envs`` or by this package, and
+each imports its trainer's package (if it needs it at all) only when used:
+
+- :mod:`~routine_envs.adapters.trl`: TRL ``GRPOTrainer(environment_factory=...)``.
+- :mod:`~routine_envs.adapters.verifiers`: verifiers ``MultiTurnEnv`` (the 0.1.x API).
+- :mod:`~routine_envs.adapters.skyrl`: SkyRL-gym ``BaseTextEnv`` (needs ``skyrl-gym``: the
+  ``llm`` extra).
+- :mod:`~routine_envs.adapters.gem`: GEM's ``Env`` (``reset``/``step``, ``spawn``,
+  ``get_initial_state``/``reset_to_initial_state``).
+- :mod:`~routine_envs.adapters.verl_agent`: verl-agent's ``EnvironmentManagerBase`` with a
+  text projection that marks ``is_action_valid`` and a GiGPO anchor.
+- :mod:`~routine_envs.adapters.ragen`: RAGEN's ``BaseEnv``.
+- :mod:`~routine_envs.adapters.openrlhf`: OpenRLHF's ``AgentInstanceBase`` (async).
+
+See ``docs/text.md`` for how each is used and tested.
+"""
