@@ -188,7 +188,8 @@ def make_report(args: BenchmarkArgs, protocol: protocols.Protocol, wall: float |
     ref_versions = [v for recs in references.values() for v in report.versions_of(recs)]
     header = {
         "method": args.method,
-        "protocol": f"{protocol.version} (sha256 {protocol.sha256[:12]}), tier {args.tier}",
+        "protocol": f"{protocol.version} ({protocol.status}, sha256 {protocol.sha256[:12]}), "
+        f"tier {args.tier}",
         "runs": f"{len(records)} of {tier.num_runs_per_method}",
         "seeds": ", ".join(map(str, tier.seeds)),
         "package versions": json.dumps(versions),

@@ -2,9 +2,10 @@
 
 A protocol fixes the environments, their densities, the seeds, the budgets in environment steps,
 the evaluation schedule, the target and the hyperparameters (the same for every method on an
-environment, with per-method exceptions listed in the file). A released file is never edited:
-:data:`RELEASED` pins each version's SHA-256, and loading a file whose hash differs is refused
-(a change makes a new version).
+environment, with per-method exceptions listed in the file). A file says ``status: draft`` until
+its references ship; a released file (``status: released``) is never edited: :data:`RELEASED`
+pins each released version's SHA-256, and loading a file whose hash differs, or a file that
+claims to be released without a pinned hash, is refused (a change makes a new version).
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from typing import Any
 import yaml
 
 PROTOCOL_DIR = Path(__file__).resolve().parents[2] / "protocols"
-RELEASED = {"rb1": "0266a5649eb618afd51d35401818a0dd41e26a5c1189cd3eb40e6494ae331012"}
-"""SHA-256 of each released protocol file (checked on load)."""
+RELEASED: dict[str, str] = {}
+"""SHA-256 of each released protocol file (checked on load). ``rb1`` is still a draft: its
+budgets are being calibrated and its references computed; it is pinned here when it ships."""
 REFERENCE_METHODS = (
     "ppo",
     "trajectory_mc",
@@ -72,6 +74,7 @@ class Protocol:
     """A released protocol (see the module docstring and the YAML file's comments)."""
 
     version: str
+    status: str
     target: float
     eval_points: int
     hyperparameters: dict[str, dict[str, Any]]
@@ -111,13 +114,16 @@ def load_protocol(version: str = "rb1", path: Path | None = None) -> Protocol:
         known = sorted(p.stem for p in PROTOCOL_DIR.glob("*.yaml"))
         raise ValueError(f"--protocol {version!r}: no such protocol; known: {known}")
     digest = file_sha256(path)
-    if version in RELEASED and RELEASED[version] != digest:
+    data = yaml.safe_load(path.read_text())
+    status = data.get("status")
+    if status not in ("draft", "released"):
+        raise ValueError(f"{path}: status must be 'draft' or 'released', got {status!r}")
+    if (status == "released" or version in RELEASED) and RELEASED.get(version) != digest:
         raise ValueError(
             f"{path} differs from released protocol {version} (sha256 {digest[:12]}..., "
-            f"released {RELEASED[version][:12]}...): a released protocol never changes; "
-            "write the change as a new version"
+            f"released {RELEASED.get(version, 'not pinned')[:12]}...): a released protocol "
+            "never changes; write the change as a new version"
         )
-    data = yaml.safe_load(path.read_text())
     if data.get("version") != version:
         raise ValueError(f"{path} says version {data.get('version')!r}, expected {version!r}")
     tiers = {
@@ -140,6 +146,7 @@ def load_protocol(version: str = "rb1", path: Path | None = None) -> Protocol:
     }
     return Protocol(
         version=version,
+        status=status,
         target=float(data["target"]),
         eval_points=int(data["eval_points"]),
         hyperparameters=data["hyperparameters"],
