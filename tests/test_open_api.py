@@ -369,3 +369,48 @@ def test_outside_estimator_trains_through_compare_from_the_docs_example(tmp_path
     assert mine[0]["estimator"]["name"] == "my_estimators:EntropyWeightedMC"
     assert mine[0]["estimator"]["kwargs"] == {"power": 1.0}
     assert all(r["steps_trained"] >= 1024 for r in mine)  # at least one update ran
+
+
+def test_lab_measures_a_saved_sb3_policy_through_its_jacobian(tmp_path):
+    from stable_baselines3 import PPO
+
+    from baselines.experiments.snr_lab import measure
+
+    env_kwargs = {"num_floors": 2, "num_doors": 2}
+    model = PPO(
+        "MlpPolicy",
+        gym.make("DilutedDoors-v1", routine_length=1, **env_kwargs),
+        policy_kwargs={"net_arch": [8]},
+        seed=0,
+        device="cpu",
+    )
+    model.save(tmp_path / "policy.zip")
+    args = measure.parse_args(
+        [
+            "--env-kwargs",
+            json.dumps(env_kwargs),
+            "--routine-lengths",
+            "1",
+            "--estimators",
+            "oracle",
+            "trajectory_exact",
+            "--policy",
+            str(tmp_path / "policy.zip"),
+            "--episodes",
+            "640",
+            "--workers",
+            "1",
+            "--out",
+            str(tmp_path / "out"),
+        ]
+    )
+    rows = measure.main(args)["rows"]
+    assert {r["estimator"] for r in rows} == {"oracle", "trajectory_exact"}
+    oracle = next(r for r in rows if r["estimator"] == "oracle")
+    assert oracle["relative_bias_low"] == 0.0 and oracle["snr"] > 0
+    # the network's policy is not the uniform one: its J differs from the uniform policy's
+    (record,) = [json.loads(x) for x in (tmp_path / "out/results.jsonl").read_text().splitlines()]
+    uniform = gym.make("DilutedDoors-v1", routine_length=1, **env_kwargs).unwrapped
+    j_uniform = float(uniform.model().initial @ uniform.oracle(uniform.masked_uniform_policy()).v)
+    assert record["J"] != pytest.approx(j_uniform, abs=1e-6)
+    assert record["policy"]["sha256"]
