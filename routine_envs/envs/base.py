@@ -16,6 +16,7 @@ Monte-Carlo rollouts branched with ``copy.deepcopy``.
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
@@ -116,6 +117,40 @@ def describe_render(dynamics: Any, state: Any, history: EpisodeHistory, mode: st
     return f"step {len(history.actions)}: {dynamics.describe(state)}\n"
 
 
+class FromDynamics:
+    """A public name of an env read from its ``dynamics``: ``env.num_floors`` is
+    ``env.dynamics.num_floors``. A non-data descriptor, so an attribute set on the env instance
+    wins, as it would over ``__getattr__``; unlike ``__getattr__`` it leaves the interpreter's
+    fast attribute reads on the env (every ``self.x`` of ``step``) in place."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, env: Any, owner: type | None = None) -> Any:
+        if env is None:
+            return self
+        dynamics = env.__dict__.get("dynamics")
+        if dynamics is None:
+            raise AttributeError(f"{type(env).__name__!r} object has no attribute {self.name!r}")
+        return getattr(dynamics, self.name)
+
+
+@functools.cache
+def _public_class_names(cls: type) -> tuple[str, ...]:
+    return tuple(name for name in dir(cls) if not name.startswith("_"))
+
+
+def forward_to_dynamics(env_class: type, dynamics: Any) -> None:
+    """Make every public name of ``dynamics`` (its class's and its instance's) that
+    ``env_class`` does not define readable on the env through :class:`FromDynamics`."""
+    names = (*_public_class_names(type(dynamics)), *vars(dynamics))
+    for name in names:
+        if not name.startswith("_") and name != "dynamics" and not hasattr(env_class, name):
+            setattr(env_class, name, FromDynamics(name))
+
+
 class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
     """Base class: an annotated, branchable episode on exact, shared dynamics.
 
@@ -158,12 +193,7 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
         self._masked = dynamics.has_action_masks
         #: ``{state: (state_id, anchor)}``, the dynamics' own memo (shared, never copied)
         self._step_keys = dynamics.step_key_cache()
-
-    def __getattr__(self, name: str) -> Any:
-        # Configuration lives in the dynamics; read public names from there.
-        if name.startswith("_") or name == "dynamics" or "dynamics" not in self.__dict__:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        return getattr(self.__dict__["dynamics"], name)
+        forward_to_dynamics(type(self), dynamics)
 
     # ------------------------------------------------------------------------ Gymnasium API
     def reset(
