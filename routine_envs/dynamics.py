@@ -154,8 +154,9 @@ class Dynamics(ABC, Generic[StateType, ObsType]):
         return value
 
     def step_key_cache(self) -> dict[StateType, tuple[Any, ...]]:
-        """The shared ``{state: (state_id, anchor[, action_gap])}`` memo that envs fill as they
-        step (the per-step keys of ``info`` that depend on the state alone, computed once)."""
+        """The shared ``{state: (state_id, anchor, critical, action_gap, action_mask)}`` memo
+        that envs fill as they step (what a step reports about the state it reaches that
+        depends on the state alone, computed once)."""
         return self._cached("step_keys", dict)
 
     def anchors_of(self, state_ids: np.ndarray) -> np.ndarray:
