@@ -371,7 +371,9 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
         """Branch: an independent env whose future, for the same actions, equals this one's
         (random generator included). The dynamics, the spec and the (immutable) state are
         shared."""
-        return branch_copy(self, memo, shared=("spec", "_state", "_step_keys", "_keys_now"))
+        return branch_copy(
+            self, memo, shared=("dynamics", "spec", "_state", "_step_keys", "_keys_now")
+        )
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
