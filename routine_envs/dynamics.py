@@ -17,9 +17,10 @@ the success probability, a text picture) is derived. See ``docs/contributing-an-
 
 from __future__ import annotations
 
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Generic, TypeVar
 
 import gymnasium as gym
@@ -44,6 +45,24 @@ StateType = TypeVar("StateType", bound=Hashable)
 MAX_MODEL_STATES = 20_000_000
 MAX_MODEL_PAIRS = 200_000_000
 ObsType = TypeVar("ObsType")
+
+
+class _StepMemo(dict):
+    """A step memo (a dict that can be weakly referenced, for :data:`_STEP_MEMOS`)."""
+
+    __slots__ = ("__weakref__",)
+
+
+#: the step memo of every configuration in use (alive while a dynamics holds it).
+_STEP_MEMOS: weakref.WeakValueDictionary[tuple[Any, ...], _StepMemo] = weakref.WeakValueDictionary()
+_PLAIN_TYPES = (bool, int, float, str, type(None))
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` is a number, a string, ``None`` or a tuple of them (exact ``repr``)."""
+    if isinstance(value, tuple):
+        return all(_plain(item) for item in value)
+    return type(value) in _PLAIN_TYPES
 
 
 @dataclass(frozen=True)
@@ -154,9 +173,20 @@ class Dynamics(ABC, Generic[StateType, ObsType]):
         return value
 
     def step_key_cache(self) -> dict[StateType, tuple[Any, ...]]:
-        """The shared ``{state: (state_id, anchor[, action_gap])}`` memo that envs fill as they
-        step (the per-step keys of ``info`` that depend on the state alone, computed once)."""
-        return self._cached("step_keys", dict)
+        """The ``{state: (state_id, anchor, critical, action_gap, action_mask)}`` memo that envs
+        fill as they step (what a step reports about the state it reaches that depends on the
+        state alone, computed once). Its entries depend on the configuration alone, so dynamics
+        of one class with equal fields (numbers, strings, tuples: compared by ``repr``, so
+        ``True`` is not ``1``) share one: the sub-envs of a ``SyncVectorEnv`` warm it once."""
+        return self._cached("step_keys", self._shared_step_memo)
+
+    def _shared_step_memo(self) -> dict[StateType, tuple[Any, ...]]:
+        """The memo of this configuration; a fresh one unless the class is itself a dataclass
+        (its fields are then its whole configuration) with plain field values."""
+        values = tuple(getattr(self, f.name) for f in fields(self))
+        if "__dataclass_fields__" not in vars(type(self)) or not _plain(values):
+            return {}
+        return _STEP_MEMOS.setdefault((type(self), repr(values)), _StepMemo())
 
     def anchors_of(self, state_ids: np.ndarray) -> np.ndarray:
         """The anchors of many states by id, int64 of the shape of ``state_ids`` (each computed

@@ -16,6 +16,7 @@ Monte-Carlo rollouts branched with ``copy.deepcopy``.
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
@@ -106,6 +107,11 @@ class EpisodeHistory(Generic[StateType]):
         return EpisodeHistory(list(self.states), list(self.actions))
 
 
+StepKeys = tuple[int, int, bool, "float | None", "np.ndarray | None"]
+"""What a step reports about the state it reaches, by the state alone: ``(state_id, anchor,
+critical, action_gap, action_mask)`` (the gap ``None`` unless reported, the mask ``None``
+without action masks; ``critical`` before an episode end sets it to False)."""
+
 Renderer = Callable[[Any, Any, EpisodeHistory, str], "str | np.ndarray"]
 """``renderer(dynamics, state, history, mode)``: a text picture (``"ansi"``) or an
 ``(H, W, 3)`` uint8 image (``"rgb_array"``)."""
@@ -114,6 +120,40 @@ Renderer = Callable[[Any, Any, EpisodeHistory, str], "str | np.ndarray"]
 def describe_render(dynamics: Any, state: Any, history: EpisodeHistory, mode: str) -> str:
     """The default text picture of an env without a renderer: the state's description."""
     return f"step {len(history.actions)}: {dynamics.describe(state)}\n"
+
+
+class FromDynamics:
+    """A public name of an env read from its ``dynamics``: ``env.num_floors`` is
+    ``env.dynamics.num_floors``. A non-data descriptor, so an attribute set on the env instance
+    wins, as it would over ``__getattr__``; unlike ``__getattr__`` it leaves the interpreter's
+    fast attribute reads on the env (every ``self.x`` of ``step``) in place."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, env: Any, owner: type | None = None) -> Any:
+        if env is None:
+            return self
+        dynamics = env.__dict__.get("dynamics")
+        if dynamics is None:
+            raise AttributeError(f"{type(env).__name__!r} object has no attribute {self.name!r}")
+        return getattr(dynamics, self.name)
+
+
+@functools.cache
+def _public_class_names(cls: type) -> tuple[str, ...]:
+    return tuple(name for name in dir(cls) if not name.startswith("_"))
+
+
+def forward_to_dynamics(env_class: type, dynamics: Any) -> None:
+    """Make every public name of ``dynamics`` (its class's and its instance's) that
+    ``env_class`` does not define readable on the env through :class:`FromDynamics`."""
+    names = (*_public_class_names(type(dynamics)), *vars(dynamics))
+    for name in names:
+        if not name.startswith("_") and name != "dynamics" and not hasattr(env_class, name):
+            setattr(env_class, name, FromDynamics(name))
 
 
 class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
@@ -156,14 +196,11 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
         self._num_critical = 0
         self._reports_gap = dynamics.reports_action_gap
         self._masked = dynamics.has_action_masks
-        #: ``{state: (state_id, anchor)}``, the dynamics' own memo (shared, never copied)
+        #: ``{state: StepKeys}``, the dynamics' own memo (shared, never copied)
         self._step_keys = dynamics.step_key_cache()
-
-    def __getattr__(self, name: str) -> Any:
-        # Configuration lives in the dynamics; read public names from there.
-        if name.startswith("_") or name == "dynamics" or "dynamics" not in self.__dict__:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        return getattr(self.__dict__["dynamics"], name)
+        #: the :data:`StepKeys` of the current state (its mask tells a step's invalid action)
+        self._keys_now: StepKeys | None = None
+        forward_to_dynamics(type(self), dynamics)
 
     # ------------------------------------------------------------------------ Gymnasium API
     def reset(
@@ -171,15 +208,23 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
     ) -> tuple[ObsType, dict[str, Any]]:
         """Start an episode; ``seed`` reseeds ``self.np_random`` as in every Gymnasium env."""
         super().reset(seed=seed)
-        dynamics = self.dynamics
-        state = self._state = sample_item(dynamics.initial_outcomes(), self.np_random)[1]
+        state = self._state = sample_item(self.dynamics.initial_outcomes(), self.np_random)[1]
         self._finished = False
         self._episode_length = 0
         self._num_critical = 0
-        self._critical_now = dynamics.is_critical(state)
+        known = self._keys_now = self._known(state)
+        self._critical_now = known[2]
         self.history = EpisodeHistory([state], [])
         obs = self._observation()
-        return obs, self._step_info(state, None, obs)
+        info = {keys.CRITICAL: known[2], keys.STATE_ID: known[0], keys.ANCHOR: known[1]}
+        if self.observation_shows_history:
+            info[keys.ANCHOR] = keys.observation_anchor(obs)
+        if self._reports_gap:
+            info[keys.ACTION_GAP] = known[3]
+        if self._masked:
+            info[keys.ACTION_MASK] = known[4].copy()
+            info[keys.INVALID_ACTION] = False
+        return obs, info
 
     def step(self, action: Any) -> tuple[ObsType, float, bool, bool, dict[str, Any]]:
         """Take ``action``; raises :class:`InvalidActionError` for an action outside the space and
@@ -207,17 +252,23 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
         history.actions.append(a)
         history.states.append(nxt)
         self._state = nxt
-        critical = self._critical_now = False if terminated else dynamics.is_critical(nxt)
-        shows_history = self.observation_shows_history
-        obs = self._observation() if shows_history else dynamics.observe(nxt)
-        known = self._step_keys.get(nxt)
-        if known is None:
-            known = self._step_keys[nxt] = self._keys_of(nxt)
-        info = {keys.CRITICAL: critical, keys.STATE_ID: known[0], keys.ANCHOR: known[1]}
+        before = self._keys_now
+        known = self._keys_now = self._step_keys.get(nxt) or self._known(nxt)
+        state_id, anchor, critical, gap, mask = known
+        if terminated:
+            critical = False
+        self._critical_now = critical
+        if self.observation_shows_history:
+            obs = self._observation()
+            anchor = keys.observation_anchor(obs)
+        else:
+            obs = dynamics.observe(nxt)
+        info = {keys.CRITICAL: critical, keys.STATE_ID: state_id, keys.ANCHOR: anchor}
         if self._reports_gap:
-            info[keys.ACTION_GAP] = known[2]
-        if self._masked or shows_history:
-            self._add_optional_info(info, nxt, (state, a), obs)
+            info[keys.ACTION_GAP] = gap
+        if self._masked:
+            info[keys.ACTION_MASK] = mask.copy()
+            info[keys.INVALID_ACTION] = not before[4][a]
         truncated = (
             not terminated and self.max_steps is not None and self._episode_length >= self.max_steps
         )
@@ -264,39 +315,20 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
         ``observation_shows_history``; otherwise ``step`` calls ``dynamics.observe`` directly."""
         return self.dynamics.observe(self._state)
 
-    def _step_info(
-        self, state: StateType, taken: tuple[StateType, int] | None, obs: ObsType
-    ) -> dict[str, Any]:
-        """Per-step info for ``state``, just reached by ``taken`` (previous state, action), seen
-        as ``obs``."""
+    def _known(self, state: StateType) -> StepKeys:
+        """The :data:`StepKeys` of ``state``, computed on its first visit and kept in the
+        dynamics' memo (shared by every env on them)."""
         known = self._step_keys.get(state)
         if known is None:
-            known = self._step_keys[state] = self._keys_of(state)
-        info = {keys.CRITICAL: self._critical_now, keys.STATE_ID: known[0], keys.ANCHOR: known[1]}
-        if self._reports_gap:
-            info[keys.ACTION_GAP] = known[2]
-        self._add_optional_info(info, state, taken, obs)
-        return info
-
-    def _keys_of(self, state: StateType) -> tuple[Any, ...]:
-        """``(state_id, anchor[, action_gap])`` of ``state``, memoized per state."""
-        dynamics = self.dynamics
-        found = (dynamics.state_id(state), dynamics.anchor(state))
-        return (*found, dynamics.action_gap(state)) if self._reports_gap else found
-
-    def _add_optional_info(
-        self, info: dict[str, Any], state: StateType, taken: tuple[StateType, int] | None, obs: Any
-    ) -> None:
-        """The keys some envs add (masks) and the anchor of an observation that shows more than
-        the state."""
-        dynamics = self.dynamics
-        if self.observation_shows_history:
-            info[keys.ANCHOR] = keys.observation_anchor(obs)
-        if self._masked:
-            info[keys.ACTION_MASK] = dynamics.action_mask(state).copy()
-            info[keys.INVALID_ACTION] = taken is not None and not bool(
-                dynamics.action_mask(taken[0])[taken[1]]
+            dynamics = self.dynamics
+            known = self._step_keys[state] = (
+                dynamics.state_id(state),
+                dynamics.anchor(state),
+                bool(dynamics.is_critical(state)),
+                dynamics.action_gap(state) if self._reports_gap else None,
+                dynamics.action_mask(state) if self._masked else None,
             )
+        return known
 
     def _episode_end_info(self, state: StateType) -> dict[str, Any]:
         return {
@@ -339,7 +371,9 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
         """Branch: an independent env whose future, for the same actions, equals this one's
         (random generator included). The dynamics, the spec and the (immutable) state are
         shared."""
-        return branch_copy(self, memo, shared=("spec", "_state", "_step_keys"))
+        return branch_copy(
+            self, memo, shared=("dynamics", "spec", "_state", "_step_keys", "_keys_now")
+        )
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
