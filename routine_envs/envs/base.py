@@ -30,6 +30,9 @@ from routine_envs.dynamics import Dynamics
 from routine_envs.envs import validation
 from routine_envs.oracle import OracleValues, PolicyLike, TabularModel
 
+# the step path's info keys, bound once (a module attribute read per key costs on every step)
+_CRITICAL, _STATE_ID, _ANCHOR = keys.CRITICAL, keys.STATE_ID, keys.ANCHOR
+
 ObsType = TypeVar("ObsType")
 StateType = TypeVar("StateType", bound=Hashable)
 
@@ -182,6 +185,7 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
         self.render_mode = render_mode
         self.observation_space = dynamics.observation_space
         self.action_space = gym.spaces.Discrete(dynamics.num_actions)
+        self._num_actions = int(dynamics.num_actions)
         #: optional step budget: the episode is truncated (not terminated) after this many steps.
         #: The model and the oracle describe the environment without it (Gymnasium's convention:
         #: truncation is outside the MDP).
@@ -237,7 +241,7 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
                 "step() called on a finished episode (it returned terminated or truncated): "
                 "call env.reset() to start a new one"
             )
-        if type(action) is int and 0 <= action < self.action_space.n:  # fast path
+        if type(action) is int and 0 <= action < self._num_actions:  # fast path
             a = action
         else:
             a = check_discrete_action(action, int(self.action_space.n))
@@ -263,7 +267,7 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
             anchor = keys.observation_anchor(obs)
         else:
             obs = dynamics.observe(nxt)
-        info = {keys.CRITICAL: critical, keys.STATE_ID: state_id, keys.ANCHOR: anchor}
+        info = {_CRITICAL: critical, _STATE_ID: state_id, _ANCHOR: anchor}
         if self._reports_gap:
             info[keys.ACTION_GAP] = gap
         if self._masked:
