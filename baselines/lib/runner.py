@@ -20,7 +20,8 @@ def describe(job: dict[str, Any]) -> str:
     """``DilutedDoors-v1 {'routine_length': 4}, method ppo, seed 1`` (the fields a job has)."""
     parts = [f"{job['env_id']} {job.get('env_kwargs', {})}" if "env_id" in job else ""]
     parts += [f"{name} {job[name]}" for name in ("experiment", "method", "param") if name in job]
-    parts += [f"routine_length {job['routine_length']}"] if "env_id" not in job else []
+    if "env_id" not in job and "routine_length" in job:
+        parts.append(f"routine_length {job['routine_length']}")
     parts += [f"seed {job['seed']}"] if "seed" in job else []
     return ", ".join(p for p in parts if p) or repr(job)[:200]
 
