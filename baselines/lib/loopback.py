@@ -104,10 +104,12 @@ def run(
     env: dict[str, str] | None = None,
     timeout: float = 600,
     poll: float = 0.2,
+    capture: bool = True,
 ) -> Outcome:
     """Run ``argv`` in a new loopback-only network namespace (see the module docstring);
     ``RuntimeError`` with the reason when none can be made. ``timeout`` seconds at most: then
-    the command and everything in the namespace are ended (exit status -9)."""
+    the command and everything in the namespace are ended (exit status -9). ``capture``:
+    keep its output in the outcome, else let it through to this process's."""
     flags, reason = _namespace_flags()
     if flags is None:
         raise RuntimeError(reason)
@@ -118,15 +120,15 @@ def run(
             ["unshare", *flags, "--", *watcher, str(poll), "--", *argv],
             cwd=cwd,
             env=env,
-            capture_output=True,
+            capture_output=capture,
             text=True,
             timeout=timeout + 60,
         )
         seen = json.loads(report.read_text()) if report.exists() else {}
     return Outcome(
         returncode=proc.returncode,
-        stdout=proc.stdout,
-        stderr=proc.stderr,
+        stdout=proc.stdout or "",
+        stderr=proc.stderr or "",
         peers=seen.get("peers", []),
         interfaces=seen.get("interfaces", []),
         ended=seen.get("ended", 0),
