@@ -4,7 +4,8 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-# CPU build of PyTorch, installed before the project so that no CUDA build is pulled in.
+# CPU build of PyTorch, installed before the project so that no CUDA build is pulled in. The dev
+# extra includes the cluster extra (Ray), so the Ray tests run too.
 TORCH_SPEC ?= torch==2.13.0
 
 .PHONY: test demo lint bench clean install

@@ -25,6 +25,7 @@ from typing import Any
 
 from baselines.experiments.compare import analysis
 from baselines.lib import cli
+from baselines.lib.backend import BackendArgs
 from baselines.lib.runner import run_resumable
 
 SWEEPS: dict[str, dict[str, Any]] = {
@@ -49,8 +50,8 @@ SWEEPS: dict[str, dict[str, Any]] = {
 
 
 @dataclass
-class SweepArgs:
-    """Settings of a sweep."""
+class SweepArgs(BackendArgs):
+    """Settings of a sweep (where its runs run: :class:`~baselines.lib.backend.BackendArgs`)."""
 
     env_id: str = field(default="DilutedDoors-v1", metadata={"help": "registered env id"})
     env_kwargs: dict[str, Any] = field(
@@ -92,7 +93,10 @@ class SweepArgs:
     eval_points: int = field(default=12, metadata={"help": "evaluations per run", "min": 1})
     target_success: float = field(default=0.9, metadata={"help": "target success rate"})
     out: Path = field(default=Path("results/compare/demo"), metadata={"help": "output folder"})
-    workers: int = field(default=2, metadata={"help": "runs in parallel (processes)", "min": 1})
+    workers: int = field(
+        default=2,
+        metadata={"help": "runs in parallel (processes, or a local Ray instance's CPUs)", "min": 1},
+    )
     baseline: str = field(default="ppo", metadata={"help": "turn-level method for ratios"})
     statistic: str = field(default="iqm", metadata={"help": "'iqm' or 'mean' for curves"})
 
@@ -302,6 +306,7 @@ def run_sweep(args: SweepArgs, progress: bool = True) -> list[dict[str, Any]]:
         required=REQUIRED,
         check=check_record,
         progress=progress,
+        backend=args,
     )
 
 

@@ -27,6 +27,7 @@ import numpy as np
 
 import routine_envs
 from baselines.lib import cli
+from baselines.lib.backend import BackendArgs, backend_fields
 from baselines.lib.tables import write_csv
 from routine_envs.envs.diluted_doors_v1 import DilutedDoorsV1Env as DilutedDoorsEnv
 
@@ -34,8 +35,8 @@ gym.register_envs(routine_envs)
 
 
 @dataclass
-class DemoArgs:
-    """Settings of the demo."""
+class DemoArgs(BackendArgs):
+    """Settings of the demo (the backend is that of its rho law and comparison)."""
 
     out: Path = field(default=Path("results/demo"), metadata={"help": "output folder"})
     episodes: int = field(default=300, metadata={"help": "episodes per routine length"})
@@ -163,7 +164,7 @@ def main(args: DemoArgs) -> None:
     print("\n== 4. The rho law: SNR(perfect critic) / SNR(trajectory advantage) against rho")
     from baselines.experiments.snr_lab import sweep as snr_lab
 
-    lab = snr_lab.LabArgs(out=args.out / "snr", episodes=args.snr_episodes)
+    lab = snr_lab.LabArgs(out=args.out / "snr", episodes=args.snr_episodes, **backend_fields(args))
     start = time.perf_counter()
     summary = snr_lab.rho_law(lab)
     columns = ("routine_length", "rho", "ratio", "ratio_low", "ratio_high", "theory_ratio")
@@ -186,7 +187,7 @@ def main(args: DemoArgs) -> None:
         print("\n== 5. PPO (turn-level, learned critic) vs TrajectoryAdvantagePPO (trajectory_mc)")
         from baselines.experiments.compare import sweep as compare
 
-        settings = {**compare.SWEEPS["demo"], "out": args.out / "compare"}
+        settings = {**compare.SWEEPS["demo"], "out": args.out / "compare", **backend_fields(args)}
         compare.main(cli.settings_from(compare.SweepArgs, settings))
 
 

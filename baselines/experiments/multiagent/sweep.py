@@ -94,6 +94,7 @@ def run_sweep(args: TeamSweepArgs, progress: bool = True) -> list[dict[str, Any]
         required=compare.REQUIRED,
         check=compare.check_record,
         progress=progress,
+        backend=args,
     )
 
 

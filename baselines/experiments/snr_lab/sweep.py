@@ -34,6 +34,7 @@ import numpy as np
 import routine_envs
 from baselines.experiments.snr_lab import analysis
 from baselines.lib import cli, provenance
+from baselines.lib.backend import BackendArgs
 from baselines.lib.runner import run_resumable
 from baselines.lib.tables import write_csv
 from routine_envs import credit, plugins, snr
@@ -48,7 +49,7 @@ ROLLOUTS = (1, 2, 4, 8, 16)
 
 
 @dataclass
-class LabArgs:
+class LabArgs(BackendArgs):
     """Settings shared by the experiments."""
 
     out: Path = field(default=Path("results/snr"), metadata={"help": "output folder"})
@@ -251,8 +252,10 @@ def check_record(record: dict[str, Any]) -> None:
             raise ValueError(f"ratio {name}/{ref} must be [ratio, low, high], got {ratio!r:.60}")
 
 
-def run_settings(settings: list[dict[str, Any]], path: Path, workers: int) -> list[dict]:
-    """Measure what is missing (resumable), append each result as one JSON line."""
+def run_settings(
+    settings: list[dict[str, Any]], path: Path, workers: int, backend: BackendArgs | None = None
+) -> list[dict]:
+    """Measure what is missing (resumable, on ``backend``), append each result as one JSON line."""
     return run_resumable(
         settings,
         setting_key,
@@ -262,6 +265,7 @@ def run_settings(settings: list[dict[str, Any]], path: Path, workers: int) -> li
         required=REQUIRED,
         check=check_record,
         unit="setting",
+        backend=backend,
     )
 
 
@@ -349,7 +353,7 @@ def rho_law(args: LabArgs) -> dict[str, Any]:
         "trajectory_exact",
         args.episodes,
     )
-    records = run_settings(settings, out / "results.jsonl", args.workers)
+    records = run_settings(settings, out / "results.jsonl", args.workers, args)
     rows = []
     for rec in records:
         theory = snr.uniform_doors_snr(args.num_floors, args.num_doors, rec["routine_length"])
@@ -419,7 +423,7 @@ def critic(args: LabArgs) -> dict[str, Any]:
         "trajectory_exact",
         args.mc_episodes,
     )
-    records = run_settings(settings, out / "results.jsonl", args.workers)
+    records = run_settings(settings, out / "results.jsonl", args.workers, args)
     rows = analysis.flat_rows(records)
     std_r = {r["routine_length"]: r["std_R"] for r in records}
     for row in rows:
@@ -469,7 +473,7 @@ def beyond(args: LabArgs) -> dict[str, Any]:
         "trajectory_mc",
         args.mc_episodes * 5,
     )
-    records = run_settings(settings, out / "results.jsonl", args.workers)
+    records = run_settings(settings, out / "results.jsonl", args.workers, args)
     rows = analysis.flat_rows(records)
     write_csv(out / "beyond.csv", rows)
     fits = {}

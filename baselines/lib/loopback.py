@@ -1,0 +1,196 @@
+"""Run a command in a network namespace of its own with only the loopback interface up, and
+record the peer of every connection made in it.
+
+Ray connects its own processes through the machine's network-interface address, even for a
+local instance (``--node-ip-address=127.0.0.1`` is ignored on Linux); in a namespace whose only
+interface is ``lo`` it uses 127.0.0.1. Every Ray test and benchmark of this suite runs there and
+checks that no connection had a peer outside 127.0.0.0/8.
+
+:func:`run` makes the namespace with ``unshare -n`` (as root; else ``unshare -rn``, a user
+namespace, where the kernel allows it) and runs this file inside it as a watcher: it brings
+``lo`` up, runs the command, reads ``ss -tuanH`` every ``poll`` seconds while it runs and once
+after, ends every process still in the namespace (Ray's daemons: the namespace dies with them)
+and writes what it saw to a report file. Only the standard library: the watcher runs as a plain
+script.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+LOOPBACK = ipaddress.ip_network("127.0.0.0/8")
+_UNSHARE_FLAGS: list[list[str]] = [["-n"], ["-rn"]]
+
+
+def unavailable() -> str | None:
+    """Why no loopback-only network namespace can be made here, or ``None`` when it can."""
+    return _namespace_flags()[1]
+
+
+def _namespace_flags() -> tuple[list[str] | None, str | None]:
+    if not sys.platform.startswith("linux"):
+        return None, f"network namespaces need Linux (this is {sys.platform})"
+    missing = [tool for tool in ("unshare", "ip", "ss") if shutil.which(tool) is None]
+    if missing:
+        return None, f"{', '.join(missing)} not found (util-linux, iproute2)"
+    errors = []
+    for flags in _UNSHARE_FLAGS:
+        probe = subprocess.run(
+            ["unshare", *flags, "--", "ip", "link", "set", "lo", "up"],
+            capture_output=True,
+            text=True,
+        )
+        if probe.returncode == 0:
+            return flags, None
+        errors.append(f"unshare {' '.join(flags)}: {probe.stderr.strip() or probe.returncode}")
+    return None, "cannot make a network namespace (" + "; ".join(errors) + ")"
+
+
+def is_loopback(address: str) -> bool:
+    """Whether ``address`` (as ``ss`` prints it, ``[::ffff:127.0.0.1]`` or ``127.0.0.1``,
+    maybe with ``%lo``) is in 127.0.0.0/8, IPv4-mapped included."""
+    host = address.strip("[]").split("%")[0]
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip in LOOPBACK
+
+
+def peers(ss_output: str) -> set[str]:
+    """The peers (``host:port``) of the connections in ``ss -tuanH`` output (listening and
+    unconnected sockets, whose peer port is ``*``, left out)."""
+    found = set()
+    for line in ss_output.splitlines():
+        cols = line.split()
+        if len(cols) >= 6 and not cols[5].endswith(":*"):
+            found.add(cols[5])
+    return found
+
+
+@dataclass
+class Outcome:
+    """What :func:`run` saw: the command's exit status and output, the peers of its
+    connections, the interfaces of the namespace and the processes left that it ended."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    peers: list[str] = field(default_factory=list)
+    """Every distinct peer (``host:port``) seen."""
+    interfaces: list[str] = field(default_factory=list)
+    ended: int = 0
+
+    def outside(self) -> list[str]:
+        """The peers outside 127.0.0.0/8 (the rule: none)."""
+        return [p for p in self.peers if not is_loopback(p.rpartition(":")[0])]
+
+
+def run(
+    argv: list[str],
+    cwd: Path | str | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 600,
+    poll: float = 0.2,
+    capture: bool = True,
+) -> Outcome:
+    """Run ``argv`` in a new loopback-only network namespace (see the module docstring);
+    ``RuntimeError`` with the reason when none can be made. ``timeout`` seconds at most: then
+    the command and everything in the namespace are ended (exit status -9). ``capture``:
+    keep its output in the outcome, else let it through to this process's."""
+    flags, reason = _namespace_flags()
+    if flags is None:
+        raise RuntimeError(reason)
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.json"
+        watcher = [sys.executable, str(Path(__file__).resolve()), str(report), str(timeout)]
+        proc = subprocess.run(
+            ["unshare", *flags, "--", *watcher, str(poll), "--", *argv],
+            cwd=cwd,
+            env=env,
+            capture_output=capture,
+            text=True,
+            timeout=timeout + 60,
+        )
+        seen = json.loads(report.read_text()) if report.exists() else {}
+    return Outcome(
+        returncode=proc.returncode,
+        stdout=proc.stdout or "",
+        stderr=proc.stderr or "",
+        peers=seen.get("peers", []),
+        interfaces=seen.get("interfaces", []),
+        ended=seen.get("ended", 0),
+    )
+
+
+def _namespace_processes() -> list[int]:
+    """The other processes in this process's network namespace."""
+    mine = os.readlink("/proc/self/ns/net")
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if os.readlink(entry / "ns" / "net") == mine:
+                pids.append(int(entry.name))
+        except OSError:  # gone, or not ours to read
+            continue
+    return pids
+
+
+def _end_namespace() -> int:
+    """SIGKILL every other process of the namespace until none is left; how many there were."""
+    ended: set[int] = set()
+    for _ in range(50):
+        pids = _namespace_processes()
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                ended.add(pid)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.1)
+    return len(ended)
+
+
+def _watch(report: Path, timeout: float, poll: float, argv: list[str]) -> int:
+    """The watcher, inside the namespace: ``lo`` up, run ``argv``, collect the peers."""
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    interfaces = subprocess.run(
+        ["ip", "-o", "link", "show", "up"], capture_output=True, text=True
+    ).stdout
+    seen: set[str] = set()
+    child = subprocess.Popen(argv)
+    deadline = time.monotonic() + timeout
+    while child.poll() is None and time.monotonic() < deadline:
+        seen |= peers(subprocess.run(["ss", "-tuanH"], capture_output=True, text=True).stdout)
+        time.sleep(poll)
+    if child.poll() is None:
+        child.kill()
+    returncode = child.wait()
+    seen |= peers(subprocess.run(["ss", "-tuanH"], capture_output=True, text=True).stdout)
+    ended = _end_namespace()
+    names = [line.split(":")[1].strip() for line in interfaces.splitlines() if ":" in line]
+    report.write_text(json.dumps({"peers": sorted(seen), "interfaces": names, "ended": ended}))
+    return returncode
+
+
+if __name__ == "__main__":
+    # watcher REPORT TIMEOUT POLL -- COMMAND...
+    split = sys.argv.index("--")
+    report_path, limit, every = sys.argv[1:split]
+    sys.exit(_watch(Path(report_path), float(limit), float(every), sys.argv[split + 1 :]))
