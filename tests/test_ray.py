@@ -108,7 +108,11 @@ def test_a_driver_killed_with_sigkill_resumes(cluster):
 
 # --------------------------------------------------------------- without Ray processes
 def test_every_sweep_has_the_backend_settings():
-    for settings in (compare.SweepArgs, multiagent.TeamSweepArgs, snr_lab.LabArgs, DemoArgs):
+    from baselines.experiments.benchmark.command import BenchmarkArgs
+    from baselines.experiments.snr_lab.measure import MeasureArgs
+
+    sweeps = (compare.SweepArgs, multiagent.TeamSweepArgs, snr_lab.LabArgs, DemoArgs)
+    for settings in (*sweeps, MeasureArgs, BenchmarkArgs):
         assert issubclass(settings, backend.BackendArgs)
 
 

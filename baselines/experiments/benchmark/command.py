@@ -20,6 +20,7 @@ from typing import Any
 from baselines.experiments.benchmark import protocol as protocols
 from baselines.experiments.benchmark import report, sweep
 from baselines.lib import cli
+from baselines.lib.backend import BackendArgs
 from baselines.lib.results import ResultsFile
 
 COMMANDS = ("run", "report", "references")
@@ -27,8 +28,9 @@ LAB_EPISODES = 2000
 
 
 @dataclass
-class BenchmarkArgs:
-    """Score a credit-assignment method on the benchmark protocol against the references."""
+class BenchmarkArgs(BackendArgs):
+    """Score a credit-assignment method on the benchmark protocol against the references (where
+    its runs run: :class:`~baselines.lib.backend.BackendArgs`)."""
 
     command: str = field(
         default="run",
@@ -214,7 +216,7 @@ def references(args: BenchmarkArgs, protocol: protocols.Protocol) -> dict[str, A
         for method in args.methods:
             path = sweep.reference_path(protocol, args.tier, method)
             jobs = sweep.plan(protocol, tier, method, args.out / "configs", args.env_id or None)
-            sweep.run_method(jobs, path, args.workers, args.progress)
+            sweep.run_method(jobs, path, args.workers, args.progress, backend=args)
     listed = {}
     for method in protocols.REFERENCE_METHODS:
         records = load_records(sweep.reference_path(protocol, args.tier, method))
@@ -240,7 +242,7 @@ def main(args: BenchmarkArgs) -> Any:
         start = time.perf_counter()
         folder = method_folder(args, args.method)
         jobs = sweep.plan(protocol, tier, args.method, args.out / "configs", args.env_id or None)
-        sweep.run_method(jobs, folder / "results.jsonl", args.workers, args.progress)
+        sweep.run_method(jobs, folder / "results.jsonl", args.workers, args.progress, backend=args)
         path = make_report(args, protocol, time.perf_counter() - start)
     else:
         path = make_report(args, protocol, None)

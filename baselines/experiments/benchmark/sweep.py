@@ -19,6 +19,7 @@ from typing import Any
 
 from baselines.experiments.benchmark.protocol import Protocol, Tier
 from baselines.experiments.compare import sweep as compare
+from baselines.lib.backend import BackendArgs
 from baselines.lib.runner import run_resumable
 
 REFERENCE_DIR = Path(__file__).resolve().parents[2] / "references"
@@ -123,9 +124,14 @@ def run_benchmark_job(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_method(
-    jobs: list[dict[str, Any]], path: Path, workers: int, progress: bool = True
+    jobs: list[dict[str, Any]],
+    path: Path,
+    workers: int,
+    progress: bool = True,
+    backend: BackendArgs | None = None,
 ) -> list[dict[str, Any]]:
-    """Run what is missing of ``jobs`` into the results file at ``path`` (resumable)."""
+    """Run what is missing of ``jobs`` into the results file at ``path`` (resumable), on the
+    process pool or on Ray (``backend``)."""
     return run_resumable(
         jobs,
         run_key,
@@ -135,4 +141,5 @@ def run_method(
         required=compare.REQUIRED,
         check=compare.check_record,
         progress=progress,
+        backend=backend,
     )

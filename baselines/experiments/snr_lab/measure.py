@@ -36,6 +36,7 @@ import routine_envs
 from baselines.experiments.snr_lab import analysis
 from baselines.experiments.snr_lab.sweep import estimator_code, lab_estimator
 from baselines.lib import cli, provenance
+from baselines.lib.backend import BackendArgs
 from baselines.lib.runner import run_resumable
 from baselines.lib.tables import format_table, write_csv
 from routine_envs import credit, plugins, snr
@@ -50,7 +51,7 @@ noise, ``sigma = C std(R)``)."""
 
 
 @dataclass
-class MeasureArgs:
+class MeasureArgs(BackendArgs):
     """Gradient SNR, exact bias, cosine and MSE of any estimators on any environment."""
 
     env_id: str = field(
@@ -390,6 +391,7 @@ def main(args: MeasureArgs) -> dict[str, Any]:
         required=REQUIRED,
         check=check_record,
         unit="setting",
+        backend=args,
     )
     rows = flat_rows(records)
     write_csv(args.out / "measure.csv", rows)
