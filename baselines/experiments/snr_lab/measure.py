@@ -307,8 +307,11 @@ def plan(args: MeasureArgs) -> list[dict[str, Any]]:
     env = make_env(probe)  # bad kwargs fail here
     for value in args.routine_lengths:  # a bad policy (or one that fits no env) fails here
         lab_policy(make_env({**probe, "density_value": value}), args.policy)
-    sampler_context = credit.EstimatorContext(
-        env=env, policy_table=np.full((env.num_states, env.num_actions), 1 / env.num_actions)
+    sampler_context = credit.EstimatorContext(  # what measure_setting offers, for the checks
+        env=env,
+        policy_table=np.full((env.num_states, env.num_actions), 1 / env.num_actions),
+        sampler=ModelSampler(env),
+        seed=args.seed,
     )
     for name in args.estimators:  # unknown names, failed imports, missing fields fail here
         estimator = lab_estimator(name, sampler_context, {"J": 0.5, "std_R": 0.5})
