@@ -265,3 +265,32 @@ def test_core_import_does_not_pull_the_extras():
         cwd=Path(__file__).resolve().parents[1],
     )
     assert out.stdout.strip() == "False"
+
+
+# ------------------------------------------------------------------------ the command
+def test_score_command_runs_resumes_and_refuses_bad_settings(tmp_path):
+    from baselines.experiments.detectors import score
+
+    argv = [
+        "--env-id", "DilutedDoors-v1", "--routine-lengths", "2", "--groups", "6",
+        "--group-size", "4", "--batches", "2", "--resamples", "20",
+        "--detectors", "annotations", "random", "critic",
+        "--policies", "uniform", 'mixture{"eps": 0.5}', "--out", str(tmp_path),
+    ]  # fmt: skip
+    out = score.main(score.parse_args(argv))
+    rows = {(r["policy"], r["detector"]): r for r in out["rows"]}
+    assert len(rows) == 6 and rows[("uniform", "annotations")]["auc"] == 1.0
+    assert (tmp_path / "detectors.md").read_text().count("\n") == 8
+    again = score.main(score.parse_args(argv))  # resumed: nothing re-run, the same rows
+    assert again["rows"] == out["rows"]
+    keys = {score.setting_key(s) for s in score.plan(score.parse_args(argv))}
+    other = score.plan(score.parse_args([*argv, "--env-kwargs", '{"observation": "position"}']))
+    assert keys.isdisjoint(score.setting_key(s) for s in other)
+    for bad, match in (
+        (["--detectors", "nope"], "unknown detector"),
+        (["--policies", 'mixture{"eps": 2}'], "a mixture is"),
+        (["--warmup", "2"], "--warmup"),
+        (["--env-kwargs", '{"routine_length": 3}'], "which --routine-lengths sweeps"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            score.plan(score.parse_args([*argv, *bad]))
