@@ -3,7 +3,7 @@ criticality transfer?
 
 The features are environment-agnostic functions of the batch (so a classifier trained on one
 environment applies to any other): the policy's entropy and surprise, the position in the
-episode, GiGPO's anchor-group return variance and how often the observation recurs. The
+episode, GiGPO's anchor-group return variance and the share of the step group. The
 classifier (scikit-learn's logistic regression on standardized features, imported lazily: the
 ``detectors`` extra) is trained once, on episodes sampled from the exact model of the source
 environment under the uniform policy and under ``(1 - eps) optimal + eps uniform`` mixtures,
@@ -31,28 +31,29 @@ FEATURES = (
     "position",
     "first_step",
     "group_return_variance",
-    "anchor_frequency",
     "group_anchor_share",
 )
 """The columns of :func:`features`."""
 
 
 def features(batch: EpisodeBatch) -> np.ndarray:
-    """Environment-agnostic features of every step, shape ``(N, len(FEATURES))``: the entropy
-    of the policy there (nats), ``-log pi(a_t | s_t)``, the relative position ``t / T`` in the
-    episode, whether it is the first step, the variance of the return-to-go over the step's
-    GiGPO group over the variance of the episode returns, ``log`` of how many steps of the batch
-    share its anchor over ``log`` of the batch's steps, and the share of the step's group's
-    steps in its step group."""
-    returns = batch.episode_returns()
-    scale = float(returns.var()) or 1.0
-    variance = GroupVariance()(batch).scores / scale
-    _, inverse, counts = np.unique(batch.anchors, return_inverse=True, return_counts=True)
-    frequency = np.log1p(counts[inverse.reshape(-1)]) / np.log1p(batch.num_steps)
-    pair = group_anchor_index(batch)
+    """Environment-agnostic features of every step, shape ``(N, len(FEATURES))``, each a
+    function of the step's own group of episodes (so a batch's features do not depend on how
+    many groups it holds): the entropy of the policy there (nats), ``-log pi(a_t | s_t)``, the
+    relative position ``t / T`` in the episode, whether it is the first step, the variance of
+    the return-to-go over the step's GiGPO step group over the variance of its group's episode
+    returns (0 where that is 0), and the share of its group's steps in its step group."""
     group_of_step = np.repeat(batch.group_index(), batch.lengths)
-    group_steps = np.bincount(group_of_step)[group_of_step]
-    share = np.bincount(pair)[pair] / group_steps
+    returns = batch.episode_returns()
+    episode_group = batch.group_index()
+    counts = np.bincount(episode_group)
+    mean = np.bincount(episode_group, weights=returns) / counts
+    spread = np.bincount(episode_group, weights=(returns - mean[episode_group]) ** 2) / counts
+    scale = spread[group_of_step]
+    variance = GroupVariance()(batch).scores
+    variance = np.divide(variance, scale, out=np.zeros_like(variance), where=scale > 0)
+    pair = group_anchor_index(batch)
+    share = np.bincount(pair)[pair] / np.bincount(group_of_step)[group_of_step]
     lengths = np.repeat(batch.lengths, batch.lengths)
     return np.column_stack(
         [
@@ -61,7 +62,6 @@ def features(batch: EpisodeBatch) -> np.ndarray:
             batch.step_index / lengths,
             (batch.step_index == 0).astype(np.float64),
             variance,
-            frequency,
             share,
         ]
     )
@@ -80,7 +80,7 @@ class TransferClassifier(credit.FromContext):
     seed: int | None = None
     name: ClassVar[str] = "classifier"
     requires: ClassVar[frozenset[str]] = frozenset({"entropies", "log_probs", "anchors"})
-    group_independent: ClassVar[bool] = False  # anchor frequencies are the batch's
+    group_independent: ClassVar[bool] = True  # every feature is a function of one group
     context_fields: ClassVar[dict[str, str]] = {"seed": "seed"}
     cost_steps: int = field(default=0, init=False)
     _model: Any = field(default=None, init=False, repr=False)

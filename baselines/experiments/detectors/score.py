@@ -100,23 +100,14 @@ class ScoreArgs:
 
 # ------------------------------------------------------------------------------- policies
 def policy_identity(text: str) -> dict[str, Any]:
-    """What the policy spec ``text`` stands for in a run key (the spec, a file's hash)."""
-    spec = plugins.parse_spec(text, "--policies")
-    if spec.target == "mixture":
-        eps = spec.kwargs.get("eps")
-        if set(spec.kwargs) != {"eps"} or not isinstance(eps, (int, float)) or not 0 <= eps <= 1:
-            raise ValueError(f"--policies {text!r}: a mixture is 'mixture{{\"eps\": E}}', 0<=E<=1")
-        return {"spec": spec.text}
+    """What the policy spec ``text`` stands for in a run key (the spec, a file's hash); the
+    SNR lab's policies (:func:`baselines.experiments.snr_lab.measure.policy_identity`)."""
     return lab_policy_identity(text)
 
 
 def policy_table(env: Any, text: str) -> np.ndarray:
     """The probability table ``(num_states, num_actions)`` the policy spec ``text`` names."""
-    spec = plugins.parse_spec(text, "--policies")
-    if spec.target == "mixture":
-        policy_identity(text)
-        return detectors.mixture_policy(env, float(spec.kwargs["eps"]))
-    if spec.target == "uniform" and not spec.kwargs:
+    if text.strip() == "uniform":
         return detectors.uniform_policy(env)
     return lab_policy(env, text)[0].probs()
 
