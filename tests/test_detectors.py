@@ -294,3 +294,14 @@ def test_score_command_runs_resumes_and_refuses_bad_settings(tmp_path):
     ):
         with pytest.raises(ValueError, match=match):
             score.plan(score.parse_args([*argv, *bad]))
+
+
+def test_docs_example_runs(capsys):
+    """docs/detectors.md's detector of your own is scored as written."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "detectors.md").read_text()
+    (block,) = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]][1:]
+    namespace: dict = {}
+    exec(compile(block, "<docs/detectors.md>", "exec", dont_inherit=True), namespace)
+    score = namespace["score"]
+    assert 0.5 < score.auc <= 1.0 and score.rho_implied < score.rho
+    assert "AUC" in capsys.readouterr().out
