@@ -305,3 +305,21 @@ def test_docs_example_runs(capsys):
     score = namespace["score"]
     assert 0.5 < score.auc <= 1.0 and score.rho_implied < score.rho
     assert "AUC" in capsys.readouterr().out
+
+
+def test_policy_command_saves_a_table_the_scorer_accepts(tmp_path):
+    from baselines.experiments.detectors import score, trained_policy
+
+    out = tmp_path / "ppo.npy"
+    about = trained_policy.main(
+        trained_policy.parse_args(
+            ["--env-kwargs", '{"routine_length": 1}', "--total-timesteps", "1", "--out", str(out)]
+        )
+    )
+    env = gym.make("DilutedDoors-v1", routine_length=1).unwrapped
+    table = np.load(out)
+    assert table.shape == (env.num_states, env.num_actions)
+    assert about["success_probability"] == pytest.approx(env.success_probability(table))
+    np.testing.assert_allclose(score.policy_table(env, str(out)), table, atol=1e-12)
+    with pytest.raises(ValueError, match=r"must end in \.npy"):
+        trained_policy.main(trained_policy.parse_args(["--out", str(tmp_path / "x.zip")]))
