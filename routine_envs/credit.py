@@ -591,10 +591,14 @@ class MCRollout:
         return Advantages(adv, adv + values)
 
 
-ESTIMATORS: dict[str, type] = {
-    cls.name: cls for cls in (GAE, TrajectoryMC, RLOO, GiGPO, MCRollout, Oracle, RoutineMasked)
+ESTIMATORS: dict[str, type | str] = {
+    **{cls.name: cls for cls in (GAE, TrajectoryMC, RLOO, GiGPO, MCRollout, Oracle, RoutineMasked)},
+    # built on a layer above this module (it masks with a detector): named by import path,
+    # imported when first used, so this module never imports it
+    "detector_masked": "routine_envs.detectors.masked:DetectorMasked",
 }
-"""Every estimator by registry name."""
+"""Every estimator by registry name: its class, or the import path of one defined in a layer
+above (:mod:`routine_envs.detectors`)."""
 
 
 def make_estimator(name: str | AdvantageEstimator, **kwargs: Any) -> AdvantageEstimator:
@@ -621,7 +625,8 @@ def estimator_class(name: str) -> type:
             f"unknown estimator {name!r}; known: {sorted(ESTIMATORS)}, or an import path "
             "'package.module:Name' of your own"
         )
-    return ESTIMATORS[name]
+    found = ESTIMATORS[name]
+    return plugins.load_object(found, "estimator") if isinstance(found, str) else found
 
 
 def check_estimator_object(obj: Any, where: str) -> None:

@@ -168,3 +168,55 @@ class ModelSampler:
             state = np.where(alive, self.next_state[sa, k], state)
             alive &= ~self.done[sa, k]
         return total.reshape(len(start), num_rollouts).mean(axis=1)
+
+    def branch_returns(
+        self,
+        start: np.ndarray,
+        policy: np.ndarray,
+        num_rollouts: int,
+        rng: np.random.Generator,
+        common: bool = True,
+        gamma: float = 1.0,
+    ) -> np.ndarray:
+        """``G[i, a, j]``: the return of rollout ``j`` that takes action ``a`` in state
+        ``start[i]`` and then follows ``policy`` to the end, shape ``(len(start), num_actions,
+        num_rollouts)`` (terminal states: 0). With ``common`` the rollouts ``(i, ., j)`` share
+        their random numbers across actions (common random numbers, as ``diagnose`` branches a
+        deep copy with one seed per rollout), so an action that changes nothing gives the same
+        return; else every rollout is independent. Counted in :attr:`rollout_steps`."""
+        n, a_count, k = len(start), self.model.num_actions, num_rollouts
+        shape = (n, a_count, k)
+        state = np.repeat(np.asarray(start, dtype=np.int64), a_count * k)
+        first = np.tile(np.repeat(np.arange(a_count), k), n)
+        alive = ~self.model.terminal[state]
+        total = np.zeros(len(state))
+        discount = 1.0
+
+        def uniforms() -> np.ndarray:
+            u = rng.random((n, 1 if common else a_count, k))
+            return np.broadcast_to(u, shape).reshape(-1)
+
+        for step in range(self.max_steps):
+            if not alive.any():
+                break
+            s = np.where(alive, state, 0)
+            if step == 0:
+                actions = first
+            else:
+                cum = np.cumsum(policy[s], axis=1)
+                u = uniforms()[:, None] * cum[:, -1:]
+                actions = np.minimum((u >= cum).sum(axis=1), a_count - 1)
+            sa = s * a_count + actions
+            if self.width == 1:
+                outcome = np.zeros(len(sa), dtype=np.int64)
+            else:
+                u = uniforms()[:, None]
+                outcome = np.minimum((u >= self.cumulative[sa]).sum(axis=1), self.width - 1)
+            self.rollout_steps += int(alive.sum())
+            total += np.where(alive, discount * self.reward[sa, outcome], 0.0)
+            discount *= gamma
+            state = np.where(alive, self.next_state[sa, outcome], state)
+            alive &= ~self.done[sa, outcome]
+        else:
+            raise RuntimeError(f"rollouts did not end within {self.max_steps} steps")
+        return total.reshape(shape)

@@ -174,6 +174,7 @@ def test_registry_and_make_estimator():
         "mc_rollout",
         "oracle",
         "routine_masked",
+        "detector_masked",  # by import path: it lives in routine_envs.detectors
     }
     est = credit.make_estimator("trajectory_mc", normalize_std=True)
     assert isinstance(est, credit.AdvantageEstimator) and est.normalize_std

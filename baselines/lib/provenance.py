@@ -43,16 +43,23 @@ def versions() -> dict[str, str | None]:
     }
 
 
-def estimator_code(target: str) -> str:
+def estimator_code(target: str, kwargs: dict[str, Any] | None = None) -> str:
     """The fingerprint of the code behind an estimator name or import path: the class of a
     built-in estimator; for outside code (``package.module:Name``) the whole source of its
-    module, so an edit of a helper function beside the class makes a new run key too."""
+    module, so an edit of a helper function beside the class makes a new run key too. An
+    estimator class with ``code_dependencies(kwargs)`` (``detector_masked``: the detector its
+    arguments name) adds the fingerprints of what that returns."""
     from routine_envs import credit, plugins
 
     obj = credit.resolve_estimator(target)
     if plugins.is_import_path(target):
-        return code_fingerprint(inspect.getmodule(obj) or obj)
-    return code_fingerprint(obj)
+        code = code_fingerprint(inspect.getmodule(obj) or obj)
+    else:
+        code = code_fingerprint(obj)
+    dependencies = getattr(obj, "code_dependencies", None)
+    if dependencies is not None:
+        code += "".join(f"+{code_fingerprint(d)}" for d in dependencies(dict(kwargs or {})))
+    return code
 
 
 def estimator_identity(method: str, kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -65,7 +72,7 @@ def estimator_identity(method: str, kwargs: dict[str, Any] | None = None) -> dic
     if spec.target in TURN_LEVEL_METHODS:
         return {"name": method, "kwargs": {}, "code": "stable_baselines3"}
     merged = {**dict(kwargs or {}), **spec.kwargs}
-    return {"name": spec.target, "kwargs": merged, "code": estimator_code(spec.target)}
+    return {"name": spec.target, "kwargs": merged, "code": estimator_code(spec.target, merged)}
 
 
 def method_label(method: str, kwargs: dict[str, Any] | None = None) -> str:

@@ -9,6 +9,8 @@ policy:
 - ``uniform`` (over the valid actions where the env has action masks);
 - ``random`` with JSON arguments ``{"seed": 3, "scale": 1.0}``: logits drawn ``N(0, scale^2)``
   per state (masked where the env has masks);
+- ``mixture`` with JSON arguments ``{"eps": 0.3}``: ``(1 - eps) optimal + eps uniform`` (a
+  stand-in for a partly trained policy; ``optimal`` greedy in the exact ``Q*``);
 - a ``.npy`` file holding a table of action probabilities ``(num_states, num_actions)``;
 - a ``.zip`` of a trained SB3 policy: the network's gradient through its Jacobian (norms in
   the metric ``J J^T``; envs without action masks).
@@ -44,7 +46,7 @@ from routine_envs.sampler import ModelSampler
 
 gym.register_envs(routine_envs)
 
-POLICY_KINDS = ("uniform", "random")
+POLICY_KINDS = ("uniform", "random", "mixture")
 PILOT_EPISODES = 4096
 """Episodes of a separate pilot sample that estimates ``std(R)`` (the unit of ``oracle:C``'s
 noise, ``sigma = C std(R)``)."""
@@ -84,7 +86,8 @@ class MeasureArgs(BackendArgs):
         default="uniform",
         metadata={
             "help": "the policy whose gradient is estimated: 'uniform', "
-            '\'random{"seed": 0, "scale": 1.0}\', a .npy probability table or an SB3 .zip'
+            '\'random{"seed": 0, "scale": 1.0}\', \'mixture{"eps": 0.3}\' ((1 - eps) optimal '
+            "+ eps uniform), a .npy probability table or an SB3 .zip"
         },
     )
     episodes: int = field(default=40_000, metadata={"help": "episodes per setting", "min": 1})
@@ -103,6 +106,10 @@ def file_digest(path: Path) -> str:
 def policy_identity(text: str) -> dict[str, Any]:
     """What the policy spec ``text`` stands for in a run key: the spec, and a file's hash."""
     spec = plugins.parse_spec(text, "--policy")
+    if spec.target == "mixture":
+        eps = spec.kwargs.get("eps")
+        if set(spec.kwargs) != {"eps"} or not isinstance(eps, (int, float)) or not 0 <= eps <= 1:
+            raise ValueError(f"--policy {text!r}: a mixture is 'mixture{{\"eps\": E}}', 0<=E<=1")
     if spec.target in POLICY_KINDS:
         return {"spec": spec.text}
     path = Path(spec.target)
@@ -147,6 +154,13 @@ def lab_policy(env: Any, text: str) -> tuple[snr.TabularSoftmax, np.ndarray | No
         return snr.TabularSoftmax.per_state(
             num_states, num_actions, masked_logits(env, logits)
         ), None
+    if spec.target == "mixture":
+        from routine_envs.detectors import mixture_policy
+
+        policy_identity(text)
+        with np.errstate(divide="ignore"):
+            logits = np.log(mixture_policy(env, float(spec.kwargs["eps"])))
+        return snr.TabularSoftmax.per_state(num_states, num_actions, logits), None
     policy_identity(text)  # the file exists and has a known suffix
     path = Path(spec.target)
     if path.suffix == ".npy":

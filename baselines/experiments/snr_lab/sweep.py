@@ -189,7 +189,8 @@ def estimator_code(label: str) -> str:
     if kind in LAB_ESTIMATORS:
         spec = LAB_ESTIMATORS[kind](arg or "1", {"J": 0.5, "std_R": 0.5})[0]
         return provenance.code_fingerprint(credit.estimator_class(spec))
-    return provenance.estimator_code(plugins.parse_spec(label, "estimator").target)
+    spec = plugins.parse_spec(label, "estimator")
+    return provenance.estimator_code(spec.target, spec.kwargs)
 
 
 KEY_FIELDS = (

@@ -1,0 +1,82 @@
+"""A partly trained policy to score detectors under: ``python -m baselines.detectors policy``.
+
+Trains one short run of an SB3 method (``ppo`` by default, through
+:func:`baselines.lib.training.build`, the env's shipped hyperparameters) and saves its tabular
+policy (:func:`baselines.lib.trajectory_ppo.policy_table`: the network's action probabilities
+on every decision state) as a ``.npy`` table ``(num_states, num_actions)``, which
+``python -m baselines.detectors score --policies`` and the SNR lab's ``--policy`` accept.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from baselines.lib import cli
+
+
+@dataclass
+class PolicyArgs:
+    """Train a short run and save its policy table as .npy."""
+
+    env_id: str = field(default="DilutedDoors-v1", metadata={"help": "registered env id"})
+    env_kwargs: dict[str, Any] = field(
+        default_factory=dict, metadata={"help": "gym.make keyword arguments (JSON)"}
+    )
+    method: str = field(default="ppo", metadata={"help": "'ppo' or an estimator spec"})
+    seed: int = field(default=0, metadata={"help": "seed of the run", "min": 0})
+    total_timesteps: int = field(
+        default=10_000, metadata={"help": "environment steps of training", "min": 1}
+    )
+    out: Path = field(
+        default=Path("results/detectors/policy.npy"), metadata={"help": "the .npy file"}
+    )
+
+
+def main(args: PolicyArgs) -> dict[str, Any]:
+    """Train, save the table (and a ``.json`` beside it with the settings and the exact
+    success probability of the table); return that description."""
+    from baselines.lib.training import TrainArgs, build
+    from baselines.lib.trajectory_ppo import policy_table
+
+    if args.out.suffix != ".npy":
+        raise ValueError(f"--out must end in .npy, got {args.out}")
+    train = TrainArgs(
+        env_id=args.env_id,
+        env_kwargs=args.env_kwargs,
+        method=args.method,
+        seed=args.seed,
+        total_timesteps=args.total_timesteps,
+        progress=False,
+    )
+    algo, eval_env, hyper = build(train)
+    algo.learn(args.total_timesteps)
+    table = policy_table(algo.policy, eval_env)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    np.save(args.out, table)
+    about = {
+        "env_id": args.env_id,
+        "env_kwargs": args.env_kwargs,
+        "method": args.method,
+        "seed": args.seed,
+        "total_timesteps": int(algo.num_timesteps),
+        "hyperparameters": hyper,
+        "success_probability": float(eval_env.unwrapped.success_probability(table)),
+    }
+    args.out.with_suffix(".json").write_text(json.dumps(about, indent=2, default=str))
+    print(json.dumps(about, default=str))
+    return about
+
+
+def parse_args(argv: list[str] | None = None) -> PolicyArgs:
+    """The settings from the command line (one flag per :class:`PolicyArgs` field)."""
+    return cli.parse_settings(PolicyArgs, argv, description=__doc__.splitlines()[0])
+
+
+def cli_main(argv: list[str] | None = None) -> dict[str, Any]:
+    """``python -m baselines.detectors policy``: bad settings are one line, exit status 2."""
+    return cli.run_main(main, parse_args(argv))

@@ -1,0 +1,214 @@
+"""The detector interface: what a criticality detector is, how one is named and built.
+
+A detector maps a batch of finished episodes (:class:`~routine_envs.episodes.EpisodeBatch`) to a
+:class:`Detection`: a score per step ("how likely this step is critical", higher is more
+likely) and its labels at the detector's operating threshold. ``requires`` names the batch
+fields it reads (as an estimator's does), so a caller refuses before any work when its source
+does not provide them. A detector may be *fitted on earlier batches*: a ``fit(batch)`` method
+is called by the scorer and by ``detector_masked`` after a batch has been detected, never before,
+so a batch's scores never use that batch's own outcomes through the fit.
+
+Detectors are built like estimators: from a registry name or an import path
+``package.module:Name`` (optionally with JSON keyword arguments), with what the caller has
+offered in a :class:`routine_envs.credit.EstimatorContext` (``from_context``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from routine_envs import credit, plugins
+from routine_envs.episodes import EpisodeBatch
+
+__all__ = [
+    "DETECTORS",
+    "DETECTOR_ATTRIBUTES",
+    "Detection",
+    "Detector",
+    "build_detector",
+    "check_detector_batch",
+    "check_detector_provides",
+    "detector_cost",
+    "detector_fingerprint_target",
+    "resolve_detector",
+]
+
+
+@dataclass(frozen=True)
+class Detection:
+    """What a detector returns for a batch of ``N`` steps.
+
+    Attributes:
+        scores: how likely each step is critical, shape ``(N,)`` (higher: more likely; only the
+            order matters for AUC and AP; soft masking needs them in ``[0, 1]``).
+        labels: the detector's decision at its operating threshold, shape ``(N,)`` bool
+            (``True``: critical); their mean is the rho the detector implies.
+    """
+
+    scores: np.ndarray
+    labels: np.ndarray
+
+    def __post_init__(self) -> None:
+        scores = np.asarray(self.scores, dtype=np.float64)
+        labels = np.asarray(self.labels, dtype=bool)
+        if scores.ndim != 1 or labels.shape != scores.shape:
+            raise ValueError(
+                f"a Detection needs scores and labels of one shape (N,), got {scores.shape} "
+                f"and {labels.shape}"
+            )
+        if not np.all(np.isfinite(scores)):
+            raise ValueError("a Detection's scores must be finite")
+        object.__setattr__(self, "scores", scores)
+        object.__setattr__(self, "labels", labels)
+
+
+@runtime_checkable
+class Detector(Protocol):
+    """The detector interface.
+
+    Attributes:
+        name: registry name.
+        requires: batch fields it reads (:data:`routine_envs.credit.BATCH_FIELDS`).
+
+    Optional: ``fit(batch) -> None`` (learn from a batch already detected: fitted on earlier
+    batches), ``cost_steps: int`` (environment steps it has simulated so far beyond the batch,
+    e.g. branched rollouts or a classifier's training episodes; 0 when absent) and
+    ``group_independent: bool`` (a group's scores depend only on that group's episodes).
+    """
+
+    name: str
+    requires: frozenset[str]
+
+    def __call__(self, batch: EpisodeBatch) -> Detection: ...
+
+
+DETECTOR_ATTRIBUTES = ("name", "requires")
+"""What every detector has besides ``__call__(batch) -> Detection``."""
+
+DETECTORS: dict[str, str] = {
+    "annotations": "routine_envs.detectors.builtin:Annotations",
+    "random": "routine_envs.detectors.builtin:RandomScores",
+    "entropy": "routine_envs.detectors.builtin:PolicyEntropy",
+    "group_variance": "routine_envs.detectors.builtin:GroupVariance",
+    "critic": "routine_envs.detectors.builtin:CriticAdvantage",
+    "branching": "routine_envs.detectors.rollouts:Branching",
+    "mc_spread": "routine_envs.detectors.rollouts:MCSpread",
+    "classifier": "routine_envs.detectors.classifier:TransferClassifier",
+}
+"""Every shipped detector by registry name: its import path (imported when first built)."""
+
+
+def resolve_detector(target: str) -> Any:
+    """The detector class (or ready object) ``target`` names: a registry name of
+    :data:`DETECTORS` or an import path ``package.module:Name``; ``ValueError`` naming it."""
+    if plugins.is_import_path(target):
+        obj = plugins.load_object(target, "detector")
+    elif target in DETECTORS:
+        obj = plugins.load_object(DETECTORS[target], "detector")
+    else:
+        raise ValueError(
+            f"unknown detector {target!r}; known: {sorted(DETECTORS)}, or an import path "
+            "'package.module:Name' of your own"
+        )
+    if not isinstance(obj, type):
+        check_detector_object(obj, f"detector {target!r}")
+    return obj
+
+
+def detector_fingerprint_target(spec: str) -> Any:
+    """The object whose code identifies the detector ``spec`` names (for run keys)."""
+    return resolve_detector(plugins.parse_spec(spec, "detector").target)
+
+
+def check_detector_object(obj: Any, where: str) -> None:
+    """``ValueError`` unless ``obj`` follows the detector protocol (:data:`DETECTOR_ATTRIBUTES`,
+    callable, ``requires`` within the batch fields)."""
+    missing = [a for a in DETECTOR_ATTRIBUTES if not hasattr(obj, a)]
+    if isinstance(obj, type) or not callable(obj):
+        missing.append("__call__(batch)")
+    if missing:
+        raise ValueError(
+            f"{where} is not a detector: it lacks {missing} (a detector has name, requires "
+            "and __call__(batch) -> Detection; see docs/detectors.md)"
+        )
+    unknown = sorted(set(obj.requires) - set(credit.BATCH_FIELDS))
+    if unknown:
+        raise ValueError(
+            f"{where} requires unknown batch fields {unknown}; known: {list(credit.BATCH_FIELDS)}"
+        )
+
+
+def build_detector(
+    spec: str | type | Detector,
+    context: credit.EstimatorContext | None = None,
+    **kwargs: Any,
+) -> Detector:
+    """A detector from ``spec`` (a registry name or import path as text, optionally with JSON
+    keyword arguments that ``kwargs`` override; a class; or an instance, returned as is) and
+    what ``context`` offers (a class's ``from_context(context, **kwargs)`` when it has one).
+
+    Raises:
+        ValueError: an unknown name, a failed import, a wrong keyword, something that is not a
+            detector, or a detector that cannot be built from ``context`` (named).
+    """
+    where = f"detector {spec!r}" if isinstance(spec, str) else repr(spec)
+    if isinstance(spec, str):
+        parsed = plugins.parse_spec(spec, "detector")
+        kwargs = {**parsed.kwargs, **kwargs}
+        spec = resolve_detector(parsed.target)
+    if not isinstance(spec, type):
+        if kwargs:
+            raise ValueError(f"keyword arguments {sorted(kwargs)} given with a detector object")
+        check_detector_object(spec, where)
+        return spec
+    context = context or credit.EstimatorContext()
+    label = getattr(spec, "name", spec.__name__)
+    build = getattr(spec, "from_context", None)
+    try:
+        detector = build(context, **kwargs) if build is not None else spec(**kwargs)
+    except TypeError as err:
+        raise ValueError(f"bad arguments for detector {label!r}: {err}") from None
+    check_detector_object(detector, f"{where}: {spec.__name__}(...), what it builds,")
+    return detector
+
+
+def check_detector_batch(detector: Detector, batch: EpisodeBatch) -> None:
+    """``ValueError`` naming every field ``detector`` needs that ``batch`` lacks."""
+    missing = sorted(f for f in detector.requires if getattr(batch, f) is None)
+    if missing:
+        raise ValueError(
+            f"detector {detector.name!r} needs batch fields {missing} that the batch does not have"
+        )
+
+
+def check_detector_provides(detector: Detector, provided: frozenset[str], source: str) -> None:
+    """``ValueError`` when ``detector`` requires batch fields ``source`` cannot provide."""
+    missing = sorted(set(detector.requires) - set(provided))
+    if missing:
+        raise ValueError(
+            f"detector {detector.name!r} requires batch fields {missing}, which {source} does "
+            f"not provide (it provides {sorted(provided)})"
+        )
+
+
+def detector_cost(detector: Detector) -> int:
+    """Environment steps ``detector`` has simulated so far beyond the batches (0 if it says
+    nothing)."""
+    return int(getattr(detector, "cost_steps", 0))
+
+
+def need_context(context: credit.EstimatorContext, name: str, fields: Mapping[str, str]) -> None:
+    """``ValueError`` naming the context fields (``field -> why``) detector ``name`` needs that
+    ``context`` lacks (``None``), so a trainer refuses before training."""
+    missing = {f: why for f, why in fields.items() if getattr(context, f) is None}
+    if missing:
+        reasons = "; ".join(f"{f} ({why})" for f, why in missing.items())
+        raise ValueError(
+            f"detector {name!r} needs {reasons}, which this caller does not offer (the SNR lab "
+            "and `python -m baselines.detectors score` offer an exact-model sampler and the "
+            "policy table; TrajectoryAdvantagePPO offers no sampler)"
+        )
