@@ -29,11 +29,13 @@ REFERENCE_METHODS = (
     "mc_rollout",
     "oracle",
     "routine_masked",
+    'detector_masked{"detector": "critic"}',
 )
 """The methods whose results ship as references for every tier but ``smoke``: ``ppo`` (learned
 critic), ``trajectory_mc`` (GRPO-style), ``rloo``, ``gigpo`` (observation anchors),
 ``mc_rollout`` (k = 8, the paper's turn-level estimator), ``oracle`` (perfect critic, an upper
-reference) and ``routine_masked`` (the annotations, an upper reference)."""
+reference), ``routine_masked`` (the annotations, an upper reference) and ``detector_masked`` with
+the learned-critic detector (routine masking with estimated labels, docs/detectors.md)."""
 
 
 @dataclass(frozen=True)
