@@ -178,9 +178,9 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
         self._num_critical = 0
         self._critical_now = dynamics.is_critical(state)
         self.history = EpisodeHistory([state], [])
-        obs = self._observation()
         if self.render_mode == "human":
             self.render()
+        obs = self._observation()
         return obs, self._step_info(state, None, obs)
 
     def step(self, action: Any) -> tuple[ObsType, float, bool, bool, dict[str, Any]]:
