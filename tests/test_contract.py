@@ -224,7 +224,7 @@ def steps_of(env: gym.Env, actions: list[int]) -> list[tuple]:
 # ------------------------------------------------------------------------------- checkers
 def test_gymnasium_check_env(case):
     """Gymnasium's checker passes in every render mode the env has, without a warning."""
-    for render_mode in (None, "ansi", "rgb_array"):
+    for render_mode in (None, "ansi", "rgb_array", "human"):
         if render_mode is not None and render_mode not in make(case).metadata["render_modes"]:
             continue
         env = make(case, render_mode=render_mode)
@@ -232,6 +232,27 @@ def test_gymnasium_check_env(case):
             warnings.simplefilter("always")
             check_env(env.unwrapped, skip_render_check=render_mode is None)
         assert not [str(w.message) for w in caught], render_mode
+
+
+def test_human_render_prints_the_ansi_picture(case, capsys):
+    """``render_mode="human"`` prints the ``"ansi"`` picture at every reset and step (Gymnasium's
+    convention) and ``render()`` returns None."""
+    human, ansi = make(case, render_mode="human"), make(case, render_mode="ansi")
+    assert "human" in human.metadata["render_modes"]
+    rng = np.random.default_rng(0)
+    human.reset(seed=3)
+    ansi.reset(seed=3)
+    expected = [ansi.render()]
+    for _ in range(5):
+        action = actions_of(ansi, rng)
+        _, _, terminated, truncated, _ = ansi.step(action)
+        human.step(action)
+        expected.append(ansi.render())
+        if terminated or truncated:
+            break
+    assert capsys.readouterr().out == "".join(f"{text}\n" for text in expected)
+    assert human.render() is None
+    assert capsys.readouterr().out == f"{expected[-1]}\n"
 
 
 def test_sb3_check_env(case):
@@ -751,6 +772,29 @@ def test_team_pettingzoo_api_and_seed_tests(team_case):
     parallel_api_test(mod.parallel_env(**kwargs), num_cycles=1000)
     seed_test(lambda: mod.env(**kwargs), num_cycles=500)
     parallel_seed_test(lambda: mod.parallel_env(**kwargs), num_cycles=500)
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_team_human_render_prints_the_ansi_picture(name, capsys):
+    """The team envs' ``"human"`` mode prints the ``"ansi"`` picture at every reset and step,
+    through the AEC version too; ``render()`` returns None."""
+    module = MODULES[name]
+    human, ansi = module.parallel_env(render_mode="human"), module.parallel_env(render_mode="ansi")
+    assert "human" in human.metadata["render_modes"]
+    human.reset(seed=1)
+    ansi.reset(seed=1)
+    expected = [ansi.render()]
+    while ansi.agents:
+        actions = {agent: 0 for agent in ansi.agents}
+        ansi.step(actions)
+        human.step(actions)
+        expected.append(ansi.render())
+    assert capsys.readouterr().out == "".join(f"{text}\n" for text in expected)
+    assert human.render() is None
+    assert capsys.readouterr().out == f"{expected[-1]}\n"
+    aec = module.env(render_mode="human")
+    aec.reset(seed=1)
+    assert capsys.readouterr().out == f"{expected[0]}\n"
 
 
 @pytest.mark.filterwarnings("error")

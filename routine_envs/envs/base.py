@@ -168,7 +168,7 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
     its dynamics (``env.unwrapped.num_floors`` is ``env.unwrapped.dynamics.num_floors``).
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "human"], "render_fps": 4}
     #: draws the state; the default describes it in text.
     renderer: ClassVar[Renderer] = staticmethod(describe_render)
 
@@ -219,6 +219,8 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
         known = self._keys_now = self._known(state)
         self._critical_now = known[2]
         self.history = EpisodeHistory([state], [])
+        if self.render_mode == "human":
+            self.render()
         obs = self._observation()
         info = {keys.CRITICAL: known[2], keys.STATE_ID: known[0], keys.ANCHOR: known[1]}
         if self.observation_shows_history:
@@ -279,15 +281,22 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
         if terminated or truncated:
             self._finished = True
             info.update(self._episode_end_info(nxt))
+        if self.render_mode == "human":
+            self.render()
         return obs, float(reward), bool(terminated), truncated, info
 
     def render(self) -> str | np.ndarray | None:
-        """``"ansi"``: a text picture; ``"rgb_array"``: an ``(H, W, 3)`` uint8 image."""
+        """``"ansi"``: a text picture; ``"rgb_array"``: an ``(H, W, 3)`` uint8 image;
+        ``"human"``: prints the text picture and returns None (Gymnasium's convention: ``reset``
+        and ``step`` then call it themselves)."""
         if self.render_mode is None:
             gym.logger.warn("render() called with render_mode=None: pass render_mode to gym.make")
             return None
         if self._state is None:
             raise gym.error.ResetNeeded("render() called before reset()")
+        if self.render_mode == "human":
+            print(self.renderer(self.dynamics, self._state, self.history, "ansi"), flush=True)
+            return None
         return self.renderer(self.dynamics, self._state, self.history, self.render_mode)
 
     # ------------------------------------------------------------------------- annotations

@@ -537,7 +537,8 @@ class CodeFixEnv(RoutineEnv[Any, CodeState]):
     - ``vocabulary`` (``"meaningful"`` or ``"arbitrary"``): the words of the symptoms and the
       patches in the text observation, ``describe()`` and ``render()`` (see Observation Space).
       CodeFix-v0 registers ``"meaningful"`` (the class default), CodeFix-v1 ``"arbitrary"``.
-    - ``render_mode`` (``None``, ``"ansi"`` or ``"rgb_array"``).
+    - ``render_mode`` (``None``, ``"ansi"``, ``"rgb_array"`` or ``"human"``: the text picture
+      printed at every reset and step).
 
     The MDP is public: ``env.unwrapped.dynamics`` is an immutable :class:`CodeFixDynamics` over
     the hidden state (outcomes, ``state_id`` and its inverse, the vector observation, criticality,
@@ -621,7 +622,10 @@ class CodeFixEnv(RoutineEnv[Any, CodeState]):
       The dynamics, state ids, annotations, masks, rewards, info and vector observation are v0's.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    metadata: ClassVar[dict[str, Any]] = {
+        "render_modes": ["ansi", "rgb_array", "human"],
+        "render_fps": 4,
+    }
     renderer = staticmethod(render_code_fix)
 
     def __init__(

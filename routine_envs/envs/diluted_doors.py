@@ -386,7 +386,8 @@ class DilutedDoorsEnv(RoutineEnv[np.ndarray, DoorsState]):
       cells after each door; a pair draws each floor's length uniformly from ``low..high``.
     - ``reward`` (``"success"`` or ``"fraction"``): see Rewards.
     - ``layout_seed`` (int >= 0): fixes the correct door of every floor.
-    - ``render_mode`` (``None``, ``"ansi"`` or ``"rgb_array"``).
+    - ``render_mode`` (``None``, ``"ansi"``, ``"rgb_array"`` or ``"human"``: the text picture
+      printed at every reset and step).
 
     The MDP is public: ``env.unwrapped.dynamics`` is an immutable :class:`DoorsDynamics`
     (outcomes, ``state_id`` and its inverse, observations, criticality, ``decision_density``,
@@ -400,7 +401,10 @@ class DilutedDoorsEnv(RoutineEnv[np.ndarray, DoorsState]):
     - v0: initial release.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    metadata: ClassVar[dict[str, Any]] = {
+        "render_modes": ["ansi", "rgb_array", "human"],
+        "render_fps": 4,
+    }
     renderer = staticmethod(render_doors)
 
     def __init__(

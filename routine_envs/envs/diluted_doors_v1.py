@@ -399,8 +399,9 @@ class DilutedDoorsV1Env(RoutineEnv[np.ndarray, PathState]):
       ``(low, high)``), ``reward`` (``"success"`` or ``"fraction"``), ``layout_seed`` (int >= 0):
       as for ``DilutedDoors-v0``.
     - ``observation`` (``"actions"``, ``"position"`` or ``"progress"``): see Observation Space.
-    - ``render_mode`` (``None``, ``"ansi"`` or ``"rgb_array"``): the pictures show which doors were
-      right (a view for people, not for the agent).
+    - ``render_mode`` (``None``, ``"ansi"``, ``"rgb_array"`` or ``"human"``, the text picture
+      printed at every reset and step): the pictures show which doors were right (a view for
+      people, not for the agent).
 
     The state count grows with the paths: ``sum_{f<F} D^f + D^F + cells * sum_{f<F} D^(f+1)``
     (430 states at the defaults; 4.4 million at 10 floors, 3 doors, ``L = 50``). The exact model is
@@ -417,7 +418,10 @@ class DilutedDoorsV1Env(RoutineEnv[np.ndarray, PathState]):
     - v0: initial release (kept registered, unchanged, for comparison).
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    metadata: ClassVar[dict[str, Any]] = {
+        "render_modes": ["ansi", "rgb_array", "human"],
+        "render_fps": 4,
+    }
     renderer = staticmethod(render_doors)
 
     def __init__(

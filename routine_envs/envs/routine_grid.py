@@ -630,8 +630,9 @@ class RoutineGridEnv(RoutineEnv[np.ndarray, int]):
     - ``critical_tolerance`` (float in [0, 1)): ``critical`` is ``action_gap`` above it.
     - ``obs_mode`` (``"vector"`` or ``"image"``), ``view_size`` (odd int >= 3, image width).
     - ``max_steps`` (int >= 1 or ``None``): truncate episodes after this many steps.
-    - ``render_mode`` (``None``, ``"ansi"`` or ``"rgb_array"``): text map, or a picture with the
-      critical cells framed in yellow.
+    - ``render_mode`` (``None``, ``"ansi"``, ``"rgb_array"`` or ``"human"``): text map, or a picture
+      with the critical cells framed in yellow; ``"human"`` prints the text map at every reset and
+      step.
 
     The MDP is public: ``env.unwrapped.dynamics`` is an immutable :class:`GridDynamics` (the
     maze ``dynamics.layout``, ``.desc`` as text; outcomes, ``state_id`` and its inverse,
@@ -649,7 +650,10 @@ class RoutineGridEnv(RoutineEnv[np.ndarray, int]):
     - v0: initial release.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    metadata: ClassVar[dict[str, Any]] = {
+        "render_modes": ["ansi", "rgb_array", "human"],
+        "render_fps": 4,
+    }
     renderer = staticmethod(render_grid)
 
     def __init__(

@@ -246,7 +246,7 @@ class TeamEnv(ParallelEnv[str, np.ndarray, int], Generic[StateType]):
 
     metadata: ClassVar[dict[str, Any]] = {
         "name": "team_env_v0",
-        "render_modes": ["ansi"],
+        "render_modes": ["ansi", "human"],
         "render_fps": 4,
         "is_parallelizable": True,
     }
@@ -349,6 +349,8 @@ class TeamEnv(ParallelEnv[str, np.ndarray, int], Generic[StateType]):
             name: dynamics.observe_agent(state, i) for i, name in enumerate(self.agents)
         }
         infos = {name: self._step_info(state, sid, i) for i, name in enumerate(self.agents)}
+        if self.render_mode == "human":
+            self.render()
         return observations, infos
 
     def step(
@@ -409,15 +411,21 @@ class TeamEnv(ParallelEnv[str, np.ndarray, int], Generic[StateType]):
         rewards = dict.fromkeys(agents, float(reward))
         terminations = dict.fromkeys(agents, bool(terminated))
         truncations = dict.fromkeys(agents, bool(truncated))
+        if self.render_mode == "human":
+            self.render()
         return observations, rewards, terminations, truncations, infos
 
     def render(self) -> str | None:
-        """``"ansi"``: a text picture of the team's state."""
+        """``"ansi"``: a text picture of the team's state; ``"human"``: prints it and returns
+        None (``reset`` and ``step`` then call it themselves)."""
         if self.render_mode is None:
             gym.logger.warn("render() called with render_mode=None: pass render_mode='ansi'")
             return None
         if self._state is None:
             raise gym.error.ResetNeeded("render() called before reset()")
+        if self.render_mode == "human":
+            print(self.renderer(self.dynamics, self._state, self.history, "ansi"), flush=True)
+            return None
         return self.renderer(self.dynamics, self._state, self.history, self.render_mode)
 
     def close(self) -> None:

@@ -283,7 +283,8 @@ class TeamDilutedDoorsEnv(TeamEnv[DoorsState]):
     - ``chooser`` (``"rotate"``, an agent index, or a sequence of ``num_floors`` agent indices):
       who picks the door on each floor.
     - ``max_cycles`` (int >= 1 or ``None``): truncate after this many steps.
-    - ``render_mode`` (``None`` or ``"ansi"``).
+    - ``render_mode`` (``None``, ``"ansi"`` or ``"human"``: the text picture printed at every reset
+      and step).
 
     ## Version History
 

@@ -294,7 +294,8 @@ class TeamRoutineGridEnv(TeamEnv[JointCells]):
       ``RoutineGrid-v0`` (hard routine, vector observations).
     - ``reward`` (``"success"`` or ``"fraction"``): see Rewards.
     - ``max_cycles`` (int >= 1 or ``None``): truncate after this many steps.
-    - ``render_mode`` (``None`` or ``"ansi"``).
+    - ``render_mode`` (``None``, ``"ansi"`` or ``"human"``: the text picture printed at every reset
+      and step).
 
     ## Version History
 

@@ -50,16 +50,20 @@ class TurnBasedTeamEnv(gym.Env[np.ndarray, np.int64]):
 
     Args:
         team: a :class:`~routine_envs.multiagent.base.TeamEnv` (a native ``ParallelEnv``).
-        render_mode: ``None`` (keep the team env's) or ``"ansi"`` (the team env's picture).
+        render_mode: ``None`` (keep the team env's), ``"ansi"`` (the team env's picture) or
+            ``"human"`` (the team env prints its picture at every reset and team step).
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "human"], "render_fps": 4}
 
     def __init__(self, team: TeamEnv, render_mode: str | None = None) -> None:
         if not isinstance(team, TeamEnv):
             raise ValueError(f"team must be a routine_envs.multiagent env, got {type(team)}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+            raise ValueError(
+                f"render_mode must be None or one of {self.metadata['render_modes']}, "
+                f"got {render_mode!r}"
+            )
         self.team = team
         if render_mode is not None:
             team.render_mode = render_mode
@@ -126,6 +130,7 @@ class TurnBasedTeamEnv(gym.Env[np.ndarray, np.int64]):
         return observations[first], float(rewards[first]), terminated, truncated, info
 
     def render(self) -> str | None:
+        """The team env's picture (``"human"``: printed, None returned)."""
         return self.team.render()
 
     def _turn_info(self, turn: int) -> dict[str, Any]:
