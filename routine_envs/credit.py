@@ -36,7 +36,7 @@ from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 import numpy as np
 
 from routine_envs import plugins
-from routine_envs.episodes import EpisodeBatch
+from routine_envs.episodes import PER_STEP_FIELDS, EpisodeBatch
 from routine_envs.oracle import PolicyLike
 from routine_envs.rollouts import (  # re-exported: the sources of mc_rollout
     BranchedRollouts,
@@ -46,17 +46,7 @@ from routine_envs.rollouts import (  # re-exported: the sources of mc_rollout
     RolloutSource,
 )
 
-BATCH_FIELDS = (
-    "actions",
-    "critical",
-    "state_ids",
-    "anchors",
-    "observations",
-    "log_probs",
-    "entropies",
-    "values",
-    "snapshots",
-)
+BATCH_FIELDS = (*PER_STEP_FIELDS, "snapshots")
 """Optional :class:`EpisodeBatch` fields an estimator may require (see
 :class:`~routine_envs.episodes.EpisodeBatch` for each one's meaning and shape)."""
 INFO_KEY_OF_FIELD = {"critical": "critical", "state_ids": "state_id", "anchors": "anchor"}
