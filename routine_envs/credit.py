@@ -142,13 +142,13 @@ class FromContext:
         return cls(**values)
 
 
-def check_batch(estimator: AdvantageEstimator, batch: EpisodeBatch) -> None:
-    """Raise ``ValueError`` naming every field ``estimator`` needs that ``batch`` lacks."""
+def check_batch(estimator: Any, batch: EpisodeBatch, kind: str = "estimator") -> None:
+    """Raise ``ValueError`` naming every field ``estimator`` (anything with ``name`` and
+    ``requires``: an estimator, a detector, named by ``kind``) needs that ``batch`` lacks."""
     missing = sorted(f for f in estimator.requires if getattr(batch, f) is None)
     if missing:
         raise ValueError(
-            f"estimator {estimator.name!r} needs batch fields {missing} that the "
-            "batch does not have"
+            f"{kind} {estimator.name!r} needs batch fields {missing} that the batch does not have"
         )
 
 
@@ -577,24 +577,35 @@ def build_estimator(
             raise ValueError(f"keyword arguments {sorted(kwargs)} given with an estimator object")
         check_estimator_object(spec, where)
         return spec
-    context = context or EstimatorContext()
-    label = getattr(spec, "name", spec.__name__)
-    build = getattr(spec, "from_context", None)
-    try:
-        estimator = build(context, **kwargs) if build is not None else spec(**kwargs)
-    except TypeError as err:
-        raise ValueError(f"bad arguments for estimator {label!r}: {err}") from None
+    estimator = build_from_context(spec, context, kwargs)
     check_estimator_object(estimator, f"{where}: {spec.__name__}(...), what it builds,")
     return estimator
 
 
-def check_provides(estimator: AdvantageEstimator, provided: frozenset[str], source: str) -> None:
-    """Raise ``ValueError`` when ``estimator`` requires batch fields that ``source`` (a trainer,
-    the lab's model sampler) cannot provide, naming both, before any work."""
+def build_from_context(
+    cls: type, context: EstimatorContext | None, kwargs: Mapping[str, Any], kind: str = "estimator"
+) -> Any:
+    """``cls.from_context(context, **kwargs)`` where the class has one, else ``cls(**kwargs)``;
+    a wrong keyword is a ``ValueError`` naming the ``kind`` (estimator, detector) and its name."""
+    context = context or EstimatorContext()
+    label = getattr(cls, "name", cls.__name__)
+    build = getattr(cls, "from_context", None)
+    try:
+        return build(context, **kwargs) if build is not None else cls(**kwargs)
+    except TypeError as err:
+        raise ValueError(f"bad arguments for {kind} {label!r}: {err}") from None
+
+
+def check_provides(
+    estimator: Any, provided: frozenset[str], source: str, kind: str = "estimator"
+) -> None:
+    """Raise ``ValueError`` when ``estimator`` (an estimator or detector, named by ``kind``)
+    requires batch fields that ``source`` (a trainer, the lab's model sampler) cannot provide,
+    naming both, before any work."""
     missing = sorted(set(estimator.requires) - set(provided))
     if missing:
         raise ValueError(
-            f"estimator {estimator.name!r} requires batch fields {missing}, which {source} "
+            f"{kind} {estimator.name!r} requires batch fields {missing}, which {source} "
             f"does not provide (it provides {sorted(provided)})"
         )
 

@@ -165,34 +165,19 @@ def build_detector(
             raise ValueError(f"keyword arguments {sorted(kwargs)} given with a detector object")
         check_detector_object(spec, where)
         return spec
-    context = context or credit.EstimatorContext()
-    label = getattr(spec, "name", spec.__name__)
-    build = getattr(spec, "from_context", None)
-    try:
-        detector = build(context, **kwargs) if build is not None else spec(**kwargs)
-    except TypeError as err:
-        raise ValueError(f"bad arguments for detector {label!r}: {err}") from None
+    detector = credit.build_from_context(spec, context, kwargs, "detector")
     check_detector_object(detector, f"{where}: {spec.__name__}(...), what it builds,")
     return detector
 
 
 def check_detector_batch(detector: Detector, batch: EpisodeBatch) -> None:
     """``ValueError`` naming every field ``detector`` needs that ``batch`` lacks."""
-    missing = sorted(f for f in detector.requires if getattr(batch, f) is None)
-    if missing:
-        raise ValueError(
-            f"detector {detector.name!r} needs batch fields {missing} that the batch does not have"
-        )
+    credit.check_batch(detector, batch, "detector")
 
 
 def check_detector_provides(detector: Detector, provided: frozenset[str], source: str) -> None:
     """``ValueError`` when ``detector`` requires batch fields ``source`` cannot provide."""
-    missing = sorted(set(detector.requires) - set(provided))
-    if missing:
-        raise ValueError(
-            f"detector {detector.name!r} requires batch fields {missing}, which {source} does "
-            f"not provide (it provides {sorted(provided)})"
-        )
+    credit.check_provides(detector, provided, source, "detector")
 
 
 def detector_cost(detector: Detector) -> int:
