@@ -420,6 +420,7 @@ def test_deepcopy_branches_have_the_same_future_and_are_independent(case):
             env.reset(seed=12)
     clone = copy.deepcopy(env)
     assert clone.action_space is not env.action_space
+    assert clone.action_space.np_random is not env.action_space.np_random
     assert clone.unwrapped.np_random is not env.unwrapped.np_random
     assert [clone.action_space.sample() for _ in range(20)] == [
         env.action_space.sample() for _ in range(20)

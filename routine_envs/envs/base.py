@@ -38,7 +38,7 @@ StateType = TypeVar("StateType", bound=Hashable)
 
 #: types of immutable values: ``copy.deepcopy`` of an env shares them instead of copying.
 _IMMUTABLE_TYPES = frozenset({int, float, bool, str, bytes, complex, type(None)})
-#: spaces whose only mutable state is their random generator (``_np_random``).
+#: spaces whose only mutable state is their random generator.
 _FLAT_SPACES = frozenset(
     {
         gym.spaces.Box,
@@ -441,12 +441,11 @@ def copy_generator(generator: np.random.Generator) -> np.random.Generator:
 
 def copy_space(space: gym.spaces.Space) -> gym.spaces.Space:
     """A copy of a space of :data:`_FLAT_SPACES` sharing its read-only bounds and shape, with its
-    own random generator."""
+    own random generator (each generator among its attributes is copied, whatever its name; an
+    unseeded space stays unseeded: reading ``np_random`` would seed it, ~30 us)."""
     clone = object.__new__(type(space))
-    clone.__dict__.update(space.__dict__)
-    # Gymnasium keeps a space's lazily seeded generator in ``_np_random`` and offers no public
-    # way to copy it unseeded (``np_random`` would seed it: ~30 us); the one read of a
-    # third-party private attribute in the package.
-    if space._np_random is not None:
-        clone._np_random = copy_generator(space._np_random)
+    vars(clone).update(
+        (name, copy_generator(value) if isinstance(value, np.random.Generator) else value)
+        for name, value in vars(space).items()
+    )
     return clone

@@ -635,14 +635,9 @@ class RoutineGridEnv(RoutineEnv[np.ndarray, int]):
       step.
 
     The MDP is public: ``env.unwrapped.dynamics`` is an immutable :class:`GridDynamics` (the
-    maze ``dynamics.layout``, ``.desc`` as text; outcomes, ``state_id`` and its inverse,
-    observations and ``egocentric_view``, criticality, action gaps, ``decision_density``,
-    ``max_episode_length``, state descriptions), with the exact model ``dynamics.model()`` (every
-    transition, indexed by ``state_id``) and the perfect critic ``dynamics.oracle(policy)`` (exact
-    ``Q^pi``, ``V^pi``, ``A^pi`` by dynamic programming), also forwarded by the env
-    (``env.unwrapped.layout``, ``env.unwrapped.oracle(policy)``, ...).
-    ``env.unwrapped.describe_state(state_id)`` is the :class:`GridCell` of an id and
-    ``copy.deepcopy(env)`` an independent branch with the same future for the same actions.
+    maze ``.layout``, ``.desc``, outcomes, ids, observations, ``egocentric_view``, action gaps,
+    state descriptions) with the exact ``model()`` and perfect critic ``oracle(policy)``, also
+    forwarded by the env. ``describe_state(state_id)`` is an id's :class:`GridCell`.
     No procedural layouts: a new maze needs a new ``layout_seed``.
 
     ## Version History
