@@ -133,6 +133,27 @@ def test_method_slug_never_shares_a_file():
     assert a != b and "/" not in a
 
 
+def test_runs_are_keyed_by_their_settings_and_stale_rows_are_never_scored(tmp_path):
+    """A draft's edit redoes exactly the runs whose settings it changes: the file hash is
+    recorded, not keyed; a row of an earlier setting (another budget) is not a current run."""
+    rb1 = protocol.load_protocol("rb1")
+    jobs = sweep.plan(rb1, rb1.tier("smoke"), "trajectory_mc", tmp_path)
+    job = jobs[0]
+    assert job["protocol"] == {"version": "rb1", "sha256": rb1.sha256}
+    edited = {**job, "protocol": {"version": "rb1", "sha256": "0" * 64}}
+    assert sweep.run_key(edited) == sweep.run_key(job)
+    for changed in (
+        {"budget": job["budget"] * 2},
+        {"protocol": {"version": "rb2", "sha256": rb1.sha256}},
+        {"tier": "lite"},
+        {"hyperparameters": {**job["hyperparameters"], "n_steps": 7}},
+    ):
+        assert sweep.run_key({**job, **changed}) != sweep.run_key(job), changed
+    stale = {"key": sweep.run_key({**job, "budget": job["budget"] * 2})}
+    current = {"key": sweep.run_key(job)}
+    assert sweep.current_records([stale, current, {"no": "key"}], jobs) == [current]
+
+
 def test_smoke_tier_end_to_end_with_an_outside_method(tmp_path, monkeypatch):
     (tmp_path / "bench_outside.py").write_text(
         textwrap.dedent("""

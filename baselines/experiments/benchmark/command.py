@@ -82,19 +82,27 @@ def load_records(path: Path) -> list[dict[str, Any]]:
     return ResultsFile(path, REQUIRED, check_record).load()
 
 
+def planned_records(
+    protocol: protocols.Protocol, tier: str, method: str, path: Path, config_folder: Path
+) -> list[dict[str, Any]]:
+    """The records of ``path`` that are runs of ``method`` in the protocol's ``tier`` as it is
+    now (by run key): rows of an earlier draft's settings, or of another tier, are left out."""
+    jobs = sweep.plan(protocol, protocol.tier(tier), method, config_folder)
+    return sweep.current_records(load_records(path), jobs)
+
+
 def load_references(
-    protocol: protocols.Protocol, tier: str, skip: str | None = None
+    protocol: protocols.Protocol, tier: str, config_folder: Path, skip: str | None = None
 ) -> dict[str, list[dict[str, Any]]]:
-    """The shipped reference records of ``tier`` by method (without ``skip``)."""
+    """The shipped reference records of ``tier`` by method (without ``skip``): only runs of the
+    protocol's current settings (:func:`planned_records`)."""
     out = {}
     for method in protocols.REFERENCE_METHODS:
+        if method == skip:
+            continue
         path = sweep.reference_path(protocol, tier, method)
-        records = [
-            r
-            for r in load_records(path)
-            if r.get("protocol", {}).get("version") == protocol.version and r.get("tier") == tier
-        ]
-        if records and method != skip:
+        records = planned_records(protocol, tier, method, path, config_folder)
+        if records:
             out[method] = records
     return out
 
@@ -180,10 +188,14 @@ def lab_rows(
 def make_report(args: BenchmarkArgs, protocol: protocols.Protocol, wall: float | None) -> Path:
     """Write the report card of ``args.method`` from its runs so far; its folder."""
     folder = method_folder(args, args.method)
-    records = load_records(folder / "results.jsonl")
+    configs = args.out / "configs"
+    records = planned_records(protocol, args.tier, args.method, folder / "results.jsonl", configs)
     if not records:
-        raise ValueError(f"no runs of {args.method!r} in {folder}: run it first")
-    references = load_references(protocol, args.tier, skip=args.method)
+        raise ValueError(
+            f"no runs of {args.method!r} under protocol {protocol.version} tier {args.tier}'s "
+            f"current settings in {folder}: run it first"
+        )
+    references = load_references(protocol, args.tier, configs, skip=args.method)
     tier = protocol.tier(args.tier)
     lab = lab_rows(protocol, tier, [args.method, *references]) if args.lab else []
     versions = report.versions_of(records)
@@ -218,11 +230,15 @@ def references(args: BenchmarkArgs, protocol: protocols.Protocol) -> dict[str, A
             jobs = sweep.plan(protocol, tier, method, args.out / "configs", args.env_id or None)
             sweep.run_method(jobs, path, args.workers, args.progress, backend=args)
     listed = {}
+    configs = args.out / "configs"
     for method in protocols.REFERENCE_METHODS:
-        records = load_records(sweep.reference_path(protocol, args.tier, method))
+        path = sweep.reference_path(protocol, args.tier, method)
+        records = planned_records(protocol, args.tier, method, path, configs)
         listed[method] = len(records)
-        print(f"{method:<16} {len(records):>4} of {tier.num_runs_per_method} runs")
-    shipped = load_references(protocol, args.tier)
+        stale = len(load_records(path)) - len(records)
+        note = f" ({stale} rows of other settings ignored)" if stale else ""
+        print(f"{method:<16} {len(records):>4} of {tier.num_runs_per_method} runs{note}")
+    shipped = load_references(protocol, args.tier, configs)
     if shipped:
         path = sweep.reference_path(protocol, args.tier, "x").parent / "LEADERBOARD.md"
         text = report.leaderboard(protocol.version, args.tier, tier.num_runs_per_method, shipped)

@@ -24,13 +24,28 @@ from baselines.lib.runner import run_resumable
 
 REFERENCE_DIR = Path(__file__).resolve().parents[2] / "references"
 KEY_FIELDS = (*compare.KEY_FIELDS, "protocol", "tier")
-"""A benchmark run's identity: the comparison run's key fields plus the protocol version (with
-its file hash) and the tier."""
+"""A benchmark run's identity: the comparison run's key fields (every setting the run depends
+on: environment and its arguments, method spec and code fingerprint, seed, budget, schedule,
+target, hyperparameters) plus the protocol version and the tier."""
 
 
 def run_key(job: dict[str, Any]) -> str:
-    """Every field of :data:`KEY_FIELDS`, as canonical JSON."""
-    return json.dumps({k: job[k] for k in KEY_FIELDS}, sort_keys=True)
+    """Every field of :data:`KEY_FIELDS`, as canonical JSON. The protocol enters by its version
+    only: its file hash is recorded (``job["protocol"]["sha256"]``) but not keyed, because every
+    setting a run depends on is keyed by itself; so an edit of a draft protocol redoes exactly
+    the runs whose settings it changes (a released file never changes)."""
+    fields = {k: job[k] for k in KEY_FIELDS}
+    fields["protocol"] = job["protocol"]["version"]
+    return json.dumps(fields, sort_keys=True)
+
+
+def current_records(
+    records: list[dict[str, Any]], jobs: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The records that are runs of ``jobs`` (by key), in file order: a results file may hold
+    runs of an earlier draft's settings, which no score may read."""
+    keys = {run_key(job) for job in jobs}
+    return [r for r in records if r.get("key") in keys]
 
 
 def method_slug(method: str) -> str:
