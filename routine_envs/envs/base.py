@@ -444,8 +444,9 @@ def copy_space(space: gym.spaces.Space) -> gym.spaces.Space:
     own random generator (each generator among its attributes is copied, whatever its name; an
     unseeded space stays unseeded: reading ``np_random`` would seed it, ~30 us)."""
     clone = object.__new__(type(space))
-    vars(clone).update(
-        (name, copy_generator(value) if isinstance(value, np.random.Generator) else value)
-        for name, value in vars(space).items()
-    )
+    state = vars(clone)
+    state.update(vars(space))
+    for name, value in state.items():
+        if type(value) is np.random.Generator:
+            state[name] = copy_generator(value)
     return clone
