@@ -154,6 +154,23 @@ def test_runs_are_keyed_by_their_settings_and_stale_rows_are_never_scored(tmp_pa
     assert sweep.current_records([stale, current, {"no": "key"}], jobs) == [current]
 
 
+def test_shipped_references_are_runs_of_the_current_protocol(tmp_path):
+    """Every shipped row is a run of the protocol's current settings (none stale, none twice),
+    and it names the version and tier it was made for."""
+    rb1 = protocol.load_protocol("rb1")
+    lite = rb1.tier("lite")
+    for method in protocol.REFERENCE_METHODS:
+        path = sweep.reference_path(rb1, "lite", method)
+        if not path.exists():
+            continue
+        records = command.load_records(path)
+        keys = {sweep.run_key(job) for job in sweep.plan(rb1, lite, method, tmp_path)}
+        assert len(keys) == lite.num_runs_per_method
+        assert [r["key"] for r in records if r["key"] not in keys] == [], method
+        assert len({r["key"] for r in records}) == len(records), method
+        assert {(r["protocol"]["version"], r["tier"]) for r in records} == {("rb1", "lite")}
+
+
 def test_smoke_tier_end_to_end_with_an_outside_method(tmp_path, monkeypatch):
     (tmp_path / "bench_outside.py").write_text(
         textwrap.dedent("""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -216,6 +217,15 @@ def make_report(args: BenchmarkArgs, protocol: protocols.Protocol, wall: float |
     if any(v not in versions for v in ref_versions):
         header["note"] = "some references were made with other package versions: " + json.dumps(
             [v for v in ref_versions if v not in versions]
+        )
+    files = Counter(
+        r["protocol"]["sha256"][:12] for recs in references.values() for r in recs
+    ) + Counter(r["protocol"]["sha256"][:12] for r in records)
+    if set(files) != {protocol.sha256[:12]}:
+        header["protocol files of the runs"] = (
+            ", ".join(f"sha256 {sha} ({n} runs)" for sha, n in sorted(files.items()))
+            + ": drafts of this version; every run read here has this file's settings (runs "
+            "are keyed by their settings, not by the file hash)"
         )
     report.write_report(folder / "report", header, records, references, lab)
     return folder / "report"
