@@ -406,6 +406,12 @@ def test_statistics():
     assert est == 2.5 and 1.0 <= lo < 2.5 < hi <= 4.0
     est, lo, hi = stats.bootstrap_ci(np.array([[7.0, 1.0]]))
     assert est.tolist() == lo.tolist() == hi.tolist() == [7.0, 1.0]
+    curves = np.random.default_rng(0).normal(size=(10, 5)) + np.arange(5)  # seeds x timesteps
+    est, lo, hi = stats.bootstrap_ci(curves, stats.iqm)
+    assert est.shape == lo.shape == hi.shape == (5,)
+    assert np.all(lo < est) and np.all(est < hi) and np.all(hi - lo < 2.5)
+    est, lo, hi = stats.bootstrap_ci(np.full((6, 2), 3.0))  # identical seeds: no spread
+    assert est.tolist() == lo.tolist() == hi.tolist() == [3.0, 3.0]
 
 
 def test_analysis_tables_on_synthetic_sweep(tmp_path):
