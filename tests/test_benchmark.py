@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from baselines.experiments.benchmark import command, protocol, scores, sweep
+from baselines.experiments.benchmark import command, cost, protocol, scores, sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -169,6 +169,32 @@ def test_shipped_references_are_runs_of_the_current_protocol(tmp_path):
         assert [r["key"] for r in records if r["key"] not in keys] == [], method
         assert len({r["key"] for r in records}) == len(records), method
         assert {(r["protocol"]["version"], r["tier"]) for r in records} == {("rb1", "lite")}
+
+
+def test_plan_costs_runs_from_measured_seconds_per_step():
+    refs = {
+        "a": [
+            {"env_id": "E", "budget": 100, "steps_trained": 100, "wall_time": 1.0},
+            {"env_id": "E", "budget": 100, "steps_trained": 200, "wall_time": 4.0},
+            {"env_id": "E", "budget": 100, "steps_trained": 100, "wall_time": 3.0},
+        ],
+        "b": [{"env_id": "F", "budget": 10, "steps_trained": 10, "wall_time": 5.0}],
+    }
+    per_step = cost.seconds_per_step(refs)
+    assert per_step[("a", "E")] == pytest.approx(0.02)  # median of 0.01, 0.02, 0.03
+    assert per_step[("*", "F")] == pytest.approx(0.5)
+    jobs = [{"env_id": "E", "budget": 1000}] * 3 + [{"env_id": "F", "budget": 100}]
+    c = cost.sweep_cost(jobs, "new_method", per_step)  # no runs of its own: all methods' median
+    assert (c.runs, c.steps) == (4, 3100)
+    assert c.cpu_seconds == pytest.approx(3 * 20.0 + 50.0)
+    assert (c.longest_seconds, c.longest_steps) == (pytest.approx(50.0), 100)
+    assert c.wall_seconds(1) == pytest.approx((110.0, 160.0))
+    assert c.wall_seconds(100) == pytest.approx((50.0, 51.1))  # the longest run bounds it
+    with pytest.raises(ValueError, match="no reference runs on G"):
+        cost.sweep_cost([{"env_id": "G", "budget": 1}], "a", per_step)
+    with pytest.raises(ValueError, match="cores"):
+        c.wall_seconds(0)
+    assert cost.combined([c, c]).cpu_seconds == pytest.approx(2 * c.cpu_seconds)
 
 
 def test_smoke_tier_end_to_end_with_an_outside_method(tmp_path, monkeypatch):

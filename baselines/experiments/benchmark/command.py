@@ -1,5 +1,5 @@
-"""``python -m baselines.benchmark {run,report,references}``: score a credit-assignment method on
-a versioned protocol against the shipped references.
+"""``python -m baselines.benchmark {run,report,references,plan}``: score a credit-assignment
+method on a versioned protocol against the shipped references.
 
 - ``run --method SPEC --tier lite``: every run of the tier for the method (a built-in name or
   ``package.module:Name``, either with JSON arguments), resumable through its results file,
@@ -7,6 +7,9 @@ a versioned protocol against the shipped references.
 - ``report --method SPEC --tier lite``: the report card from the runs done so far.
 - ``references --tier lite``: what ships; with ``--compute``, run the reference methods into
   ``baselines/references/<version>/<tier>/`` (resumable) and write the leaderboard.
+- ``plan --tier full --cores 2 8 32``: what the tier costs (runs, steps, CPU time) for the
+  method and for all the references, and the expected wall time on each number of cores, from
+  the shipped lite references' measured seconds per step (:mod:`~.cost`).
 """
 
 from __future__ import annotations
@@ -18,13 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from baselines.experiments.benchmark import cost, report, sweep
 from baselines.experiments.benchmark import protocol as protocols
-from baselines.experiments.benchmark import report, sweep
 from baselines.lib import cli
 from baselines.lib.backend import BackendArgs
 from baselines.lib.results import ResultsFile
 
-COMMANDS = ("run", "report", "references")
+COMMANDS = ("run", "report", "references", "plan")
 LAB_EPISODES = 2000
 
 
@@ -68,6 +71,10 @@ class BenchmarkArgs(BackendArgs):
         metadata={"help": "references: which reference methods to compute"},
     )
     progress: bool = field(default=True, metadata={"help": "show a progress bar"})
+    cores: list[int] = field(
+        default_factory=lambda: [2, 8, 32, 128],
+        metadata={"help": "plan: numbers of cores to give the expected wall time for"},
+    )
 
 
 def method_folder(args: BenchmarkArgs, method: str) -> Path:
@@ -257,11 +264,49 @@ def references(args: BenchmarkArgs, protocol: protocols.Protocol) -> dict[str, A
     return listed
 
 
+def plan_costs(args: BenchmarkArgs, protocol: protocols.Protocol) -> dict[str, Any]:
+    """Print (and return) what the tier costs: per method and for all references, the runs,
+    steps and CPU time, and the wall time on each of ``args.cores`` cores."""
+    if any(n < 1 for n in args.cores):
+        raise ValueError(f"--cores must be >= 1, got {args.cores}")
+    shipped = load_references(protocol, "lite", args.out / "configs")
+    per_step = cost.seconds_per_step(shipped)
+    tier = protocol.tier(args.tier)
+    methods = [args.method] if args.method else []
+    costs = {
+        m: cost.sweep_cost(
+            sweep.plan(protocol, tier, m, args.out / "configs", args.env_id or None), m, per_step
+        )
+        for m in dict.fromkeys([*methods, *protocols.REFERENCE_METHODS])
+    }
+    everything = cost.combined([costs[m] for m in protocols.REFERENCE_METHODS])
+    columns = {
+        **({args.method: costs[args.method]} if args.method else {}),
+        "references": everything,
+    }
+    print(
+        f"protocol {protocol.version} tier {args.tier}; seconds per step measured in the lite "
+        f"references ({sum(len(r) for r in shipped.values())} runs of {len(shipped)} methods)\n"
+    )
+    print("| sweep | runs | steps | CPU | longest run |\n|---|---|---|---|---|")
+    for name, c in {**costs, "all references": everything}.items():
+        print(
+            f"| {name} | {c.runs} | {c.steps / 1e6:.2f} M | {c.cpu_seconds / 3600:.2f} CPU-h | "
+            f"{c.longest_steps:,} steps ({cost.duration(c.longest_seconds)}) |"
+        )
+    print("\n| cores | " + " | ".join(columns) + " |\n|---|" + "---|" * len(columns))
+    for n in args.cores:
+        print(f"| {n} | " + " | ".join(cost.wall_range(c, n) for c in columns.values()) + " |")
+    return {"per_method": costs, "references": everything}
+
+
 def main(args: BenchmarkArgs) -> Any:
     protocol = protocols.load_protocol(args.protocol)
     tier = protocol.tier(args.tier)
     if args.command == "references":
         return references(args, protocol)
+    if args.command == "plan":
+        return plan_costs(args, protocol)
     if not args.method:
         raise ValueError(f"{args.command} needs --method")
     if args.command == "run":
