@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from baselines.experiments.benchmark import command, cost, protocol, scores, sweep
+from baselines.experiments.benchmark import command, cost, protocol, report, scores, sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -125,6 +125,23 @@ def test_ratio_bounds_follow_the_censored_side():
     r = scores.ratio_to(slow, fast)
     assert r["ratio"] == pytest.approx(4.0) and r["bound"] == "lower bound"
     assert scores.ratio_to(fast, slow)["bound"] == "upper bound"
+
+
+def test_leaderboard_ranks_by_lowest_density_and_gives_the_ratio_to_ppo():
+    def runs(label, scale):
+        return [
+            run_record(i, scale * c * rho**-0.5, budget=100_000, rho=rho, value=v, label=label)
+            for v, rho in enumerate((1.0, 1 / 16))
+            for i, c in enumerate([0.9, 1.0, 1.1, 1.0, 0.95, 1.05])
+        ]
+
+    refs = {"ppo": runs("ppo", 1000), "trajectory_mc": runs("trajectory_mc", 2000)}
+    text = report.leaderboard("rb1", "lite", 12, refs)
+    rows = [line for line in text.splitlines() if line.startswith(("| ppo", "| trajectory"))]
+    assert rows[0].startswith("| ppo |") and "| n/a |" in rows[0]  # faster first, no self-ratio
+    ratio = float(rows[1].split(" | ")[4].split(" [")[0])
+    assert ratio == pytest.approx(2.0, abs=0.05)  # twice ppo's steps at the lowest density
+    assert "ppo 12/12, trajectory_mc 12/12" in text
 
 
 def test_method_slug_never_shares_a_file():

@@ -285,7 +285,8 @@ def leaderboard(
     version: str, tier: str, runs_per_method: int, references: dict[str, list[Record]]
 ) -> str:
     """The references' scores as one Markdown table per setting: the dilution exponent, steps
-    to target at the highest and the lowest density, and the mean normalized AUC."""
+    to target at the highest and the lowest density, their ratio to ``ppo``'s (the learned
+    critic) at the lowest density, and the mean normalized AUC."""
     computed = {name: scores.method_scores(recs) for name, recs in references.items()}
     lines = [f"# Leaderboard: protocol {version}, tier {tier}", ""]
     lines.append(
@@ -298,9 +299,11 @@ def leaderboard(
     for setting in settings:
         lines += ["", f"## {setting}", ""]
         lines.append(
-            "| method | dilution exponent | steps, highest rho | steps, lowest rho | AUC |"
+            "| method | dilution exponent | steps, highest rho | steps, lowest rho | "
+            "steps / ppo's, lowest rho | AUC |"
         )
-        lines.append("|---|---|---|---|---|")
+        lines.append("|---|---|---|---|---|---|")
+        baseline = computed.get("ppo", {}).get("settings", {}).get(setting)
         ranked = sorted(
             (n for n in computed if setting in computed[n]["settings"]),
             key=lambda n: min(computed[n]["settings"][setting]["rows"], key=lambda r: r["rho"])[
@@ -324,6 +327,10 @@ def leaderboard(
                 f"rho {r['rho']:.3g})"
                 for r in (hi, lo)
             ]
+            ratio = "n/a"
+            if baseline is not None and name != "ppo":
+                r = scores.ratio_to(lo, min(baseline["rows"], key=lambda row: row["rho"]))
+                ratio = f"{scores.shown(r['ratio'], r['bound'])} [{r['low']:.2f}, {r['high']:.2f}]"
             auc = float(np.mean([r["auc_iqm"] for r in entry["rows"]]))
-            lines.append(f"| {name} | {expo} | {cells[0]} | {cells[1]} | {auc:.3f} |")
+            lines.append(f"| {name} | {expo} | {cells[0]} | {cells[1]} | {ratio} | {auc:.3f} |")
     return "\n".join(lines) + "\n"
