@@ -1,4 +1,5 @@
-"""Bounded configurations: huge values are refused at construction, within a second, by a
+"""Bounded configurations: huge values are refused at construction, within a second of this
+process's CPU time (``time.process_time``: other processes' load does not count), by a
 ``ValueError`` naming the parameter, the value and the limit; an exact model too large to build
 says so (with its size) when it is asked for. The configurations below used to build eagerly
 until memory ran out, or for minutes."""
@@ -28,10 +29,10 @@ CASES = [
 
 @pytest.mark.parametrize(("env_id", "kwargs", "match"), CASES)
 def test_huge_configurations_are_refused_quickly_and_named(env_id, kwargs, match):
-    start = time.perf_counter()
+    start = time.process_time()
     with pytest.raises(ValueError, match=match):
         gym.make(env_id, **kwargs)
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
 
 
 @pytest.mark.parametrize(
@@ -47,10 +48,10 @@ def test_huge_teams_are_refused_and_named(module, kwargs, match):
     pytest.importorskip("pettingzoo")
     from routine_envs.multiagent import MODULES
 
-    start = time.perf_counter()
+    start = time.process_time()
     with pytest.raises(ValueError, match=match):
         MODULES[module].parallel_env(**kwargs)
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
 
 
 def test_team_state_ids_are_exact_integers_up_to_the_bound():
@@ -72,9 +73,9 @@ def test_an_exact_model_too_large_says_its_size_when_asked_for():
     with pytest.raises(ValueError, match=r"has [\d,]+ states x 4 actions"):
         env.unwrapped.model()
     big = gym.make("DilutedDoors-v0", num_floors=1000, routine_length=(0, 1000)).unwrapped
-    start = time.perf_counter()
+    start = time.process_time()
     assert 0 < big.decision_density < 0.002  # cheap even at the bounds (FFT convolution)
-    assert time.perf_counter() - start < 5.0
+    assert time.process_time() - start < 5.0
 
 
 def test_decision_density_by_fft_equals_the_exact_convolution():
@@ -121,10 +122,10 @@ def test_parse_action_bounds_what_it_reads_and_echoes():
     ],
 )
 def test_code_fix_bounds(kwargs, match):
-    start = time.perf_counter()
+    start = time.process_time()
     with pytest.raises(ValueError, match=match):
         gym.make("CodeFix-v1", **kwargs)
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
 
 
 @pytest.mark.parametrize("env_id", [e.id for e in routine_envs.ENVIRONMENTS])
