@@ -39,6 +39,7 @@ def test_an_edited_released_protocol_is_refused(tmp_path, monkeypatch):
     )
     released = tmp_path / "rb1.yaml"
     released.write_text(text)
+    monkeypatch.delitem(protocol.RELEASED, "rb1", raising=False)
     with pytest.raises(ValueError, match="never changes"):  # released without a pinned hash
         protocol.load_protocol("rb1", released)
     monkeypatch.setitem(protocol.RELEASED, "rb1", protocol.file_sha256(released))
