@@ -14,6 +14,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+import scipy.stats
 import torch as th
 from stable_baselines3.common.callbacks import CallbackList
 from stable_baselines3.common.env_util import make_vec_env
@@ -402,6 +403,9 @@ def synthetic_records():
 def test_statistics():
     assert stats.iqm([1, 2, 3, 4, 100, -50, 2.5, 3.5]) == pytest.approx(np.mean([2, 2.5, 3, 3.5]))
     assert stats.iqm([1.0, 2.0, 9.0]) == pytest.approx(4.0)
+    for n in (3, 4, 7, 10, 13):
+        x = np.random.default_rng(n).normal(size=(n, 3))
+        np.testing.assert_allclose(stats.iqm(x), scipy.stats.trim_mean(x, 0.25, axis=0))
     est, lo, hi = stats.bootstrap_ci(np.array([1.0, 2.0, 3.0, 4.0]), num_resamples=500)
     assert est == 2.5 and 1.0 <= lo < 2.5 < hi <= 4.0
     est, lo, hi = stats.bootstrap_ci(np.array([[7.0, 1.0]]))

@@ -12,9 +12,14 @@ import scipy.stats
 
 
 def iqm(values: Sequence[float] | np.ndarray, axis: int = 0) -> np.ndarray | float:
-    """Interquartile mean: the mean of the middle 50% (``scipy.stats.trim_mean`` cutting
-    ``floor(n / 4)`` values each side; the plain mean for fewer than 4 values)."""
-    return scipy.stats.trim_mean(np.asarray(values, dtype=np.float64), 0.25, axis=axis)
+    """Interquartile mean: the mean of the middle 50%, cutting ``floor(n / 4)`` values each side
+    (the plain mean for fewer than 4 values). Equals ``scipy.stats.trim_mean(values, 0.25,
+    axis)`` (a test checks it) at a few microseconds instead of about a millisecond per call,
+    which matters inside bootstrap resampling loops."""
+    x = np.sort(np.asarray(values, dtype=np.float64), axis=axis)
+    n = x.shape[axis]
+    k = n // 4
+    return np.take(x, np.arange(k, n - k), axis=axis).mean(axis=axis)
 
 
 def mean(values: Sequence[float] | np.ndarray, axis: int = 0) -> np.ndarray | float:
