@@ -145,6 +145,19 @@ def test_leaderboard_ranks_by_lowest_density_and_gives_the_ratio_to_ppo():
     assert "ppo 12/12, trajectory_mc 12/12" in text
 
 
+def test_the_lab_measures_estimators_with_the_protocols_arguments():
+    """Not the shipped configs' (mc_rollout has k = 2 in RoutineGrid-v0.yml, 8 in rb1)."""
+    rb1 = protocol.load_protocol("rb1")
+    for env_id in ("DilutedDoors-v1", "RoutineGrid-v0", "CodeFix-v1"):
+        args = command.estimator_arguments(rb1, env_id, "mc_rollout")
+        assert args == {"num_rollouts": 8, "source": "model"}, env_id
+    assert command.estimator_arguments(rb1, "CodeFix-v1", 'mc_rollout{"num_rollouts": 3}') == {
+        "num_rollouts": 3,
+        "source": "model",
+    }
+    assert command.estimator_arguments(rb1, "CodeFix-v1", "trajectory_mc") == {}
+
+
 def test_method_slug_never_shares_a_file():
     assert sweep.method_slug("ppo") == "ppo"
     a, b = sweep.method_slug('m:E{"a": 1}'), sweep.method_slug('m:E{"a": 2}')

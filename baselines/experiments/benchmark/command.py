@@ -115,6 +115,19 @@ def load_references(
     return out
 
 
+def estimator_arguments(protocol: protocols.Protocol, env_id: str, method: str) -> dict[str, Any]:
+    """The estimator arguments ``method`` trains with under ``protocol`` on ``env_id``: the
+    protocol's per-method exception (e.g. ``mc_rollout``'s k = 8), then the spec's own JSON
+    arguments; never the shipped configs' (the lab measures what the runs train)."""
+    from baselines.lib.config import check_method
+
+    spec = check_method(method)
+    return {
+        **protocol.method_hyperparameters(env_id, spec.target).get("estimator_kwargs", {}),
+        **spec.kwargs,
+    }
+
+
 def lab_rows(
     protocol: protocols.Protocol, tier: protocols.Tier, methods: list[str]
 ) -> list[dict[str, Any]]:
@@ -124,7 +137,7 @@ def lab_rows(
     import numpy as np
 
     import routine_envs
-    from baselines.lib.config import check_method, load_hyperparameters
+    from baselines.lib.config import check_method
     from routine_envs import credit, snr
     from routine_envs.sampler import ModelSampler
 
@@ -151,14 +164,7 @@ def lab_rows(
                 spec = check_method(method)
                 if spec.target == "ppo":
                     continue
-                hyper = load_hyperparameters(setting.env_id, method)
-                kwargs = {
-                    **protocol.method_hyperparameters(setting.env_id, spec.target).get(
-                        "estimator_kwargs", {}
-                    ),
-                    **(hyper.get("estimator_kwargs") or {}),
-                }
-                kwargs.update(spec.kwargs)
+                kwargs = estimator_arguments(protocol, setting.env_id, method)
                 estimators[method] = credit.build_estimator(spec.target, context, **kwargs)
             if not estimators:
                 continue
