@@ -18,9 +18,11 @@ from typing import Any
 import yaml
 
 PROTOCOL_DIR = Path(__file__).resolve().parents[2] / "protocols"
-RELEASED: dict[str, str] = {}
-"""SHA-256 of each released protocol file (checked on load). ``rb1`` is still a draft: its
-budgets are being calibrated and its references computed; it is pinned here when it ships."""
+RELEASED: dict[str, str] = {
+    "rb1": "78ff4702607aa93005bddc3e7e2616e0ecd856587a26298c2b9c4ec1ec972a52",
+}
+"""SHA-256 of each released protocol file (checked on load): a released file is never edited,
+a change is a new version."""
 REFERENCE_METHODS = (
     "ppo",
     "trajectory_mc",
