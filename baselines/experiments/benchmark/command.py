@@ -252,16 +252,17 @@ def references(args: BenchmarkArgs, protocol: protocols.Protocol) -> dict[str, A
             path = sweep.reference_path(protocol, args.tier, method)
             jobs = sweep.plan(protocol, tier, method, args.out / "configs", args.env_id or None)
             sweep.run_method(jobs, path, args.workers, args.progress, backend=args)
-    listed = {}
-    configs = args.out / "configs"
+    listed, shipped = {}, {}
     for method in protocols.REFERENCE_METHODS:
-        path = sweep.reference_path(protocol, args.tier, method)
-        records = planned_records(protocol, args.tier, method, path, configs)
+        every = load_records(sweep.reference_path(protocol, args.tier, method))
+        jobs = sweep.plan(protocol, tier, method, args.out / "configs")
+        records = sweep.current_records(every, jobs)  # each file read and planned once
         listed[method] = len(records)
-        stale = len(load_records(path)) - len(records)
+        if records:
+            shipped[method] = records
+        stale = len(every) - len(records)
         note = f" ({stale} rows of other settings ignored)" if stale else ""
         print(f"{method:<16} {len(records):>4} of {tier.num_runs_per_method} runs{note}")
-    shipped = load_references(protocol, args.tier, configs)
     if shipped:
         path = sweep.reference_path(protocol, args.tier, "x").parent / "LEADERBOARD.md"
         text = report.leaderboard(protocol.version, args.tier, tier.num_runs_per_method, shipped)
