@@ -237,8 +237,9 @@ def make_report(args: BenchmarkArgs, protocol: protocols.Protocol, wall: float |
     if set(files) != {protocol.sha256[:12]}:
         header["protocol files of the runs"] = (
             ", ".join(f"sha256 {sha} ({n} runs)" for sha, n in sorted(files.items()))
-            + ": drafts of this version; every run read here has this file's settings (runs "
-            "are keyed by their settings, not by the file hash)"
+            + f": files of {protocol.version} the runs were made under (this one is "
+            f"{protocol.sha256[:12]}); every run read here has this file's settings (runs are "
+            "keyed by their settings, not by the file hash)"
         )
     report.write_report(folder / "report", header, records, references, lab)
     return folder / "report"
