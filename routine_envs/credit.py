@@ -517,8 +517,9 @@ def check_arguments(found: Any, kwargs: Mapping[str, Any], where: str, from_data
     if callable(check):
         try:
             check(dict(kwargs))
-        except ValueError as err:
-            raise ValueError(f"{where}: {err}") from None
+        except Exception as err:  # the class's own code: a one-line error whatever it raised
+            problem = plugins.one_line(str(err), 300) if isinstance(err, ValueError) else None
+            raise ValueError(f"{where}: {problem or plugins.raised(err)}") from None
 
 
 def make_estimator(name: str | AdvantageEstimator, **kwargs: Any) -> AdvantageEstimator:

@@ -52,7 +52,9 @@ __all__ = [
     "describe_type",
     "is_import_path",
     "load_object",
+    "one_line",
     "parse_spec",
+    "raised",
 ]
 
 MAX_SPEC_CHARS = 10_000
@@ -99,14 +101,19 @@ def brief(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def _raised(err: BaseException) -> str:
+def one_line(text: str, limit: int = 200) -> str:
+    """``text`` with its whitespace runs (newlines included) made single spaces, cut to
+    ``limit`` characters (``...`` marks a cut): an error message's part from outside code."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def raised(err: BaseException) -> str:
     """``"SystemExit: 3"``: an exception's type and message on one bounded line."""
     try:
-        message = " ".join(str(err).split())
+        message = one_line(str(err))
     except Exception:  # a __str__ that raises
         message = ""
-    if len(message) > 200:
-        message = message[:200] + "..."
     return f"{type(err).__name__}: {message}" if message else type(err).__name__
 
 
@@ -277,7 +284,7 @@ def load_object(path: str, what: str = "object") -> Any:
             hint = "; is it on the Python path (PYTHONPATH)?"
         raise ValueError(
             f"{what} {brief(path)}: cannot import module {brief(module_name)} "
-            f"({_raised(err)}, raised while importing it){hint}"
+            f"({raised(err)}, raised while importing it){hint}"
         ) from None
     obj: Any = module
     for part in attribute.strip().split("."):
@@ -290,7 +297,7 @@ def load_object(path: str, what: str = "object") -> Any:
             ) from None
         except BaseException as err:  # a module __getattr__, a descriptor
             raise ValueError(
-                f"{what} {brief(path)}: reading attribute {brief(part)} raised {_raised(err)}"
+                f"{what} {brief(path)}: reading attribute {brief(part)} raised {raised(err)}"
             ) from None
     return obj
 

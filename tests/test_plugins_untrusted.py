@@ -322,3 +322,56 @@ def test_every_command_refuses_a_bad_method_before_any_run(
         assert exit_info.value.code == 2, (main.__module__, lines)
         assert len(lines) == 1 and expected in lines[0], (main.__module__, lines)
         assert not out.exists(), main.__module__  # nothing was started or written
+
+
+OUTSIDE = """
+    from dataclasses import dataclass
+    from typing import ClassVar
+
+    from routine_envs import credit
+
+
+    @dataclass
+    class Windowed:
+        '''Declares an argument its from_context reads and checks a value its types cannot.'''
+
+        window: int = 2
+        name: ClassVar[str] = "windowed"
+        requires: ClassVar[frozenset] = frozenset()
+        trains_critic: ClassVar[bool] = False
+        extra_arguments: ClassVar[dict] = {"unit": str}
+
+        @classmethod
+        def from_context(cls, context, unit="steps", **kwargs):
+            return cls(**kwargs)
+
+        @classmethod
+        def check_arguments(cls, kwargs):
+            if kwargs.get("window", 2) < 1:
+                raise ValueError(f"window must be >= 1, got {kwargs['window']}")
+            if kwargs.get("window") == 99:
+                raise RuntimeError("a bug\\nin the check")
+
+        def __call__(self, batch):
+            return credit.TrajectoryMC()(batch)
+"""
+
+
+def test_an_outside_class_declares_extra_arguments_and_its_own_check(tmp_path, monkeypatch):
+    (tmp_path / "windowed_estimators.py").write_text(textwrap.dedent(OUTSIDE))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        spec = 'windowed_estimators:Windowed{"window": 3, "unit": "turns"}'
+        assert config.check_method(spec).kwargs == {"window": 3, "unit": "turns"}
+        assert credit.build_estimator(spec).window == 3
+        bad = 'windowed_estimators:Windowed{"window": 0}'
+        assert "window must be >= 1, got 0" in refused(config.check_method, bad)
+        bad = 'windowed_estimators:Windowed{"window": 99}'
+        assert "RuntimeError: a bug in the check" in refused(config.check_method, bad)
+        bad = 'windowed_estimators:Windowed{"unit": 1}'
+        assert "argument 'unit' must be a text" in refused(config.check_method, bad)
+        bad = 'windowed_estimators:Windowed{"units": "turns"}'
+        message = refused(config.check_method, bad)
+        assert "unknown argument 'units'; it accepts unit, window" in message
+    finally:
+        sys.modules.pop("windowed_estimators", None)
