@@ -636,9 +636,8 @@ def build_estimator(
             check_estimator_object(spec, where)
             raise ValueError(f"{where} is not an AdvantageEstimator")
         if kwargs or data:
-            raise ValueError(
-                f"keyword arguments {sorted({**data, **kwargs})} given with an estimator object"
-            )
+            names = plugins.brief(sorted({**data, **kwargs}), 200)
+            raise ValueError(f"keyword arguments {names} given with an estimator object")
         check_estimator_object(spec, where)
         return spec
     check_estimator_class(spec, where)

@@ -483,7 +483,9 @@ def check_builder_arguments(
     """
     if not isinstance(found, type):
         if kwargs:
-            raise ValueError(f"{where}: keyword arguments {sorted(kwargs)} given with an object")
+            raise ValueError(
+                f"{where}: keyword arguments {brief(sorted(kwargs), 200)} given with an object"
+            )
         return
     filled = getattr(found, "context_fields", None)
     check_arguments(
@@ -615,7 +617,7 @@ def check_arguments(
         ValueError: an unknown argument (the accepted ones listed), or a value not of its type
             (the argument, its type and the value named), one line.
     """
-    accepted_names = ", ".join(sorted(accepted.hints)) or "no arguments"
+    accepted_names = one_line(", ".join(sorted(accepted.hints)), 300) or "no arguments"
     for name, value in kwargs.items():
         if name not in accepted.hints:
             if accepted.open and isinstance(name, str):

@@ -209,9 +209,8 @@ def build_detector(
     where = f"detector {plugins.brief(text)}" if text is not None else plugins.brief(spec)
     if not isinstance(spec, type):
         if kwargs or data:
-            raise ValueError(
-                f"keyword arguments {sorted({**data, **kwargs})} given with a detector object"
-            )
+            names = plugins.brief(sorted({**data, **kwargs}), 200)
+            raise ValueError(f"keyword arguments {names} given with a detector object")
         check_detector_object(spec, where)
         return spec
     check_detector_class(spec, where)
