@@ -31,7 +31,7 @@ from stable_baselines3.common.env_util import make_vec_env
 import routine_envs
 from baselines.lib import cli
 from baselines.lib.config import TURN_LEVEL_METHODS, check_method, load_hyperparameters
-from baselines.lib.envs import check_env_kwargs
+from baselines.lib.envs import check_env_kwargs, check_trainable
 from baselines.lib.stats import first_crossing
 from baselines.lib.trajectory_ppo import TrajectoryAdvantagePPO, maskable_classes, policy_table
 
@@ -214,8 +214,9 @@ def build(args: TrainArgs) -> tuple[Any, gym.Env, dict[str, Any]]:
     """Validate everything and build the algorithm, its evaluation env and its settings.
 
     Raises:
-        ValueError: unknown env id, bad env kwargs, unknown method, bad YAML key, an estimator
-            whose annotations the env does not provide.
+        ValueError: unknown env id, bad env kwargs, an env the trainers cannot use (a
+            non-Discrete action space, an observation an MlpPolicy cannot read), unknown method,
+            bad YAML key, an estimator whose annotations the env does not provide.
     """
     check_env_kwargs(args.env_id, args.env_kwargs)  # the id, then the kwargs' names
     if args.seed < 0:
@@ -229,6 +230,11 @@ def build(args: TrainArgs) -> tuple[Any, gym.Env, dict[str, Any]]:
     if args.out is not None:
         check_output_folder(args.out)
     eval_env = gym.make(args.env_id, **args.env_kwargs)  # raises ValueError on bad kwargs
+    try:  # a continuous action space or an observation the policy cannot read: refused here
+        check_trainable(eval_env, args.env_id)
+    except ValueError:
+        eval_env.close()
+        raise
     hyper = load_hyperparameters(args.env_id, args.method, args.config)
     params = dict(hyper)
     n_envs = params.pop("n_envs", 8)
