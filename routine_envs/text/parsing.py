@@ -17,15 +17,16 @@ a number (``-1``, ``action -1``, ``open door -1``) is a minus sign: no action ha
 number, so the reply is invalid (it is never read as ``1``). Anything else is an invalid
 reply, reported with the reason.
 
-**Untrusted input.** A reply is read in time linear in its length, and at most
-:data:`MAX_REPLY_CHARS` characters of it are read: a longer reply is read as the whole lines
-within its last :data:`MAX_REPLY_CHARS` characters (the last tag and the last line count, so the
-end is what matters; a cut never splits a line), and an invalid reason then says the reply was
-cut. Tags are found by plain string search (the pairing of the former lazy regular expressions,
-without their quadratic time), JSON nested too deeply is an invalid reply, and a reply that is not
-a ``str`` is an invalid reply described by :func:`describe_reply` without calling its ``str``
-or ``repr``. Every reason is printable ASCII on one line, at most :data:`MAX_REASON_CHARS`
-characters, quoting at most :data:`MAX_QUOTE` characters of the reply.
+**Untrusted input.** At most :data:`MAX_REPLY_CHARS` characters of a reply are read, in time
+linear in their number: a longer reply is read as if it were the whole lines within its last
+:data:`MAX_REPLY_CHARS` characters (the last tag and the last line count, so the end is what
+matters; a cut never splits a line), and an invalid reason then says the reply was cut. Tags and
+fences are found by linear scans (``str.find`` and regular expressions without nested
+repetition) that pair them as the former lazy regular expressions did, without their
+quadratic time; JSON nested too deeply is an invalid reply; a reply that is not a ``str`` is an
+invalid reply described by :func:`describe_reply` without calling its ``str`` or ``repr``.
+Every reason is printable ASCII on one line, at most :data:`MAX_REASON_CHARS` characters,
+quoting at most :data:`MAX_QUOTE` characters of the reply.
 """
 
 from __future__ import annotations
