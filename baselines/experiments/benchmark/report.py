@@ -223,11 +223,15 @@ def markdown(
         lines += ["", "## Gradient SNR and exact bias at initialization (the lab)", ""]
         lines.append(
             "Uniform policy (over valid actions), tabular; SNR per episode for a batch "
-            "of one group of 8; relative bias `||E g - grad J|| / ||grad J||`."
+            "of one group of 8; relative bias `||E g - grad J|| / ||grad J||`. Relative bias "
+            "and cosine are estimates with 95% jackknife intervals; the cosine is clipped to "
+            "[-1, 1] (its raw estimate, `cosine_raw` in `scores.json`, can exceed 1: "
+            "docs/estimators.md)."
         )
         lines += [
             "",
-            "| setting | rho | estimator | SNR [CI] | relative bias [CI] | cosine |",
+            "| setting | rho | estimator | SNR [CI] | relative bias, estimate [CI] | "
+            "cosine, estimate [CI] |",
             "|---|---|---|---|---|---|",
         ]
         for r in lab:
@@ -235,7 +239,7 @@ def markdown(
                 f"| {r['setting']} | {r['rho']:.3g} | {r['estimator']} | {r['snr']:.3g} "
                 f"[{r['snr_low']:.3g}, {r['snr_high']:.3g}] | {r['relative_bias']:.3g} "
                 f"[{r['relative_bias_low']:.3g}, {r['relative_bias_high']:.3g}] | "
-                f"{r['cosine']:.3f} |"
+                f"{r['cosine']:.3f} [{r['cosine_low']:.3f}, {r['cosine_high']:.3f}] |"
             )
     lines += [
         "",
