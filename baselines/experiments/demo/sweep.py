@@ -47,6 +47,10 @@ class DemoArgs(BackendArgs):
     seed: int = field(default=0, metadata={"help": "seed of the episodes and the policy"})
     compare: bool = field(default=True, metadata={"help": "run the short training comparison"})
     snr_episodes: int = field(default=20_000, metadata={"help": "episodes per rho-law setting"})
+    workers: int = field(
+        default=2,
+        metadata={"help": "processes of the rho law and of the comparison's runs", "min": 1},
+    )
 
 
 def show_episode(out: Path, seed: int) -> dict[str, float]:
@@ -201,7 +205,12 @@ def main(args: DemoArgs) -> None:
     print("\n== 4. The rho law: SNR(perfect critic) / SNR(trajectory advantage) against rho")
     from baselines.experiments.snr_lab import sweep as snr_lab
 
-    lab = snr_lab.LabArgs(out=args.out / "snr", episodes=args.snr_episodes, **backend_fields(args))
+    lab = snr_lab.LabArgs(
+        out=args.out / "snr",
+        episodes=args.snr_episodes,
+        workers=args.workers,
+        **backend_fields(args),
+    )
     start = time.perf_counter()
     summary = snr_lab.rho_law(lab)
     columns = ("routine_length", "rho", "ratio", "ratio_low", "ratio_high", "theory_ratio")
@@ -224,7 +233,12 @@ def main(args: DemoArgs) -> None:
         print("\n== 5. PPO (turn-level, learned critic) vs TrajectoryAdvantagePPO (trajectory_mc)")
         from baselines.experiments.compare import sweep as compare
 
-        settings = {**compare.SWEEPS["demo"], "out": args.out / "compare", **backend_fields(args)}
+        settings = {
+            **compare.SWEEPS["demo"],
+            "out": args.out / "compare",
+            "workers": args.workers,
+            **backend_fields(args),
+        }
         compare.main(cli.settings_from(compare.SweepArgs, settings))
 
 
