@@ -1,5 +1,6 @@
-"""Drawing several series so that none hides another: a distinct marker per series, and where
-two series have the same values, a small horizontal shift and a legend note naming the other.
+"""Drawing several series so that none hides another: a distinct marker per series, each series
+dodged sideways by a small step, and where two series have the same values a legend note naming
+the other.
 
 Two estimators can have exactly the same SNR at every rho (a scaled estimator and its base,
 ``rloo`` and ``trajectory_mc``), two methods the same steps (a detector that equals the
@@ -18,9 +19,9 @@ MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*", "<", ">", "h", "p")
 """One marker per series, in order (cycled past twelve)."""
 LINESTYLES = ("-", "--", "-.", ":")
 """One line style per series, in order (cycled)."""
-SHIFT = 0.035
-"""Horizontal shift of a coinciding series, as a fraction of a decade on a log axis (of the
-axis span on a linear one): about 8% in x per step on a log axis, small against a factor of 2."""
+DODGE = 0.012
+"""Sideways step between neighbouring series, in decades on a log axis (2.8% in x), as a share of
+the axis span on a linear one: series ``i`` of ``k`` sits ``(i - (k - 1) / 2)`` steps off its x."""
 
 Series = Mapping[str, tuple[Sequence[float], Sequence[float]]]
 
@@ -53,29 +54,30 @@ def same_as(series: Series, rtol: float = 1e-6, atol: float = 1e-12) -> dict[str
 def label(name: str, same: Mapping[str, str]) -> str:
     """The legend text of ``name``: itself, and the series it coincides with, if any."""
     if name in same:
-        return f"{name} (same values as {same[name]}; drawn shifted right)"
+        return f"{name} (same values as {same[name]})"
     return name
 
 
-def shifted(x: Sequence[float], steps: int, log: bool = True, span: float = 1.0) -> np.ndarray:
-    """``x`` moved ``steps`` shifts of :data:`SHIFT` to the right: by a factor
-    ``10**(SHIFT * steps)`` on a log axis, by ``SHIFT * steps * span`` on a linear one."""
+def dodged(
+    x: Sequence[float], index: int, count: int, log: bool = True, span: float = 1.0
+) -> np.ndarray:
+    """``x`` of the ``index``-th of ``count`` series, moved sideways by its :data:`DODGE`
+    steps: times ``10**(DODGE * steps)`` on a log axis, plus ``DODGE * steps * span`` on a
+    linear one."""
+    steps = index - (count - 1) / 2
     values = np.asarray(x, dtype=np.float64)
     if log:
-        return values * 10 ** (SHIFT * steps)
-    return values + SHIFT * steps * span
+        return values * 10 ** (DODGE * steps)
+    return values + DODGE * steps * span
 
 
-def shifts(same: Mapping[str, str], names: Sequence[str]) -> dict[str, int]:
-    """How many shifts each series gets: 0 for a series of its own values, 1, 2, ... for the
-    second, third, ... series with the same values."""
-    count: dict[str, int] = {}
-    out = {}
-    for name in names:
-        first = same.get(name, name)
-        out[name] = count.get(first, 0)
-        count[first] = out[name] + 1
-    return out
+def dodge_note(count: int) -> str:
+    """The axis-label note for ``count`` dodged series on a log axis, `` (points of the 3 series
+    dodged sideways by up to 1%)``; empty for a single series."""
+    if count < 2:
+        return ""
+    largest = 10 ** (DODGE * (count - 1) / 2) - 1
+    return f" (points of the {count} series dodged sideways by up to {largest:.0%})"
 
 
 def style(index: int) -> dict[str, Any]:
@@ -85,3 +87,11 @@ def style(index: int) -> dict[str, Any]:
     if index % 2:
         kw["mfc"] = "none"
     return kw
+
+
+def legend_below(ax: Any, columns: int = 1, below: float = 0.16) -> None:
+    """The legend under the panel (its top ``below`` axes heights under the axes, clear of the
+    x label), where it covers no point; ``tight_layout`` makes room for it."""
+    ax.legend(
+        fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -below), ncol=columns, frameon=False
+    )

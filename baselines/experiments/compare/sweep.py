@@ -17,7 +17,6 @@ rho, the ratio trajectory-level / turn-level per rho, and a bsuite-style summary
 from __future__ import annotations
 
 import argparse
-
 import itertools
 import json
 from collections.abc import Callable

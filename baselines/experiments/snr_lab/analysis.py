@@ -109,17 +109,16 @@ def series_errorbars(
 ) -> dict[str, str]:
     """One series per name of ``groups`` (its rows sorted by rho): ``y`` against rho (a log
     axis), with error bars from ``low`` to ``high`` (a line through the points without them).
-    Every series has its own marker; a series with the same values as an earlier one is drawn
-    shifted right and its legend says so (:mod:`baselines.lib.plotting`). Returns the
-    coincidences, name -> the earlier name."""
+    Every series has its own marker and is dodged sideways by a small step, so none hides
+    another; a series with the same values as an earlier one says so in its legend
+    (:mod:`baselines.lib.plotting`). Returns the coincidences, name -> the earlier name."""
     names = list(groups)
     series = {n: ([r["rho"] for r in groups[n]], [r[y] for r in groups[n]]) for n in names}
     same = plotting.same_as(series)
-    steps = plotting.shifts(same, names)
     text = {n: (labels or {}).get(n, n) for n in names}
     for index, name in enumerate(names):
         rows = groups[name]
-        x = plotting.shifted([r["rho"] for r in rows], steps[name])
+        x = plotting.dodged([r["rho"] for r in rows], index, len(names))
         v = np.array([r[y] for r in rows], dtype=np.float64)
         legend = plotting.label(text[name], {text[k]: text[o] for k, o in same.items()})
         style = {**plotting.style(index), **kw}
@@ -163,7 +162,7 @@ def plot_rho_law(rows: list[dict], fits: dict, path: Path) -> None:
     ax.plot(rho, ref, "k:", lw=1, label="rho^(-1/2)")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("decision density rho = 1/(1+L)")
+    ax.set_xlabel(f"decision density rho = 1/(1+L){plotting.dodge_note(len(groups))}")
     ax.set_ylabel("SNR(perfect critic) / SNR(trajectory)")
     ax.set_title("Diluted Doors: the rho law")
     ax.legend(fontsize=7)
@@ -178,7 +177,7 @@ def plot_critic(
     """Left: the noisy oracle's SNR ratio per ``sigma / std(R)`` (lines: closed form); right:
     the Monte-Carlo critic's per number of rollouts ``k``."""
     plt = pyplot()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 5.4))
     ratio = ("ratio_to_trajectory_exact", "ratio_low", "ratio_high")
     noisy = by_estimator(rows, [f"oracle:{c}" for c in sigma_multiples])
     labels = {f"oracle:{c}": f"sigma = {c} std(R)" for c in sigma_multiples}
@@ -190,13 +189,13 @@ def plot_critic(
     labels = {f"mc_rollout:{k}": f"k = {k} rollouts" for k in rollouts}
     series_errorbars(right, mc, *ratio, labels=labels, ms=4)
     right.set_title("Monte-Carlo critic")
-    for ax in (left, right):
+    for ax, count in ((left, len(noisy)), (right, len(mc))):
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.axhline(1.0, color="gray", lw=0.8)
-        ax.set_xlabel("decision density rho")
+        ax.set_xlabel(f"decision density rho{plotting.dodge_note(count)}", fontsize=8)
         ax.set_ylabel("SNR(critic) / SNR(trajectory)")
-        ax.legend(fontsize=7)
+        plotting.legend_below(ax, columns=2)
     fig.tight_layout()
     fig.savefig(path, dpi=130)
     plt.close(fig)
@@ -205,7 +204,7 @@ def plot_critic(
 def plot_beyond(rows: list[dict], path: Path) -> None:
     """Every estimator's SNR per episode (left) and its environment steps (right)."""
     plt = pyplot()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 5.4))
     groups = by_estimator(rows)
     series_errorbars(left, groups, "snr", "snr_low", "snr_high", ms=4)
     series_errorbars(right, groups, "env_steps_per_episode", ms=4)
@@ -214,8 +213,8 @@ def plot_beyond(rows: list[dict], path: Path) -> None:
     for ax in (left, right):
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xlabel("decision density rho")
-        ax.legend(fontsize=7)
+        ax.set_xlabel(f"decision density rho{plotting.dodge_note(len(groups))}", fontsize=8)
+        plotting.legend_below(ax, columns=2)
     fig.tight_layout()
     fig.savefig(path, dpi=130)
     plt.close(fig)
@@ -223,10 +222,10 @@ def plot_beyond(rows: list[dict], path: Path) -> None:
 
 def plot_measure(rows: list[dict], path: Path, title: str) -> None:
     """Each estimator's SNR per episode (left, log-log) and its relative bias against the
-    exact gradient (right), against rho, with 95% jackknife intervals; series with the same
-    values are shifted right and named so in the legend (:func:`series_errorbars`)."""
+    exact gradient (right), against rho, with 95% jackknife intervals; each series with its own
+    marker, dodged sideways, coinciding ones named in the legend (:func:`series_errorbars`)."""
     plt = pyplot()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 5.4))
     groups = by_estimator(rows)
     series_errorbars(left, groups, "snr", "snr_low", "snr_high", ms=4)
     bias = ("relative_bias", "relative_bias_low", "relative_bias_high")
@@ -236,8 +235,8 @@ def plot_measure(rows: list[dict], path: Path, title: str) -> None:
     right.set_ylabel("relative bias ||E g - grad J|| / ||grad J||")
     for ax in (left, right):
         ax.set_xscale("log")
-        ax.set_xlabel("decision density rho")
-        ax.legend(fontsize=7)
+        ax.set_xlabel(f"decision density rho{plotting.dodge_note(len(groups))}", fontsize=8)
+        plotting.legend_below(ax, columns=2)
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=130)
