@@ -146,3 +146,14 @@ def test_cli_reference_anchors_resolve():
     for path in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]:
         for target in re.findall(r"cli\.md#([\w-]+)", path.read_text()):
             assert target in anchors, (path.name, target)
+
+
+def test_pages_with_training_code_say_to_use_one_torch_thread():
+    """Every page whose code trains (``.learn(``) says ``torch.set_num_threads(1)``: with the
+    default threads a small policy trains many times slower on a busy machine."""
+    pages = []
+    for path in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]:
+        if any(".learn(" in block for block in python_blocks(path)):
+            pages.append(path.name)
+            assert "torch.set_num_threads(1)" in path.read_text(), path.name
+    assert {"estimators.md", "integrations.md"} <= set(pages)
