@@ -142,7 +142,7 @@ def add_settings_arguments(parser: argparse.ArgumentParser, settings_cls: type) 
         kind = _strip_optional(hints[f.name])
         origin = typing.get_origin(kind) or kind
         default = _field_default(f)
-        if default is not dataclasses.MISSING and default is not None:
+        if default is not dataclasses.MISSING and default is not None and _show(default):
             help_text = f"{help_text} (default: {_show(default)})"
         options: dict[str, Any] = {"help": help_text, "default": argparse.SUPPRESS}
         if "choices" in f.metadata:

@@ -193,6 +193,9 @@ def lab_rows(
                         "relative_bias_low": res.relative_bias_low,
                         "relative_bias_high": res.relative_bias_high,
                         "cosine": res.cosine,
+                        "cosine_low": res.cosine_low,
+                        "cosine_high": res.cosine_high,
+                        "cosine_raw": res.cosine_raw,
                         "episodes": LAB_EPISODES,
                     }
                 )

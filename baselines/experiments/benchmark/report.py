@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from baselines.experiments.benchmark import scores
+from baselines.lib import plotting
 from baselines.lib.tables import pyplot, write_csv
 
 Record = dict[str, Any]
@@ -82,9 +83,18 @@ def plot_curves(
                 ax.axis("off")
                 continue
             key = (setting, values[col])
-            for name, curves in ref_curves.items():
-                if key in curves:
-                    ax.plot(*curves[key], lw=0.9, alpha=0.7, label=name)
+            here = {n: c[key] for n, c in ref_curves.items() if key in c}
+            same = plotting.same_as(
+                {method[:40]: mine[key], **{n[:40]: c for n, c in here.items()}}
+            )
+            for index, (name, curve) in enumerate(here.items()):
+                ax.plot(
+                    *curve,
+                    lw=0.9,
+                    alpha=0.7,
+                    linestyle=plotting.LINESTYLES[index % len(plotting.LINESTYLES)],
+                    label=plotting.label(name[:40], same),
+                )
             ax.plot(*mine[key], lw=2.2, color="black", label=method[:40])
             ax.set_title(f"{setting[:40]} {values[col]}", fontsize=7)
             ax.set_ylim(-0.02, 1.02)
@@ -108,11 +118,19 @@ def plot_against_rho(
     for ax, setting in zip(axes[0], settings, strict=True):
         entries = {**{n: r["settings"].get(setting) for n, r in references.items()}}
         entries[method] = mine["settings"][setting]
-        for name, entry in entries.items():
-            if entry is None:
-                continue
-            rows = sorted(entry["rows"], key=lambda r: r["rho"])
-            x = [r["rho"] for r in rows]
+        shown = {
+            n: sorted(e["rows"], key=lambda r: r["rho"])
+            for n, e in entries.items()
+            if e is not None
+        }
+        same = plotting.same_as(
+            {
+                n[:40]: ([r["rho"] for r in rs], [r["steps_iqm"] for r in rs])
+                for n, rs in shown.items()
+            }
+        )
+        for index, (name, rows) in enumerate(shown.items()):
+            x = plotting.dodged([r["rho"] for r in rows], index, len(shown))
             y = np.array([r["steps_iqm"] for r in rows])
             err = [y - [r["steps_low"] for r in rows], [r["steps_high"] for r in rows] - y]
             bold = name == method
@@ -123,15 +141,17 @@ def plot_against_rho(
                 lw=2.2 if bold else 1,
                 color="black" if bold else None,
                 capsize=2,
-                label=name[:40],
+                ms=4,
+                label=plotting.label(name[:40], same),
+                **plotting.style(index),
             )
-            for r in rows:
+            for xi, r in zip(x, rows, strict=True):
                 if r["steps_bound"] != "exact":
-                    ax.plot(r["rho"], r["steps_iqm"], "^", mfc="none", color=line[0].get_color())
+                    ax.plot(xi, r["steps_iqm"], "^", mfc="none", color=line[0].get_color())
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_title(setting[:50], fontsize=8)
-        ax.set_xlabel("decision density rho")
+        ax.set_xlabel(f"decision density rho{plotting.dodge_note(len(shown))}", fontsize=7)
     axes[0][0].set_ylabel("steps to target (IQM; ^ = censored, lower bound)")
     axes[0][0].legend(fontsize=6)
     fig.tight_layout()
@@ -223,11 +243,15 @@ def markdown(
         lines += ["", "## Gradient SNR and exact bias at initialization (the lab)", ""]
         lines.append(
             "Uniform policy (over valid actions), tabular; SNR per episode for a batch "
-            "of one group of 8; relative bias `||E g - grad J|| / ||grad J||`."
+            "of one group of 8; relative bias `||E g - grad J|| / ||grad J||`. Relative bias "
+            "and cosine are estimates with 95% jackknife intervals; the cosine is clipped to "
+            "[-1, 1] (its raw estimate, `cosine_raw` in `scores.json`, can exceed 1: "
+            "docs/estimators.md)."
         )
         lines += [
             "",
-            "| setting | rho | estimator | SNR [CI] | relative bias [CI] | cosine |",
+            "| setting | rho | estimator | SNR [CI] | relative bias, estimate [CI] | "
+            "cosine, estimate [CI] |",
             "|---|---|---|---|---|---|",
         ]
         for r in lab:
@@ -235,7 +259,7 @@ def markdown(
                 f"| {r['setting']} | {r['rho']:.3g} | {r['estimator']} | {r['snr']:.3g} "
                 f"[{r['snr_low']:.3g}, {r['snr_high']:.3g}] | {r['relative_bias']:.3g} "
                 f"[{r['relative_bias_low']:.3g}, {r['relative_bias_high']:.3g}] | "
-                f"{r['cosine']:.3f} |"
+                f"{r['cosine']:.3f} [{r['cosine_low']:.3f}, {r['cosine_high']:.3f}] |"
             )
     lines += [
         "",
