@@ -314,12 +314,10 @@ def parse_args(argv: list[str] | None = None) -> TrainArgs:
 
 def cli_main(argv: list[str] | None = None) -> RunResult:
     """``python -m baselines.train``: parse, train, print the outcome. Bad settings are one line
-    on stderr and exit status 2, before any training."""
+    on stderr and exit status 2, before any training; a full disk and Ctrl-C are one line too
+    (:func:`baselines.lib.cli.run_main`)."""
     run_args = parse_args(argv)
-    try:
-        result = main(run_args)
-    except ValueError as err:
-        cli.fail(err)
+    result = cli.run_main(main, run_args)
     print(
         f"final success {result.final_success:.3f}; steps to {run_args.target_success}: "
         f"{'not reached' if result.steps_to_target is None else f'{result.steps_to_target:.0f}'}"

@@ -4,6 +4,7 @@ wall time, against the shipped references."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import platform
@@ -15,6 +16,7 @@ import numpy as np
 
 from baselines.experiments.benchmark import scores
 from baselines.lib import plotting
+from baselines.lib.results import write_atomic
 from baselines.lib.tables import pyplot, write_csv
 
 Record = dict[str, Any]
@@ -49,6 +51,14 @@ def versions_of(records: list[Record]) -> list[dict[str, Any]]:
         if r["versions"] not in seen:
             seen.append(r["versions"])
     return seen
+
+
+def save_figure(fig: Any, path: Path) -> None:
+    """Save a matplotlib figure as PNG at ``path``, all or nothing (a full disk leaves no
+    truncated image)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110)
+    write_atomic(path, buffer.getvalue())
 
 
 def curves_by(records: list[Record]) -> dict[tuple[str, int], tuple[np.ndarray, np.ndarray]]:
@@ -103,7 +113,7 @@ def plot_curves(
     fig.supxlabel("environment steps")
     fig.supylabel("exact success probability (IQM over seeds)")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path)
     plt.close(fig)
 
 
@@ -155,7 +165,7 @@ def plot_against_rho(
     axes[0][0].set_ylabel("steps to target (IQM; ^ = censored, lower bound)")
     axes[0][0].legend(fontsize=6)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path)
     plt.close(fig)
 
 
@@ -191,7 +201,8 @@ def markdown(
     lab: list[dict[str, Any]],
 ) -> str:
     """The report card's text."""
-    lines = [f"# Report card: `{header['method']}` on protocol {header['protocol']}", ""]
+    marked = " (unverified references)" if "unverified references" in header else ""
+    lines = [f"# Report card: `{header['method']}` on protocol {header['protocol']}{marked}", ""]
     lines += [f"- **{k}**: {v}" for k, v in header.items() if k not in ("method",)]
     lines.append("")
     lines.append(
@@ -290,7 +301,8 @@ def write_report(
         rows += [
             {"setting": s, **row} for s, e in sc["settings"].items() for row in score_rows(name, e)
         ]
-    write_csv(folder / "scores.csv", rows)
+    verified = "unverified" if "unverified references" in header else "verified"
+    write_csv(folder / "scores.csv", [{**row, "references": verified} for row in rows])
     result = {
         "header": header,
         "method": mine,
@@ -298,21 +310,29 @@ def write_report(
         "ratios": ratios,
         "lab": lab,
     }
-    (folder / "scores.json").write_text(json.dumps(result, indent=1, allow_nan=False))
-    (folder / "report.md").write_text(markdown(header, mine, ref_scores, ratios, lab))
+    write_atomic(folder / "scores.json", json.dumps(result, indent=1, allow_nan=False))
+    write_atomic(folder / "report.md", markdown(header, mine, ref_scores, ratios, lab))
     plot_curves(header["method"], records, references, folder / "learning_curves.png")
     plot_against_rho(header["method"], mine, ref_scores, folder / "steps_vs_rho.png")
     return result
 
 
 def leaderboard(
-    version: str, tier: str, runs_per_method: int, references: dict[str, list[Record]]
+    version: str,
+    tier: str,
+    runs_per_method: int,
+    references: dict[str, list[Record]],
+    unverified: str | None = None,
 ) -> str:
     """The references' scores as one Markdown table per setting: the dilution exponent, steps
     to target at the highest and the lowest density, their ratio to ``ppo``'s (the learned
-    critic) at the lowest density, and the mean normalized AUC."""
+    critic) at the lowest density, and the mean normalized AUC. ``unverified``: why the
+    references are not the shipped ones (the title and a first line say so)."""
     computed = {name: scores.method_scores(recs) for name, recs in references.items()}
-    lines = [f"# Leaderboard: protocol {version}, tier {tier}", ""]
+    marked = " (unverified references)" if unverified else ""
+    lines = [f"# Leaderboard: protocol {version}, tier {tier}{marked}", ""]
+    if unverified:
+        lines += [f"**Unverified references**: {unverified}", ""]
     lines.append(
         "Scores as defined in docs/benchmark.md (IQM over seeds, 95% bootstrap intervals; "
         "`>=`/`<=`: bounds from censored runs). Runs per method: "

@@ -187,7 +187,7 @@ def print_table(rows: list[dict]) -> None:
 
 
 def main(args: DemoArgs) -> None:
-    args.out.mkdir(parents=True, exist_ok=True)
+    cli.check_output_folder(args.out)  # before any work
     show_episode(args.out, args.seed)
 
     print(f"== 2. Decision density rho, {args.episodes} episodes per L (uniform random policy)")
