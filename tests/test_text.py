@@ -17,7 +17,7 @@ import routine_envs  # noqa: F401
 from routine_envs import annotations as keys
 from routine_envs.envs.diluted_doors_v1 import DilutedDoorsV1Env
 from routine_envs.envs.routine_grid import RoutineGridEnv
-from routine_envs.registration import ENVIRONMENTS, TEAM_ADAPTERS
+from routine_envs.registration import TEAM_ADAPTERS
 from routine_envs.text import (
     TextEnv,
     make_group,
@@ -26,25 +26,18 @@ from routine_envs.text import (
     spread_advantages,
     view_for,
 )
+from tests.utils import registry_ids, small_config
 
-#: small configurations, so that an episode is a few dozen turns.
-SMALL = {
-    "DilutedDoors-v0": {"routine_length": 2},
-    "DilutedDoors-v1": {"routine_length": 2},
-    "RoutineGrid-v0": {"corridor_length": 2},
-    "RoutineGridSoft-v0": {"corridor_length": 2},
-    "CodeFix-v0": {"routine_length": 4},
-    "CodeFix-v1": {"routine_length": 4},
-    "TeamDilutedDoors-v0": {"routine_length": 1, "num_floors": 2},
-    "TeamRoutineGrid-v0": {"corridor_length": 2},
-}
-ALL_IDS = [row.id for row in (*ENVIRONMENTS, *TEAM_ADAPTERS)]
+#: every registered id, outside code's included (the registry's)
+ALL_IDS = registry_ids()
 
 
 def make(env_id: str, **kwargs) -> TextEnv:
-    if env_id.startswith("Team"):
+    """The text env of ``env_id`` at its small configuration (the registry's: an episode is a
+    few dozen turns), updated with ``kwargs``."""
+    if env_id in {row.id for row in TEAM_ADAPTERS}:
         pytest.importorskip("pettingzoo")
-    return make_text_env(env_id, **{**SMALL[env_id], **kwargs})
+    return make_text_env(env_id, **{**small_config(env_id), **kwargs})
 
 
 def reply_forms(env: TextEnv, action: int) -> list[str]:
