@@ -238,7 +238,7 @@ class Dynamics(ABC, Generic[StateType, ObsType]):
 
     def describe(self, state: StateType) -> str:
         """A short text description of ``state``, as an agent would be told it: what its
-        observation shows, nothing it hides (the default text view tells it the agent)."""
+        observation shows and nothing it hides (the default text view tells the agent this)."""
         return repr(state)
 
     # ----------------------------------------------------------------------- text view

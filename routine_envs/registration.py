@@ -198,6 +198,18 @@ def register_dynamics(env_id: str, dynamics: type[Dynamics], **preset: Any) -> E
     return register_entry(dynamics_entry(env_id, dynamics, **preset))
 
 
+def unregister(env_id: str) -> None:
+    """Remove an id that outside code registered with :func:`register_dynamics` (a notebook
+    that defines its dynamics class again registers the new class after this); ``ValueError``
+    for the package's own ids and for ids not registered so."""
+    if any(row.id == env_id for row in (*ENVIRONMENTS, *TEAM_ADAPTERS)):
+        raise ValueError(f"{env_id!r} is one of the package's ids: it cannot be unregistered")
+    if env_id not in _REGISTERED:
+        raise ValueError(f"{env_id!r} was not registered with register_dynamics")
+    del _REGISTERED[env_id]
+    gym.registry.pop(env_id, None)
+
+
 ENVIRONMENTS: tuple[EnvEntry, ...] = (
     dynamics_entry("DilutedDoors-v0", DoorsDynamics),
     dynamics_entry("DilutedDoors-v1", PathDoorsDynamics),

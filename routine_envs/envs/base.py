@@ -548,10 +548,10 @@ def env_class(dynamics: type[Dynamics]) -> type[RoutineEnv]:
     """The env class of a dynamics class: the first ``RoutineEnv`` subclass declared with
     ``dynamics=`` it, else a generic one built once (named ``<Name>Env``, the dynamics'
     docstring, no behaviour of its own; its instances pickle through the dynamics class)."""
+    if not (isinstance(dynamics, type) and issubclass(dynamics, Dynamics)):
+        raise ValueError(f"dynamics must be a Dynamics subclass, got {dynamics!r}"[:200])
     found = _ENV_CLASSES.get(dynamics)
     if found is None:
-        if not (isinstance(dynamics, type) and issubclass(dynamics, Dynamics)):
-            raise ValueError(f"dynamics must be a Dynamics subclass, got {dynamics!r}")
         name = dynamics.__name__.removesuffix("Dynamics") + "Env"
         namespace = {
             "__module__": dynamics.__module__,
