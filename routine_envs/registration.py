@@ -17,6 +17,7 @@ table :data:`ENVIRONMENTS`, built by the same function.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -269,8 +270,17 @@ def entries() -> tuple[EnvEntry, ...]:
 
 
 def entry(env_id: str) -> EnvEntry:
-    """The registration row of ``env_id``; ``ValueError`` for an id that is not in the table nor
-    registered by :func:`register_dynamics`."""
+    """The registration row of ``env_id``; ``module:Name-v0`` imports ``module`` first (as
+    ``gym.make`` does: a module of outside code registers its ids when imported). ``ValueError``
+    for a module that cannot be imported and for an id that is not in the table nor registered
+    by :func:`register_dynamics`."""
+    module, sep, name = env_id.rpartition(":") if isinstance(env_id, str) else ("", "", env_id)
+    if sep:
+        try:
+            importlib.import_module(module)
+        except ImportError as error:
+            raise ValueError(f"{env_id}: cannot import module {module!r} ({error})") from None
+        env_id = name
     for row in (*_REGISTERED.values(), *ENVIRONMENTS, *TEAM_ADAPTERS):
         if row.id == env_id:
             return row

@@ -162,3 +162,27 @@ def test_snr_lab_measures_it_at_two_densities(tmp_path):
         assert r["rho"] == pytest.approx(2 / (1 + r["length"]))
         assert np.isfinite(r["snr"])
     assert (tmp_path / "measure.csv").exists() and (tmp_path / "summary.json").exists()
+
+
+def test_snr_lab_command_line_imports_the_module_of_the_id(tmp_path):
+    """``--env-id module:Id`` in a fresh process: the registry imports the module (which
+    registers the id), as ``gym.make`` does."""
+    pytest.importorskip("matplotlib")
+    command = [
+        sys.executable, "-m", "baselines.snr_lab", "measure",
+        "--env-id", "tests.contributed.key_corridor:KeyCorridor-v0", "--routine-lengths", "2",
+        "--estimators", "trajectory_mc", "--episodes", "400", "--group-size", "4",
+        "--workers", "1", "--out", str(tmp_path),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stderr
+    rows = (tmp_path / "measure.csv").read_text().splitlines()
+    assert len(rows) == 2 and "trajectory_mc" in rows[1]
+    bad = subprocess.run(
+        [*command[:5], "nowhere.module:X-v0", *command[6:]],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr
