@@ -220,6 +220,16 @@ def test_metadata_lists_exactly_the_render_modes_the_env_draws(case, capsys):
         assert_one_line_value_error(caught.value, "render_mode")
 
 
+@pytest.mark.parametrize("mode", ["%", "50%", "%s", "rgb%_array"])
+def test_a_render_mode_holding_a_percent_sign_is_named_not_a_gymnasium_type_error(mode):
+    """Gymnasium's warning for a mode it does not know formats its message with ``%``: through
+    ``gym.make`` such a mode failed with ``TypeError: not enough arguments for format string``
+    (found by the keyword fuzz below); it is a ``RenderModeError`` naming ``render_mode``."""
+    with pytest.raises(RenderModeError) as caught:
+        gym.make("DilutedDoors-v1", render_mode=mode)
+    assert_one_line_value_error(caught.value, "render_mode")
+
+
 @pytest.mark.parametrize("env_id", registry_ids())
 def test_a_non_string_render_mode_is_a_value_error_naming_it(env_id):
     """Through ``gym.make`` (Gymnasium calls ``render_mode.endswith`` before the env sees it) and
