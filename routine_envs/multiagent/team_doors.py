@@ -269,8 +269,9 @@ class TeamDilutedDoorsEnv(TeamEnv[DoorsState]):
     ## Information
 
     ``infos[agent]`` on ``reset`` and every ``step``: ``critical`` (can *this agent's* action
-    change the expected team return?), ``anchor`` (a stable hash of this agent's observation)
-    and ``state_id`` (the canonical id of the joint state, the
+    change the expected team return?), ``anchor`` (a stable hash of this agent's observation),
+    ``turn_score`` (the team's: the exact probability of success from the joint state under the
+    optimal joint policy; privileged) and ``state_id`` (the canonical id of the joint state, the
     same for every agent and equal to the single-agent env's id of that state). At the end, per
     agent: ``success`` (the team's), ``num_critical`` (this agent's critical steps),
     ``episode_length`` (steps of the team episode) and ``decision_density`` (``num_critical /

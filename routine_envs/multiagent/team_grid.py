@@ -281,8 +281,9 @@ class TeamRoutineGridEnv(TeamEnv[JointCells]):
     ## Information
 
     ``infos[agent]`` on ``reset`` and every ``step``: ``critical`` (can *this agent's* action
-    change the expected team return?), ``anchor`` (a stable hash of this agent's observation)
-    and ``state_id`` (the canonical id of the joint state, the
+    change the expected team return?), ``anchor`` (a stable hash of this agent's observation),
+    ``turn_score`` (the team's: the exact probability of success from the joint state under the
+    optimal joint policy; privileged) and ``state_id`` (the canonical id of the joint state, the
     same for every agent: ``sum_i cell_i * prod_{k<i} n_k`` with ``cell_i`` the agent's
     single-agent ``state_id`` and ``n_k`` the cells of maze ``k``). At the end, per agent:
     ``success`` (the team's: every agent reached its goal), ``num_critical``,
