@@ -33,6 +33,7 @@ from routine_envs.envs.code_fix import CodeFixDynamics
 from routine_envs.envs.diluted_doors import DoorsDynamics
 from routine_envs.envs.diluted_doors_v1 import PathDoorsDynamics
 from routine_envs.envs.routine_grid import GridDynamics
+from routine_envs.envs.search_or_answer import SearchDynamics
 
 
 @dataclass(frozen=True)
@@ -218,6 +219,7 @@ ENVIRONMENTS: tuple[EnvEntry, ...] = (
     dynamics_entry("RoutineGridSoft-v0", GridDynamics, soft_routine=0.01, critical_tolerance=0.1),
     dynamics_entry("CodeFix-v0", CodeFixDynamics),
     dynamics_entry("CodeFix-v1", CodeFixDynamics, vocabulary="arbitrary"),
+    dynamics_entry("SearchOrAnswer-v0", SearchDynamics),
 )
 """The package's environments, one row per id (registered by :func:`register_all`)."""
 
