@@ -254,7 +254,7 @@ class GRPOTrainer:
             if cfg.max_grad_norm:
                 torch.nn.utils.clip_grad_norm_(self.policy.model.parameters(), cfg.max_grad_norm)
             self.optimizer.step()
-            stats["loss"] = float(loss)
+            stats["loss"] = float(loss.detach())
         self.policy.model.eval()
         self.steps += 1
         self.cpu_seconds += time.process_time() - start_cpu
