@@ -14,7 +14,7 @@ COMMANDS = {"train": train.cli_main, "dilution": dilution.cli_main, "snr": exact
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    """``train``, ``dilution`` or ``snr`` and its flags (``python -m baselines.lm train --help``)."""
+    """``train``, ``dilution`` or ``snr`` and its flags (``... train --help``)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] not in [[c] for c in COMMANDS]:
         print("usage: python -m baselines.lm {train,dilution,snr} [--help] ...", file=sys.stderr)

@@ -117,7 +117,9 @@ def analyse(records: list[dict[str, Any]], out: Path) -> dict[str, Any]:
     for estimator in sorted({r["estimator"] for r in rows}):
         mine = [r for r in rows if r["estimator"] == estimator]
         if len(mine) >= 2:
-            slope, _, r2 = snr.fit_loglog([r["rho"] for r in mine], [r["median_steps"] for r in mine])
+            slope, _, r2 = snr.fit_loglog(
+                [r["rho"] for r in mine], [r["median_steps"] for r in mine]
+            )
             slopes[estimator] = {"slope": slope, "r2": r2}
     summary = {
         "env_id": records[0]["env_id"],

@@ -56,7 +56,8 @@ class SNRSettings:
     episodes: int = field(default=40_000, metadata={"help": "episodes per L", "min": 80})
     group_size: int = field(default=8, metadata={"help": "episodes per group", "min": 2})
     warm_start_steps: int = field(
-        default=60, metadata={"help": "supervised steps before measuring (0: random init)", "min": 0}
+        default=60,
+        metadata={"help": "supervised steps before measuring (0: random init)", "min": 0},
     )
     dim: int = field(default=64, metadata={"help": "model width", "min": 8})
     num_layers: int = field(default=2, metadata={"help": "transformer blocks", "min": 1})
@@ -73,7 +74,16 @@ def plan(settings: SNRSettings) -> list[dict[str, Any]]:
         raise ValueError("estimators must include 'oracle' and 'trajectory_exact' (the ratio)")
     common = {
         k: getattr(settings, k)
-        for k in ("env_id", "estimators", "episodes", "group_size", "warm_start_steps", "dim", "num_layers", "seed")
+        for k in (
+            "env_id",
+            "estimators",
+            "episodes",
+            "group_size",
+            "warm_start_steps",
+            "dim",
+            "num_layers",
+            "seed",
+        )
     }
     return [
         {**common, "env_kwargs": {**settings.env_kwargs, "routine_length": int(length)}}

@@ -59,8 +59,7 @@ def plot_dilution(rows: list[dict[str, Any]], summary: dict[str, Any], path: Pat
     ax.set_xlabel("decision density rho = 1/(1+L)")
     ax.set_ylabel(f"GRPO steps to exact success >= {summary['target']}")
     ax.set_title(
-        f"Token-level dilution, LM policy ({summary['runs']} runs; censored at "
-        f"{summary['steps']})",
+        f"Token-level dilution, LM policy ({summary['runs']} runs; censored at {summary['steps']})",
         fontsize=9,
     )
     ax.grid(alpha=0.3, which="both")
@@ -81,7 +80,9 @@ def plot_snr(rows: list[dict[str, Any]], summary: dict[str, Any], path: Path) ->
         y = np.array([r[f"snr_{name}"] for r in rows])
         lo = np.array([r[f"snr_{name}_low"] for r in rows])
         hi = np.array([r[f"snr_{name}_high"] for r in rows])
-        axes[0].errorbar(rho, y, yerr=[y - lo, hi - y], marker="o", capsize=3, color=f"C{i}", label=name)
+        axes[0].errorbar(
+            rho, y, yerr=[y - lo, hi - y], marker="o", capsize=3, color=f"C{i}", label=name
+        )
     axes[0].set_ylabel("gradient SNR (one group, LM parameters)")
     ratio = np.array([r["ratio"] for r in rows])
     err = [ratio - [r["ratio_low"] for r in rows], [r["ratio_high"] for r in rows] - ratio]

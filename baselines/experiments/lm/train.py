@@ -58,7 +58,10 @@ class LMSettings:
     beta: float = field(default=0.0, metadata={"help": "weight of the k3 KL term", "min": 0.0})
     loss_type: str = field(
         default="dapo",
-        metadata={"help": "aggregation of the token losses", "choices": ("dapo", "grpo", "dr_grpo")},
+        metadata={
+            "help": "aggregation of the token losses",
+            "choices": ("dapo", "grpo", "dr_grpo"),
+        },
     )
     max_reply_tokens: int = field(default=8, metadata={"help": "longest reply", "min": 1})
     invalid_advantage: float = field(
@@ -234,7 +237,10 @@ def main(settings: TrainSettings) -> dict[str, Any]:
     summary = analyse(records, settings.out)
     print(
         format_table(
-            [{k: r[k] for k in ("seed", "steps_to_target", "final_exact_success", "cpu_seconds")} for r in records],
+            [
+                {k: r[k] for k in ("seed", "steps_to_target", "final_exact_success", "cpu_seconds")}
+                for r in records
+            ],
             ["seed", "steps_to_target", "final_exact_success", "cpu_seconds"],
         )
     )

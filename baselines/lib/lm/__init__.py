@@ -36,8 +36,14 @@ __all__ = [
 
 
 def build_policy(
-    env, dim: int = 64, num_layers: int = 2, num_heads: int = 4, window: int = 1,
-    system_prompt: bool = False, max_positions: int = 256, seed: int = 0,
+    env,
+    dim: int = 64,
+    num_layers: int = 2,
+    num_heads: int = 4,
+    window: int = 1,
+    system_prompt: bool = False,
+    max_positions: int = 256,
+    seed: int = 0,
 ) -> LMPolicy:
     """A freshly initialised :class:`LMPolicy` for the text env ``env`` (its tokenizer built
     from :func:`env_corpus`; the weights seeded by ``seed``)."""

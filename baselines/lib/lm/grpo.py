@@ -7,7 +7,8 @@ model, the model's policy table over canonical replies, a model sampler, gamma 1
 turn's advantage onto its reply tokens (:func:`routine_envs.text.spread_advantages`) and takes
 ``num_iterations`` Adam steps on TRL's GRPO loss.
 
-**The loss is TRL's** (``GRPOTrainer._compute_loss`` of trl 1.16.0, ``trl/trainer/grpo_trainer.py``):
+**The loss is TRL's** (``GRPOTrainer._compute_loss`` of trl 1.16.0,
+``trl/trainer/grpo_trainer.py``):
 per reply token, ``ratio = exp(logp - old_logp)`` (``old_logp = logp.detach()`` when
 ``num_iterations == 1``, as TRL does), ``loss_t = -min(ratio A_t, clip(ratio, 1 - epsilon,
 1 + epsilon_high) A_t) + beta KL_t`` with the k3 estimator ``KL_t = exp(ref - logp) - (ref -
@@ -227,18 +228,7 @@ class GRPOTrainer:
             cfg.temperature,
         )
         advantages = turn_advantages(self.estimator, episodes, cfg.invalid_advantage)
-        sequences, token_adv, token_mask, old = [], [], [], []
-        for played, adv in zip(episodes, advantages, strict=True):
-            for turn, a in zip(played.turns, adv, strict=True):
-                seq = turn.prompt + turn.reply.tokens
-                values, mask = spread_advantages([a], [(len(turn.prompt), len(seq))], len(seq))
-                sequences.append(seq)
-                token_adv.append(values[1:])
-                token_mask.append(mask[1:])
-                old.append(np.concatenate([np.zeros(len(turn.prompt) - 1), turn.reply.log_probs]))
-        adv_t = _pad_float(token_adv)
-        mask_t = _pad_float(token_mask) > 0
-        sampled_t = _pad_float(old)
+        sequences, adv_t, mask_t, sampled_t = token_batch(episodes, advantages)
         ref = None
         if self.reference is not None:
             with torch.no_grad():
@@ -261,7 +251,10 @@ class GRPOTrainer:
         turns = [t for p in episodes for t in p.turns]
         returns = [p.episode_return for p in episodes]
         groups = np.repeat(np.arange(cfg.groups_per_step), cfg.group_size)
-        group_std = [np.std([r for r, g in zip(returns, groups, strict=True) if g == k]) for k in range(cfg.groups_per_step)]
+        group_std = [
+            np.std([r for r, g in zip(returns, groups, strict=True) if g == k])
+            for k in range(cfg.groups_per_step)
+        ]
         return {
             "step": self.steps,
             "success": float(np.mean([p.success for p in episodes])),
@@ -299,6 +292,25 @@ class GRPOTrainer:
             if target is not None and reached >= target:
                 break
         return rows
+
+
+def token_batch(
+    episodes: list[PlayedEpisode], advantages: list[list[float]]
+) -> tuple[list[list[int]], torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The loss's inputs: one sequence per turn (its context and its reply as sampled) and,
+    aligned with :meth:`LMPolicy.token_log_probs` (left-padded, ``(B, T - 1)``), each token's
+    advantage (the turn's, spread onto the reply by :func:`spread_advantages`), the mask of
+    the reply tokens and their sampling log-probabilities."""
+    sequences, token_adv, token_mask, sampled = [], [], [], []
+    for played, adv in zip(episodes, advantages, strict=True):
+        for turn, a in zip(played.turns, adv, strict=True):
+            seq = turn.prompt + turn.reply.tokens
+            values, mask = spread_advantages([a], [(len(turn.prompt), len(seq))], len(seq))
+            sequences.append(seq)
+            token_adv.append(values[1:])
+            token_mask.append(mask[1:])
+            sampled.append(np.concatenate([np.zeros(len(turn.prompt) - 1), turn.reply.log_probs]))
+    return sequences, _pad_float(token_adv), _pad_float(token_mask) > 0, _pad_float(sampled)
 
 
 def _pad_float(rows: list[np.ndarray]) -> torch.Tensor:

@@ -92,7 +92,9 @@ class TinyCausalLM(nn.Module):
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
-    def forward(self, ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """Next-token logits.
 
         Args:
@@ -102,7 +104,7 @@ class TinyCausalLM(nn.Module):
         Returns:
             Logits, shape ``(B, T, vocab_size)``: row ``t`` predicts token ``t + 1``.
         """
-        b, t = ids.shape
+        t = ids.shape[1]
         if t > self.config.max_positions:
             raise ValueError(
                 f"a sequence of {t} tokens is longer than max_positions={self.config.max_positions}"

@@ -161,7 +161,9 @@ def warm_start(
     rng = np.random.default_rng(seed)
     env = factory()
     replies = [policy.reply_tokens(env.action_text(a)) for a in range(env.view.num_actions)]
-    data = [(c + r, len(r)) for c in canonical_contexts(policy, factory, episodes, rng) for r in replies]
+    data = [
+        (c + r, len(r)) for c in canonical_contexts(policy, factory, episodes, rng) for r in replies
+    ]
     optimizer = torch.optim.Adam(policy.model.parameters(), lr=learning_rate)
     losses = []
     for _ in range(steps):

@@ -56,7 +56,9 @@ class WordTokenizer:
         if min_count < 1:
             raise ValueError(f"min_count must be >= 1, got {min_count}")
         counts = Counter(p for text in corpus for p in pieces(text) if len(p) > 1)
-        words = [w for w, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])) if c >= min_count]
+        words = [
+            w for w, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])) if c >= min_count
+        ]
         return cls(words)
 
     @property
