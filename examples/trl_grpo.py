@@ -35,7 +35,7 @@ import numpy as np
 from baselines.lib import cli
 
 ENV_KWARGS = {"num_floors": 1, "routine_length": 1}
-INSTRUCTION = "Play the game with the tools."
+INSTRUCTION = "Play the game with the tools.\n\n"  # TRL appends reset()'s text right after it
 CLOSING = "Done."
 
 
@@ -48,7 +48,8 @@ class RecipeSettings:
         default_factory=lambda: dict(ENV_KWARGS), metadata={"help": "env keyword arguments"}
     )
     steps: int = field(default=60, metadata={"help": "GRPO steps (TRL max_steps)", "min": 1})
-    warm_start_steps: int = field(default=150, metadata={"help": "supervised steps", "min": 0})
+    warm_start_steps: int = field(default=250, metadata={"help": "supervised steps", "min": 0})
+    temperature: float = field(default=0.7, metadata={"help": "sampling temperature", "min": 0.0})
     num_generations: int = field(default=8, metadata={"help": "rollouts per prompt", "min": 2})
     learning_rate: float = field(default=1e-3, metadata={"help": "GRPO Adam step", "min": 0.0})
     vocab_size: int = field(default=1024, metadata={"help": "BPE vocabulary", "min": 300})
@@ -66,7 +67,7 @@ def canonical_conversation(env: Any, rng: np.random.Generator, seed: int) -> lis
     message with one tool call (``open_door`` with a uniformly drawn door before the doors,
     ``walk`` in the corridor) and the tool's answer, then a closing assistant message."""
     first = env.reset(seed=seed)
-    messages: list[dict[str, Any]] = [{"role": "user", "content": f"{INSTRUCTION}\n\n{first}"}]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": INSTRUCTION + first}]
     while not env.done:
         if "stand before" in env.text_env.observation_text:  # the doors of a floor
             name, arguments = "open_door", {"door": int(rng.integers(3))}
@@ -264,7 +265,7 @@ def run(settings: RecipeSettings) -> dict[str, Any]:
         use_cpu=True,
         bf16=False,
         seed=settings.seed,
-        temperature=1.0,
+        temperature=settings.temperature,
         disable_tqdm=True,
     )
     trainer = GRPOTrainer(
@@ -291,6 +292,8 @@ def run(settings: RecipeSettings) -> dict[str, Any]:
         "warm_start_loss": losses[-1] if losses else None,
         "warm_start_cpu_seconds": warm_cpu,
         "steps": settings.steps,
+        "temperature": settings.temperature,
+        "num_generations": settings.num_generations,
         "first_success": _mean([r["success"] for r in rows[:5]]),
         "last_success": _mean([r["success"] for r in rows[-5:]]),
         "cpu_seconds": time.process_time() - start_cpu,

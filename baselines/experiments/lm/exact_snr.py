@@ -190,6 +190,17 @@ def analyse(records: list[dict[str, Any]], out: Path) -> dict[str, Any]:
     rho = [r["rho"] for r in rows]
     slope, _, r2 = snr.fit_loglog(rho, [r["ratio"] for r in rows])
     tabular_slope, _, _ = snr.fit_loglog(rho, [r["tabular_ratio"] for r in rows])
+    low = [r for r in rows if r["rho"] <= 0.25]  # the dilute end, where the law is -1/2
+    low_fit = (
+        snr.fit_loglog([r["rho"] for r in low], [r["ratio"] for r in low])[0]
+        if len(low) >= 2
+        else None
+    )
+    low_tabular = (
+        snr.fit_loglog([r["rho"] for r in low], [r["tabular_ratio"] for r in low])[0]
+        if len(low) >= 2
+        else None
+    )
     summary = {
         "env_id": rows[0]["env_id"],
         "parameters": rows[0]["parameters"],
@@ -198,6 +209,8 @@ def analyse(records: list[dict[str, Any]], out: Path) -> dict[str, Any]:
         "slope": slope,
         "r2": r2,
         "tabular_slope": tabular_slope,
+        "slope_rho_at_most_0.25": low_fit,
+        "tabular_slope_rho_at_most_0.25": low_tabular,
         "warm_start_steps": rows[0]["warm_start_steps"],
         "episodes": rows[0]["episodes"],
         "max_logit_gradient_error": max(r["logit_gradient_error"] for r in rows),
