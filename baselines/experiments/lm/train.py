@@ -71,6 +71,10 @@ class LMSettings:
         default=1,
         metadata={"help": "observations in the context (1: Markov; 0: whole transcript)", "min": 0},
     )
+    max_positions: int = field(
+        default=256,
+        metadata={"help": "longest context in tokens (raise for --window 0)", "min": 16},
+    )
     dim: int = field(default=64, metadata={"help": "model width", "min": 8})
     num_layers: int = field(default=2, metadata={"help": "transformer blocks", "min": 1})
     threads: int = field(default=1, metadata={"help": "torch threads per run", "min": 1})
@@ -122,7 +126,12 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
 
     start_cpu, start_wall = time.process_time(), time.perf_counter()
     policy = build_policy(
-        probe, dim=job["dim"], num_layers=job["num_layers"], window=job["window"], seed=job["seed"]
+        probe,
+        dim=job["dim"],
+        num_layers=job["num_layers"],
+        window=job["window"],
+        max_positions=job.get("max_positions", 256),
+        seed=job["seed"],
     )
     losses = warm_start(policy, factory, job["warm_start_steps"], seed=job["seed"])
     warm_cpu = time.process_time() - start_cpu

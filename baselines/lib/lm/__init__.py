@@ -19,6 +19,7 @@ from baselines.lib.lm.model import LMConfig, TinyCausalLM
 from baselines.lib.lm.policy import LMPolicy
 from baselines.lib.lm.rollout import play_groups, warm_start
 from baselines.lib.lm.tokenizer import WordTokenizer, env_corpus
+from routine_envs.text import TextEnv
 
 __all__ = [
     "GRPOConfig",
@@ -36,7 +37,7 @@ __all__ = [
 
 
 def build_policy(
-    env,
+    env: TextEnv,
     dim: int = 64,
     num_layers: int = 2,
     num_heads: int = 4,
