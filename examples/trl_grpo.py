@@ -344,8 +344,14 @@ def write_outputs(rows: list[dict[str, Any]], summary: dict[str, Any], out: Path
     plt.close(fig)
 
 
+def parse_args(argv: list[str] | None = None) -> RecipeSettings:
+    """The settings from the command line (one flag per :class:`RecipeSettings` field)."""
+    return cli.parse_settings(RecipeSettings, argv, description=__doc__.splitlines()[0])
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    settings = cli.parse_settings(RecipeSettings, argv, description=__doc__.splitlines()[0])
+    """Parse ``argv``, train, print and return the summary."""
+    settings = parse_args(argv)
     summary = run(settings)
     print(json.dumps(summary, indent=2))
     return summary

@@ -140,7 +140,7 @@ def parse_args(argv: list[str] | None = None) -> DilutionSettings:
 
 def main(settings: DilutionSettings) -> dict[str, Any]:
     """Run (resumably), analyse, print the table and the summary."""
-    settings.out.mkdir(parents=True, exist_ok=True)
+    cli.check_output_folder(settings.out)
     records = run_resumable(
         plan(settings), train.key, run, settings.out / "results.jsonl", settings.workers
     )

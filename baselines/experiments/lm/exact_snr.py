@@ -228,7 +228,7 @@ def parse_args(argv: list[str] | None = None) -> SNRSettings:
 
 def main(settings: SNRSettings) -> dict[str, Any]:
     """Run (resumably), analyse, print the table and the summary."""
-    settings.out.mkdir(parents=True, exist_ok=True)
+    cli.check_output_folder(settings.out)
     records = run_resumable(
         plan(settings), key, run, settings.out / "results.jsonl", settings.workers, unit="length"
     )

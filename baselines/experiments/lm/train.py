@@ -239,7 +239,7 @@ def parse_args(argv: list[str] | None = None) -> TrainSettings:
 
 def main(settings: TrainSettings) -> dict[str, Any]:
     """Run (resumably), analyse, print the summary."""
-    settings.out.mkdir(parents=True, exist_ok=True)
+    cli.check_output_folder(settings.out)
     records = run_resumable(
         plan(settings), key, run, settings.out / "results.jsonl", settings.workers, unit="run"
     )
