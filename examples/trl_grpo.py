@@ -13,9 +13,10 @@ config. What it takes to learn:
 2. **generation budgets that let episodes finish**: ``max_completion_length`` covers every
    tool call and tool response of an episode (TRL counts both), and
    ``max_tool_calling_iterations`` is the episode's turns plus one.
-3. **the env's return as the reward** (``get_reward`` of the adapter's class, which TRL adds as
-   a reward source by itself) and :func:`routine_envs.adapters.trl.routine_return`, which logs
-   the annotations (``routine/decision_density``, ``routine/success``, ...) with ``log_metric``.
+3. **the env's return as the reward**: ``get_reward`` of the adapter's class, which TRL adds as
+   a reward source of weight 1 by itself; :func:`routine_envs.adapters.trl.routine_return`
+   (weight 0, so the return is not counted twice) logs the annotations
+   (``routine/decision_density``, ``routine/success``, ...) with ``log_metric``.
 
 Writes ``curve.csv`` (one row per logged step: reward, success, CPU seconds, ...),
 ``curve.png`` and ``summary.json`` into ``--out``.
@@ -199,6 +200,46 @@ def warm_start(
     return losses
 
 
+def first_door_probabilities(
+    model: Any, tokenizer: Any, conversation: list, tools: list
+) -> list[float]:
+    """The model's probability of each canonical first call ``open_door(d)`` (the whole
+    assistant message, its end included) after the first prompt of ``conversation``, per door
+    (the policy at the decision, as far as it writes a well-formed call)."""
+    import torch
+
+    prompt = tokenizer.apply_chat_template(
+        conversation[:1], tools=tools, add_generation_prompt=True, return_dict=False
+    )
+    out = []
+    for door in range(3):
+        call = {"type": "function", "function": {"name": "open_door", "arguments": {"door": door}}}
+        full = tokenizer.apply_chat_template(
+            [*conversation[:1], {"role": "assistant", "content": "", "tool_calls": [call]}],
+            tools=tools,
+            return_dict=False,
+        )
+        ids = torch.tensor([full])
+        with torch.no_grad():
+            logp = torch.log_softmax(model(input_ids=ids).logits[0, :-1].float(), dim=-1)
+        reply = torch.arange(len(prompt) - 1, len(full) - 1)
+        out.append(float(logp[reply, ids[0, 1:][reply]].sum().exp()))
+    return out
+
+
+def right_door(factory: Any) -> int:
+    """The door of the first floor that wins (one-floor Diluted Doors): each tried once."""
+    for door in range(3):
+        env = factory()
+        env.reset(seed=0)
+        env.open_door(door=door)
+        while not env.done:
+            env.walk()
+        if env.get_reward() > 0:
+            return door
+    raise ValueError("no door of the first floor wins (num_floors must be 1)")
+
+
 # ------------------------------------------------------------------------- training
 def run(settings: RecipeSettings) -> dict[str, Any]:
     """Build, warm-start and train; write the curve; the summary."""
@@ -223,6 +264,8 @@ def run(settings: RecipeSettings) -> dict[str, Any]:
         model, tokenizer, conversations, tools, settings.warm_start_steps, settings.seed
     )
     warm_cpu = time.process_time() - start_cpu
+    doors_before = first_door_probabilities(model, tokenizer, conversations[0], tools)
+    right = right_door(factory)
     lengths = [sum(assistant_mask(tokenizer, c, tools)[1]) for c in conversations[:4]]
     prompt_len = len(assistant_mask(tokenizer, conversations[0][:1], tools)[0])
     full_len = max(len(assistant_mask(tokenizer, c, tools)[0]) for c in conversations[:8])
@@ -238,7 +281,10 @@ def run(settings: RecipeSettings) -> dict[str, Any]:
                     {
                         "step": state.global_step,
                         "reward": logs.get("reward"),
-                        "success": logs.get("routine/success"),
+                        # the env's return over every rollout (an unfinished one counts 0)
+                        "success": logs.get(f"rewards/{type(probe).__name__}/mean"),
+                        "success_of_finished": logs.get("routine/success"),
+                        "tool_calls": logs.get("tools/call_frequency"),
                         "decision_density": logs.get("routine/decision_density"),
                         "unfinished": logs.get("routine/unfinished"),
                         "num_invalid_turns": logs.get("routine/num_invalid_turns"),
@@ -265,6 +311,7 @@ def run(settings: RecipeSettings) -> dict[str, Any]:
         use_cpu=True,
         bf16=False,
         seed=settings.seed,
+        reward_weights=[0.0],  # routine_return only logs: the env's get_reward is the reward
         temperature=settings.temperature,
         disable_tqdm=True,
     )
@@ -278,6 +325,7 @@ def run(settings: RecipeSettings) -> dict[str, Any]:
         callbacks=[Curve()],
     )
     trainer.train()
+    doors_after = first_door_probabilities(model, tokenizer, conversations[0], tools)
     settings.out.mkdir(parents=True, exist_ok=True)
     summary = {
         "env_id": settings.env_id,
@@ -294,6 +342,9 @@ def run(settings: RecipeSettings) -> dict[str, Any]:
         "steps": settings.steps,
         "temperature": settings.temperature,
         "num_generations": settings.num_generations,
+        "right_door": right,
+        "first_door_probabilities_before": doors_before,
+        "first_door_probabilities_after": doors_after,
         "first_success": _mean([r["success"] for r in rows[:5]]),
         "last_success": _mean([r["success"] for r in rows[-5:]]),
         "cpu_seconds": time.process_time() - start_cpu,
