@@ -258,11 +258,12 @@ def test_trl_recipe_learns_with_real_tool_calls(tmp_path: Path) -> None:
     pytest.importorskip("trl", reason="the TRL recipe needs trl>=1.16 (pip install trl)")
     from examples import trl_grpo
 
-    settings_ = trl_grpo.RecipeSettings(steps=2, warm_start_steps=60, out=tmp_path / "trl")
+    settings_ = trl_grpo.RecipeSettings(steps=2, warm_start_steps=150, out=tmp_path / "trl")
     summary = trl_grpo.run(settings_)
     rows = [json.loads(json.dumps(r)) for r in _read_csv(tmp_path / "trl" / "curve.csv")]
     assert len(rows) == 2
-    assert all(float(r["unfinished"]) < 1.0 for r in rows)  # episodes end inside the budget
+    assert all(float(r["tool_calls"]) > 0 for r in rows)  # TRL parsed and ran the calls
+    assert np.mean([float(r["unfinished"]) for r in rows]) < 0.5  # episodes end in the budget
     assert all(r["decision_density"] not in ("", None) for r in rows)  # annotations logged
     assert summary["parameters"] < 1_000_000
 
