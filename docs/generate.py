@@ -182,6 +182,24 @@ ENTRY_POINTS: list[tuple[str, str, Callable[[], type] | None, Callable[..., None
         "PolicyArgs",
     ),
     _dataclass_entry(
+        "python -m baselines.lm train",
+        "a tiny causal language model learns a text env by GRPO on CPU (docs/llm.md)",
+        "baselines.experiments.lm.train",
+        "TrainSettings",
+    ),
+    _dataclass_entry(
+        "python -m baselines.lm dilution",
+        "token-level dilution: GRPO steps to target against rho per estimator (docs/llm.md)",
+        "baselines.experiments.lm.dilution",
+        "DilutionSettings",
+    ),
+    _dataclass_entry(
+        "python -m baselines.lm snr",
+        "the exact gradient SNR and bias of the LM policy at initialisation (docs/llm.md)",
+        "baselines.experiments.lm.exact_snr",
+        "SNRSettings",
+    ),
+    _dataclass_entry(
         "python -m baselines.bench_training",
         "training throughput of the SB3 methods",
         "baselines.experiments.bench_training.sweep",

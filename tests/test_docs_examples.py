@@ -110,8 +110,11 @@ def _parsers() -> dict[str, Any]:
     from baselines import train as train_script
     from baselines.experiments.benchmark import command as benchmark
     from baselines.experiments.detectors import score, trained_policy
+    from baselines.experiments.lm import dilution, exact_snr
+    from baselines.experiments.lm import train as lm_train
     from baselines.experiments.snr_lab import measure
     from baselines.experiments.snr_lab import sweep as snr_lab
+    from examples import trl_grpo
     from routine_envs import __main__ as routine_envs_main
     from routine_envs import bench
 
@@ -120,6 +123,12 @@ def _parsers() -> dict[str, Any]:
 
     def detectors(argv: list[str]) -> Any:
         commands = {"score": score.parse_args, "policy": trained_policy.parse_args}
+        assert argv[:1] in [[c] for c in commands], argv
+        return commands[argv[0]](argv[1:])
+
+    def language_model(argv: list[str]) -> Any:
+        commands = {"train": lm_train.parse_args, "dilution": dilution.parse_args}
+        commands["snr"] = exact_snr.parse_args
         assert argv[:1] in [[c] for c in commands], argv
         return commands[argv[0]](argv[1:])
 
@@ -139,6 +148,8 @@ def _parsers() -> dict[str, Any]:
         "baselines.snr_network": snr_network.parse_args,
         "baselines.detectors": detectors,
         "baselines.demo": demo.parse_args,
+        "baselines.lm": language_model,
+        "examples.trl_grpo": trl_grpo.parse_args,
         "baselines.bench_training": bench_training.parse_args,
         "baselines.bench_backends": bench_backends.parse_args,
         "routine_envs": lambda argv: routine_envs_main.build_parser().parse_args(argv),
