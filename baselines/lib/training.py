@@ -79,6 +79,8 @@ class RunResult:
     hyperparameters: dict[str, Any]
     steps_trained: int = 0
     """Environment steps the learner consumed (whole rollouts: may exceed the budget)."""
+    cpu_time: float | None = None
+    """CPU seconds of the run (process time; for a batched run its share of the batch's)."""
 
     @property
     def final_success(self) -> float:
