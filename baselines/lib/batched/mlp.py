@@ -25,6 +25,20 @@ ALIGN = 64
 """Every run's parameter block is padded to a multiple of this many floats."""
 
 
+class FlopCounter:
+    """Floating-point operations of the matrix products done here (``2 * m * k * n`` each,
+    summed over runs): what ``python -m baselines.bench_training`` divides by CPU time."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def add(self, runs: int, m: int, k: int, n: int) -> None:
+        self.count += 2 * runs * m * k * n
+
+
+FLOPS = FlopCounter()
+
+
 @dataclass(frozen=True)
 class Layer:
     """One affine layer of one network: ``x @ W + b`` with ``W`` at ``theta[:, w:w + i*o]``."""
@@ -145,10 +159,17 @@ def forward(
     input of every layer (for :func:`backward`)."""
     inputs = []
     h = x
+    runs, rows = x.shape[0], x.shape[1]
     for layer in layers:
+        FLOPS.add(runs, rows, layer.fan_in, layer.fan_out)
         if keep:
             inputs.append(h)
-        h = torch.baddbmm(bias(theta, layer), h, weight(theta, layer))
+        if layer.fan_out == 1:  # a product with one column: BLAS would take a path (gemv) whose
+            # summation order depends on the batch size; a row sum does not
+            h = (h * weight(theta, layer).transpose(1, 2)).sum(-1, keepdim=True)
+            h += bias(theta, layer)
+        else:
+            h = torch.baddbmm(bias(theta, layer), h, weight(theta, layer))
         if layer.activation:
             tanh_(h)
     return h, inputs
@@ -166,10 +187,19 @@ def backward(
     inputs kept by :func:`forward` (each layer's input after ``tanh`` is the previous layer's
     activation, whose derivative is ``1 - h**2``)."""
     d = d_out
+    runs, rows = d_out.shape[0], d_out.shape[1]
     for k in range(len(layers) - 1, -1, -1):
         layer, h = layers[k], inputs[k]
-        torch.bmm(h.transpose(1, 2), d, out=weight(grad, layer))
+        FLOPS.add(runs, rows, layer.fan_in, layer.fan_out * (2 if k else 1))
+        if layer.fan_out == 1:  # as in forward: no gemv
+            weight(grad, layer).copy_((h * d).sum(1)[..., None])
+        else:
+            torch.bmm(h.transpose(1, 2), d, out=weight(grad, layer))
         torch.sum(d, dim=1, keepdim=True, out=bias(grad, layer))
         if k:
-            d = torch.bmm(d, weight(theta, layer).transpose(1, 2))
-            d.mul_(1.0 - h * h)
+            if layer.fan_out == 1:
+                d = d * weight(theta, layer).transpose(1, 2)
+            else:
+                d = torch.bmm(d, weight(theta, layer).transpose(1, 2))
+            slope = torch.mul(h, h)  # tanh' = 1 - h**2, in place (no temporaries)
+            d.mul_(slope.neg_().add_(1.0))

@@ -228,12 +228,10 @@ class BatchedTrainer:
         for lo in range(0, len(runs), EVAL_CHUNK):
             chunk = runs[lo : lo + EVAL_CHUNK]
             k = len(chunk)
-            obs = np.broadcast_to(observations, (k, *observations.shape))
-            m = None if masks is None else np.broadcast_to(masks, (k, *masks.shape))
+            obs = np.repeat(observations[None], k, axis=0)
+            m = None if masks is None else np.repeat(masks[None], k, axis=0)
             with torch.no_grad():
-                _, p = self._probs(
-                    self._rows(chunk), np.ascontiguousarray(obs), None if m is None else m.copy()
-                )
+                _, p = self._probs(self._rows(chunk), obs, m)
             tables.extend(config.policy_table(p[i].numpy()) for i in range(k))
         return tables
 
