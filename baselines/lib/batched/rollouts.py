@@ -172,17 +172,7 @@ def collect_steps(
         dones = (terminated | truncated)[rows].reshape(k, n).astype(np.float32)
         episode_starts[runs] = dones
     last_values = values_of(runs, stepper.obs[rows].reshape(k, n, d)).astype(np.float32)
-    advantages = np.zeros_like(rew_buf)
-    last = np.zeros((k, n), dtype=np.float32)
-    g, lam = np.float32(gamma), np.float32(gae_lambda)
-    for t in range(n_steps - 1, -1, -1):  # SB3's compute_returns_and_advantage
-        if t == n_steps - 1:
-            nonterminal, next_values = 1.0 - dones, last_values
-        else:
-            nonterminal, next_values = 1.0 - start_buf[t + 1], val_buf[t + 1]
-        delta = rew_buf[t] + g * next_values * nonterminal - val_buf[t]
-        last = delta + g * lam * nonterminal * last
-        advantages[t] = last
+    advantages = gae(rew_buf, val_buf, start_buf, last_values, dones, gamma, gae_lambda)
     returns = advantages + val_buf
 
     def flat(a: np.ndarray) -> np.ndarray:  # (T, R, n, ...) -> (R, n * T, ...), env-major
@@ -196,6 +186,34 @@ def collect_steps(
         flat(returns),
         None if mask_buf is None else flat(mask_buf),
     )
+
+
+def gae(
+    rewards: np.ndarray,
+    values: np.ndarray,
+    episode_starts: np.ndarray,
+    last_values: np.ndarray,
+    dones: np.ndarray,
+    gamma: float,
+    gae_lambda: float,
+) -> np.ndarray:
+    """SB3's ``RolloutBuffer.compute_returns_and_advantage`` in float32: arrays ``(T, ...)``
+    (rewards, values, ``episode_starts``), ``last_values`` and ``dones`` of the last step
+    ``(...)``; returns the advantages ``(T, ...)`` (the return targets are ``adv + values``)."""
+    steps = rewards.shape[0]
+    advantages = np.zeros_like(rewards, dtype=np.float32)
+    last = np.zeros(rewards.shape[1:], dtype=np.float32)
+    g, lam = np.float32(gamma), np.float32(gae_lambda)
+    for t in range(steps - 1, -1, -1):
+        if t == steps - 1:
+            nonterminal = 1.0 - dones.astype(np.float32)
+            next_values = last_values
+        else:
+            nonterminal, next_values = 1.0 - episode_starts[t + 1], values[t + 1]
+        delta = rewards[t] + g * next_values * nonterminal - values[t]
+        last = delta + g * lam * nonterminal * last
+        advantages[t] = last
+    return advantages
 
 
 @dataclass
@@ -235,7 +253,7 @@ def collect_groups(
     while collecting.any():
         starting = np.flatnonzero(collecting & ~live.any(axis=1))
         if starting.size:
-            seeds = np.array([int(group_seeds[r].integers(2**31 - 1)) for r in runs[starting]])
+            seeds = np.array([int(group_seeds[j].integers(2**31 - 1)) for j in starting.tolist()])
             stepper.reset(np.repeat(seeds, n), stepper.env_rows(runs[starting]))
             live[starting] = True
             group[starting] += 1
