@@ -108,6 +108,13 @@ class BenchArgs:
         default="rb1", metadata={"help": "protocol whose hyperparameters to use ('' for none)"}
     )
     matmul_size: int = field(default=2048, metadata={"help": "matrix size of the peak", "min": 64})
+    memory_tier: str = field(
+        default="",
+        metadata={
+            "help": "instead of timing: peak memory of the batched trainer's largest batch on "
+            "each setting of this tier of --protocol (e.g. full)"
+        },
+    )
 
 
 def parse_args(argv: list[str] | None = None) -> BenchArgs:
@@ -123,6 +130,15 @@ def main(args: BenchArgs) -> list[dict[str, Any]]:
     from baselines.lib.config import load_hyperparameters
 
     torch.set_num_threads(1)
+    if args.memory_tier:
+        from baselines.experiments.bench_training.memory import tier_peaks
+
+        rows = tier_peaks(args.protocol or "rb1", args.memory_tier, args.methods[0])
+        print(f"peak memory of one batch per setting, {args.methods[0]}, tier {args.memory_tier}")
+        for row in rows:
+            print(f"{row['setting']:<50} {row['runs']:>3} runs ({row['densities']} densities) "
+                  f"{row['peak_bytes'] / 2**20:>8,.0f} MiB")
+        return rows
     config = None
     if args.protocol:
         from baselines.experiments.benchmark.protocol import load_protocol

@@ -107,8 +107,9 @@ class Stepper:
         return (runs[:, None] * self.n + np.arange(self.n)).reshape(-1)
 
 
-Act = Callable[[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray], tuple[np.ndarray, ...]]
-"""``act(runs, obs (R, n, d), masks (R, n, A) | None, uniforms (R, n)) -> (actions, log_probs,
+Act = Callable[..., tuple[np.ndarray, ...]]
+"""``act(runs, obs (R, n, d), masks (R, n, A) | None, uniforms (R, n), state_ids (R, n)) ->
+(actions, log_probs,
 values, entropies)``, each ``(R, n)``; values ``None`` without a critic, entropies ``None`` when
 not asked for."""
 
@@ -123,6 +124,7 @@ class StepRollout:
     advantages: np.ndarray
     returns: np.ndarray
     masks: np.ndarray | None  # (R, N, A)
+    state_ids: np.ndarray  # (R, N)
 
 
 def collect_steps(
@@ -151,12 +153,15 @@ def collect_steps(
     mask_buf = None
     if stepper.masks is not None:
         mask_buf = np.zeros((n_steps, k, n, stepper.masks.shape[1]), dtype=bool)
+    id_buf = np.zeros((n_steps, k, n), dtype=np.int64)
     all_actions = np.zeros(int(stepper.bounds[-1]), dtype=np.int64)
     dones = np.zeros((k, n), dtype=np.float32)
     for t in range(n_steps):
         obs = stepper.obs[rows].reshape(k, n, d)
         masks = None if stepper.masks is None else stepper.masks[rows].reshape(k, n, -1)
-        actions, log_probs, values, _ = act(runs, obs, masks, uniforms.take(runs, n))
+        ids = stepper.info[keys.STATE_ID][rows].reshape(k, n)
+        id_buf[t] = ids
+        actions, log_probs, values, _ = act(runs, obs, masks, uniforms.take(runs, n), ids)
         all_actions[rows] = actions.reshape(-1)
         rewards, terminated, truncated, final = stepper.step(all_actions)
         rewards = rewards[rows].reshape(k, n).astype(np.float32)
@@ -171,7 +176,9 @@ def collect_steps(
             mask_buf[t] = masks
         dones = (terminated | truncated)[rows].reshape(k, n).astype(np.float32)
         episode_starts[runs] = dones
-    last_values = values_of(runs, stepper.obs[rows].reshape(k, n, d)).astype(np.float32)
+    last_ids = stepper.info[keys.STATE_ID][rows].reshape(k, n)
+    last_values = values_of(runs, stepper.obs[rows].reshape(k, n, d), last_ids)
+    last_values = last_values.astype(np.float32)
     advantages = gae(rew_buf, val_buf, start_buf, last_values, dones, gamma, gae_lambda)
     returns = advantages + val_buf
 
@@ -185,6 +192,7 @@ def collect_steps(
         flat(advantages),
         flat(returns),
         None if mask_buf is None else flat(mask_buf),
+        flat(id_buf),
     )
 
 
@@ -269,6 +277,7 @@ def collect_groups(
             obs[going],
             None if masks is None else masks[going],
             uniforms.take(runs[going], n),
+            stepper.info[keys.STATE_ID][rows].reshape(k, n)[going],
         )
         actions[going], log_probs[going] = a, lp
         if v is not None:

@@ -83,8 +83,8 @@ class BatchedTrainer:
             raise ValueError("train_runs needs at least one run")
         self.settings = TrainerSettings.from_hyperparameters(hyperparameters)
         s = self.settings
-        if s.policy != "mlp":
-            raise ValueError("policy: transformer is built by the transformer trainer")
+        if s.policy != self.policy_name:
+            raise ValueError(f"policy: {s.policy} is not trained by {type(self).__name__}")
         methods = {r["method"] for r in runs}
         if len(methods) != 1:
             raise ValueError(f"one batch trains one method, got {sorted(methods)}")
@@ -113,13 +113,7 @@ class BatchedTrainer:
                 self.estimators.append(self._build_estimator(spec.target, j))
             trains_critic = bool(self.estimators[0].trains_critic)
         self.trains_critic = trains_critic
-        self.layout = mlp.make_layout(
-            first.obs_dim,
-            first.num_actions,
-            list(s.pi_arch),
-            list(s.vf_arch) if trains_critic else None,
-        )
-        self.theta = torch.stack([mlp.init_parameters(self.layout, st.init) for st in self.streams])
+        self.theta = self._init_policy()
         self.optimizer = StackedAdam(self.theta, s.learning_rate, eps=1e-5)
         self.loss = LossSettings(
             clip_range=s.clip_range,
@@ -139,6 +133,32 @@ class BatchedTrainer:
         self.episode_starts = np.ones((len(self.runs), s.n_envs), dtype=np.float32)
         self.want_entropies = any("entropies" in e.requires for e in self.estimators)
         self._charge(start_cpu, start_wall, np.arange(len(self.runs)))
+
+    policy_name = "mlp"
+
+    def _init_policy(self) -> torch.Tensor:
+        """Every run's initial parameters, stacked ``(R, P)``."""
+        first, s = self.configs[0], self.settings
+        self.layout = mlp.make_layout(
+            first.obs_dim,
+            first.num_actions,
+            list(s.pi_arch),
+            list(s.vf_arch) if self.trains_critic else None,
+        )
+        return torch.stack([mlp.init_parameters(self.layout, st.init) for st in self.streams])
+
+    def _update(self, data: RolloutData, runs: np.ndarray) -> None:
+        update(
+            self.theta,
+            self.optimizer,
+            self.layout,
+            data,
+            self.loss,
+            [self.streams[j].shuffle for j in runs.tolist()],
+        )
+
+    def _start_rollout(self, runs: np.ndarray) -> None:
+        """Hook before a rollout's collection (the policy is fixed until its update)."""
 
     @staticmethod
     def check_settings(hyperparameters: dict[str, Any]) -> TrainerSettings:
@@ -193,7 +213,12 @@ class BatchedTrainer:
         return log_p, torch.exp(log_p)
 
     def act(
-        self, runs: np.ndarray, obs: np.ndarray, masks: np.ndarray | None, u: np.ndarray
+        self,
+        runs: np.ndarray,
+        obs: np.ndarray,
+        masks: np.ndarray | None,
+        u: np.ndarray,
+        state_ids: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
         """Actions, log-probabilities, values and entropies of ``runs`` at ``obs``."""
         with torch.no_grad():
@@ -216,7 +241,11 @@ class BatchedTrainer:
         values, _ = mlp.forward(theta, self.layout.net("vf"), torch.from_numpy(obs))
         return values[..., 0].numpy()
 
-    def values_of(self, runs: np.ndarray, obs: np.ndarray) -> np.ndarray:
+    def values_of(
+        self, runs: np.ndarray, obs: np.ndarray, state_ids: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Values ``(R, k)`` of ``runs`` at ``obs`` ``(R, k, d)`` (``state_ids``: their states,
+        for policies that need them)."""
         with torch.no_grad():
             return self._values(self._rows(runs), np.ascontiguousarray(obs, dtype=np.float32))
 
@@ -272,6 +301,7 @@ class BatchedTrainer:
         runs = self.active
         s = self.settings
         before = np.array([self.state[j].steps for j in runs.tolist()])
+        self._start_rollout(runs)
         if self.turn_level:
             ro = collect_steps(
                 self.stepper,
@@ -293,18 +323,12 @@ class BatchedTrainer:
                 list(ro.advantages),
                 list(ro.returns),
                 None if ro.masks is None else list(ro.masks),
+                list(ro.state_ids),
             )
         else:
             data = self._episode_rollout(runs)
         self._record_points(runs, before)
-        update(
-            self.theta,
-            self.optimizer,
-            self.layout,
-            data,
-            self.loss,
-            [self.streams[j].shuffle for j in runs.tolist()],
-        )
+        self._update(data, runs)
         self._charge(cpu0, wall0, runs)
         self._retire()
 
@@ -320,7 +344,7 @@ class BatchedTrainer:
             s.n_steps * s.n_envs,
             self.want_entropies,
         )
-        obs, actions, log_probs, advantages, returns, masks = [], [], [], [], [], []
+        obs, actions, log_probs, advantages, returns, masks, ids = [], [], [], [], [], [], []
         for j, ro in zip(runs.tolist(), rollouts, strict=True):
             batch = ro.batch
             self.state[j].steps += batch.num_steps
@@ -336,8 +360,9 @@ class BatchedTrainer:
             advantages.append(adv)
             returns.append(np.asarray(ret))
             masks.append(ro.masks)
+            ids.append(batch.state_ids)
         return RolloutData.from_runs(
-            obs, actions, log_probs, advantages, returns, masks if self.masked else None
+            obs, actions, log_probs, advantages, returns, masks if self.masked else None, ids
         )
 
     def _retire(self) -> None:

@@ -46,6 +46,7 @@ class RolloutData:
     returns: torch.Tensor
     masks: torch.Tensor | None
     sizes: np.ndarray
+    state_ids: torch.Tensor | None = None
 
     @property
     def stride(self) -> int:
@@ -60,6 +61,7 @@ class RolloutData:
         advantages: list[np.ndarray],
         returns: list[np.ndarray],
         masks: list[np.ndarray] | None,
+        state_ids: list[np.ndarray] | None = None,
     ) -> RolloutData:
         """Pad per-run arrays (run ``r``: ``(N_r, ...)``) into one :class:`RolloutData`."""
         sizes = np.array([len(a) for a in actions], dtype=np.int64)
@@ -81,6 +83,7 @@ class RolloutData:
             returns=torch.from_numpy(pad(returns, np.float32)),
             masks=None if masks is None else torch.from_numpy(pad(masks, bool, True)),
             sizes=sizes,
+            state_ids=None if state_ids is None else torch.from_numpy(pad(state_ids, np.int64)),
         )
 
 
