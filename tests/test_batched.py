@@ -12,8 +12,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baselines.lib.batched import RunSpec, batch_key, group_runs, train_runs
-from baselines.lib.batched import mlp
+from baselines.lib.batched import RunSpec, batch_key, group_runs, mlp, train_runs
 from baselines.lib.batched.optim import StackedAdam, clip_by_global_norm
 from baselines.lib.batched.rollouts import gae
 from baselines.lib.batched.settings import TrainerSettings
@@ -70,7 +69,9 @@ def test_a_run_alone_and_inside_a_batch_of_8_is_bit_identical(method):
 def test_masked_codefix_run_alone_and_in_a_batch_is_bit_identical():
     hyper = {**HYPER, "n_steps": 64}
     specs = [
-        RunSpec("CodeFix-v1", {"routine_length": length}, "ppo", seed, 768, 256, hyperparameters=hyper)
+        RunSpec(
+            "CodeFix-v1", {"routine_length": length}, "ppo", seed, 768, 256, hyperparameters=hyper
+        )
         for seed, length in ((0, 2), (1, 4), (2, 2))
     ]
     batch = train_runs(specs)
@@ -218,13 +219,21 @@ def test_gae_equals_sb3_rollout_buffer():
     last_values = rng.standard_normal(envs).astype(np.float32)
     dones = rng.random(envs) < 0.5
     buffer = RolloutBuffer(
-        steps, gym.spaces.Box(0, 1, (2,)), gym.spaces.Discrete(2), gamma=0.99, gae_lambda=0.9,
+        steps,
+        gym.spaces.Box(0, 1, (2,)),
+        gym.spaces.Discrete(2),
+        gamma=0.99,
+        gae_lambda=0.9,
         n_envs=envs,
     )
     for t in range(steps):
         buffer.add(
-            np.zeros((envs, 2)), np.zeros((envs, 1)), rewards[t], starts[t],
-            torch.from_numpy(values[t]), torch.zeros(envs),
+            np.zeros((envs, 2)),
+            np.zeros((envs, 1)),
+            rewards[t],
+            starts[t],
+            torch.from_numpy(values[t]),
+            torch.zeros(envs),
         )
     buffer.compute_returns_and_advantage(torch.from_numpy(last_values), dones)
     ours = gae(rewards, values, starts, last_values, dones, 0.99, 0.9)
@@ -296,8 +305,9 @@ def test_ppo_learns_a_dense_doors_setting_under_the_protocols_hyperparameters():
     from baselines.experiments.benchmark.protocol import load_protocol
 
     hyper = load_protocol("rb1").method_hyperparameters(DOORS, "ppo")
-    spec = RunSpec(DOORS, {"num_floors": 2, "routine_length": 0}, "ppo", 0, 12_000, 750,
-                   hyperparameters=hyper)
+    spec = RunSpec(
+        DOORS, {"num_floors": 2, "routine_length": 0}, "ppo", 0, 12_000, 750, hyperparameters=hyper
+    )
     (result,) = train_runs([spec])
     # the SB3 references reach 0.9 in 5.0k-5.2k steps here (baselines/references/rb1/lite)
     assert result.steps_to_target is not None and result.steps_to_target < 10_000
@@ -323,7 +333,7 @@ def test_unsupported_hyperparameters_fail_naming_them(extra, match):
 
 def test_estimators_needing_snapshots_are_refused_before_training():
     spec = doors("mc_rollout", 0, 3, estimator_kwargs={"num_rollouts": 2, "source": "branch"})
-    with pytest.raises(ValueError, match="rollout policy|snapshots"):
+    with pytest.raises(ValueError, match=r"rollout policy|snapshots"):
         train_runs([spec])
 
 
@@ -360,3 +370,41 @@ def test_train_cli_with_the_batched_trainer(tmp_path):
     assert result.steps_trained >= 800
     with pytest.raises(ValueError, match="--trainer"):
         main(TrainArgs(env_id=DOORS, trainer="jax"))
+
+
+# ------------------------------------------------------------------ policy: transformer
+def test_transformer_policy_trains_bit_identically_alone_and_in_a_batch():
+    hyper = {**HYPER, "policy": "transformer"}
+    specs = [
+        RunSpec(DOORS, {"num_floors": 2, "routine_length": length}, method, seed, 600, 300,
+                hyperparameters=hyper)
+        for method in ("ppo",) for seed, length in ((0, 3), (1, 0), (2, 3))
+    ]  # fmt: skip
+    batch = train_runs(specs)
+    alone = train_runs([specs[2]])[0]
+    assert alone.success == batch[2].success
+    assert batch[0].success != batch[2].success
+    assert batch[0].success[0] == pytest.approx(1 / 9, abs=0.02)  # near-uniform at the start
+
+
+def test_transformer_has_the_papers_size():
+    from baselines.lib.batched.transformer import transformer_parameters
+
+    count = transformer_parameters(DOORS, {"num_floors": 2, "routine_length": 29})
+    assert 25_000 < count < 35_000  # about 30K
+
+
+def test_transformer_refuses_environments_whose_states_repeat():
+    spec = RunSpec("CodeFix-v1", {"routine_length": 2}, "ppo", 0, 600, 300,
+                   hyperparameters={**HYPER, "policy": "transformer"})  # fmt: skip
+    with pytest.raises(ValueError, match=r"one history|action masks"):
+        train_runs([spec])
+
+
+def test_sb3_trainer_refuses_the_transformer_policy(tmp_path):
+    from baselines.lib.training import TrainArgs, build
+
+    config = tmp_path / "c.yml"
+    config.write_text("common: {policy: transformer}\n")
+    with pytest.raises(ValueError, match="--trainer batched"):
+        build(TrainArgs(env_id=DOORS, config=config, progress=False))

@@ -21,7 +21,12 @@ def _batch_peak(jobs: list[dict[str, Any]], queue: Any) -> None:
 
     specs = [
         RunSpec(
-            j["env_id"], j["env_kwargs"], j["method"], j["seed"], j["budget"], j["budget"],
+            j["env_id"],
+            j["env_kwargs"],
+            j["method"],
+            j["seed"],
+            j["budget"],
+            j["budget"],
             hyperparameters=j["hyperparameters"],
         )
         for j in jobs

@@ -136,8 +136,10 @@ def main(args: BenchArgs) -> list[dict[str, Any]]:
         rows = tier_peaks(args.protocol or "rb1", args.memory_tier, args.methods[0])
         print(f"peak memory of one batch per setting, {args.methods[0]}, tier {args.memory_tier}")
         for row in rows:
-            print(f"{row['setting']:<50} {row['runs']:>3} runs ({row['densities']} densities) "
-                  f"{row['peak_bytes'] / 2**20:>8,.0f} MiB")
+            print(
+                f"{row['setting']:<50} {row['runs']:>3} runs ({row['densities']} densities) "
+                f"{row['peak_bytes'] / 2**20:>8,.0f} MiB"
+            )
         return rows
     config = None
     if args.protocol:
@@ -182,12 +184,16 @@ def main(args: BenchArgs) -> list[dict[str, Any]]:
         f"{args.env_id} {args.env_kwargs}, {args.steps:,} steps per run; CPU time, one thread; "
         f"float32 matmul peak {peak / 1e9:.1f} GFLOP/s ({args.matmul_size}^2)"
     )
-    print(f"{'trainer':<28} {'method':<14} {'R':>3} {'CPU s / 1e6 steps':>18} {'x SB3':>7} "
-          f"{'GFLOP/s':>8} {'of peak':>8}")
+    print(
+        f"{'trainer':<28} {'method':<14} {'R':>3} {'CPU s / 1e6 steps':>18} {'x SB3':>7} "
+        f"{'GFLOP/s':>8} {'of peak':>8}"
+    )
     for row in rows:
         extra = ""
         if "x_sb3" in row:
             extra = f" {row['x_sb3']:>7.1f} {row['gflops']:>8.1f} {row['of_peak']:>8.0%}"
-        print(f"{row['trainer']:<28} {row['method']:<14} {row['runs']:>3} "
-              f"{row['cpu_s_per_1e6']:>18,.1f}{extra}")
+        print(
+            f"{row['trainer']:<28} {row['method']:<14} {row['runs']:>3} "
+            f"{row['cpu_s_per_1e6']:>18,.1f}{extra}"
+        )
     return rows

@@ -153,16 +153,26 @@ def plot_curves(rows: Sequence[Record], env_id: str, path: Path) -> None:
                 pts = [
                     r
                     for r in mine
-                    if r["method"] == method and r["density_value"] == value
+                    if r["method"] == method
+                    and r["density_value"] == value
                     and r["trainer"] == trainer
                 ]
                 if not pts:
                     continue
                 t = [p["timesteps"] for p in pts]
-                ax.plot(t, [p["success_iqm"] for p in pts], color=colors[trainer],
-                        label=f"{trainer} ({pts[0]['runs']} seeds)")
-                ax.fill_between(t, [p["low"] for p in pts], [p["high"] for p in pts],
-                                color=colors[trainer], alpha=0.2)
+                ax.plot(
+                    t,
+                    [p["success_iqm"] for p in pts],
+                    color=colors[trainer],
+                    label=f"{trainer} ({pts[0]['runs']} seeds)",
+                )
+                ax.fill_between(
+                    t,
+                    [p["low"] for p in pts],
+                    [p["high"] for p in pts],
+                    color=colors[trainer],
+                    alpha=0.2,
+                )
             ax.axhline(0.9, color="grey", lw=0.6, ls="--")
             ax.set_title(f"{method}, {mine[0].get('density_kwarg', 'L')}={value}", fontsize=9)
             ax.set_ylim(0, 1.02)
@@ -204,9 +214,7 @@ def analyse(
     for env_id in sorted({r["env_id"] for r in batched}):
         env_rows = [c for c in curves if c["env_id"] == env_id]
         for c in env_rows:
-            c["density_kwarg"] = next(
-                r["density_kwarg"] for r in batched if r["env_id"] == env_id
-            )
+            c["density_kwarg"] = next(r["density_kwarg"] for r in batched if r["env_id"] == env_id)
         write_csv(out / f"curves_{env_id}.csv", env_rows)
         plot_curves(env_rows, env_id, out / f"curves_{env_id}.png")
     return rows

@@ -40,9 +40,7 @@ class EquivalenceArgs:
     )
     protocol: str = field(default="rb1", metadata={"help": "protocol version"})
     tier: str = field(default="lite", metadata={"help": "protocol tier"})
-    out: Path = field(
-        default=Path("results/equivalence"), metadata={"help": "output folder"}
-    )
+    out: Path = field(default=Path("results/equivalence"), metadata={"help": "output folder"})
     max_batch: int = field(default=64, metadata={"help": "runs per batch at most", "min": 1})
     train: bool = field(default=True, metadata={"help": "train what is missing (else analyse)"})
 
@@ -66,9 +64,7 @@ def plan(args: EquivalenceArgs) -> list[dict[str, Any]]:
     tier = type(tier)(tier.name, tuple(args.seeds), tier.settings)
     jobs = []
     for method in args.methods:
-        jobs += bench.plan(
-            protocol, tier, method, args.out / "configs", args.env_ids or None
-        )
+        jobs += bench.plan(protocol, tier, method, args.out / "configs", args.env_ids or None)
     for job in jobs:
         job["trainer"] = "batched"
         job["key"] = run_key(job)
@@ -153,9 +149,15 @@ def main(args: EquivalenceArgs) -> list[dict[str, Any]]:
     from baselines.experiments.equivalence import analysis
 
     jobs = plan(args)
-    records = run(args, jobs) if args.train else [
-        r for r in read_records(args.out / "results.jsonl") if r["key"] in {j["key"] for j in jobs}
-    ]
+    records = (
+        run(args, jobs)
+        if args.train
+        else [
+            r
+            for r in read_records(args.out / "results.jsonl")
+            if r["key"] in {j["key"] for j in jobs}
+        ]
+    )
     rows = analysis.analyse(records, args.out, args.protocol, args.tier, args.methods)
     print(analysis.markdown_table(rows))
     return rows

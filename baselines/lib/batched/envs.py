@@ -74,8 +74,10 @@ class EnvConfig:
                 f"(env.unwrapped.dynamics); {env_id} has none: use --trainer sb3"
             )
         if not isinstance(self.env.action_space, gym.spaces.Discrete):
-            raise ValueError(f"--trainer batched needs a Discrete action space, {env_id} has "
-                             f"{self.env.action_space}")
+            raise ValueError(
+                f"--trainer batched needs a Discrete action space, {env_id} has "
+                f"{self.env.action_space}"
+            )
         space = self.env.observation_space
         if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
             raise ValueError(

@@ -93,9 +93,7 @@ def hidden_sizes(net_arch: object) -> tuple[list[int], list[int]]:
     return list(pi), list(vf)
 
 
-def make_layout(
-    obs_dim: int, num_actions: int, pi: list[int], vf: list[int] | None
-) -> MLPLayout:
+def make_layout(obs_dim: int, num_actions: int, pi: list[int], vf: list[int] | None) -> MLPLayout:
     """The layout of a policy network ``obs_dim -> pi... -> num_actions`` and, unless ``vf`` is
     ``None``, a value network ``obs_dim -> vf... -> 1``."""
     layers: list[Layer] = []

@@ -69,7 +69,9 @@ class Stepper:
             local = mine - lo
             full = len(local) == config.venv.num_envs
             seed_list: list[int | None] = [None] * config.venv.num_envs
-            for i, s in zip(local.tolist(), seeds[(rows >= lo) & (rows < hi)].tolist()):
+            for i, s in zip(
+                local.tolist(), seeds[(rows >= lo) & (rows < hi)].tolist(), strict=True
+            ):
                 seed_list[i] = int(s)
             mask = None
             if not full:
@@ -340,9 +342,9 @@ def _run_batch(
         entropies=rec["entropies"][t, j, i].astype(np.float64) if want_entropies else None,
         values=rec["values"][t, j, i].astype(np.float64),
         truncated=cut.astype(bool),
-        bootstrap_values=rec["bootstrap"][t[last], j, i[last]] if with_values else np.zeros(
-            len(starts)
-        ),
+        bootstrap_values=rec["bootstrap"][t[last], j, i[last]]
+        if with_values
+        else np.zeros(len(starts)),
     )
     masks = rec["masks"][t, j, i] if "masks" in rec else None
     return GroupRollout(batch, masks)

@@ -49,9 +49,7 @@ class RunState:
     wall_time: float = 0.0
 
 
-def sample_actions(
-    probs: np.ndarray, uniforms: np.ndarray
-) -> np.ndarray:
+def sample_actions(probs: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
     """Inverse-CDF draws: for each row of ``probs`` ``(..., A)`` the first action whose
     cumulative probability (float64) exceeds its uniform; the last action of positive
     probability where rounding leaves the uniform above the total."""
@@ -391,9 +389,7 @@ class BatchedTrainer:
         """Train every run to its budget; the states in the callers' order of ``runs``."""
         cpu0, wall0 = time.process_time(), time.perf_counter()
         self.stepper.reset(
-            np.concatenate(
-                [st.env_seed + np.arange(self.settings.n_envs) for st in self.streams]
-            )
+            np.concatenate([st.env_seed + np.arange(self.settings.n_envs) for st in self.streams])
         )
         self._record_points(self.active, np.full(len(self.active), -1))
         self._charge(cpu0, wall0, self.active)

@@ -34,7 +34,7 @@ import torch
 from baselines.lib.batched.envs import EnvConfig
 from baselines.lib.batched.optim import clip_by_global_norm
 from baselines.lib.batched.trainer import BatchedTrainer, sample_actions
-from baselines.lib.batched.update import MASKED_LOGIT, RolloutData, minibatches
+from baselines.lib.batched.update import RolloutData, minibatches
 
 DEFAULTS = {"blocks": 2, "width": 32, "heads": 2, "ff": 128}
 """The paper's sizes."""
@@ -191,12 +191,12 @@ class TransformerTrainer(BatchedTrainer):
             scores = scores.masked_fill(~causal, float("-inf"))
             att = torch.matmul(torch.softmax(scores, dim=-1), val).transpose(2, 3)
             att = att.reshape(runs, -1, w)
-            h = h + (torch.matmul(att, v(theta, f"out_w{b}")) + v(theta, f"out_b{b}")).view(
-                h.shape
-            )
+            h = h + (torch.matmul(att, v(theta, f"out_w{b}")) + v(theta, f"out_b{b}")).view(h.shape)
             f = torch.nn.functional.layer_norm(h, (w,)) * v(theta, f"ln2_g{b}")[:, None]
             f = (f + v(theta, f"ln2_b{b}")[:, None]).view(runs, -1, w)
-            f = torch.nn.functional.gelu(torch.matmul(f, v(theta, f"ff1_w{b}")) + v(theta, f"ff1_b{b}"))
+            f = torch.nn.functional.gelu(
+                torch.matmul(f, v(theta, f"ff1_w{b}")) + v(theta, f"ff1_b{b}")
+            )
             h = h + (torch.matmul(f, v(theta, f"ff2_w{b}")) + v(theta, f"ff2_b{b}")).view(h.shape)
         h = torch.nn.functional.layer_norm(h, (w,)) * v(theta, "lnf_g")[:, None]
         h = (h + v(theta, "lnf_b")[:, None]).view(runs, -1, w)
@@ -217,13 +217,15 @@ class TransformerTrainer(BatchedTrainer):
                 for i, j in enumerate(mine.tolist()):
                     self.tables[j] = (log_p[i].numpy(), values[i].numpy())
 
-    def act(self, runs, obs, masks, u, state_ids):  # noqa: ANN001, ANN201 (BatchedTrainer's)
+    def act(self, runs, obs, masks, u, state_ids):
         log_p = np.stack([self.tables[j][0][state_ids[i]] for i, j in enumerate(runs.tolist())])
         actions = sample_actions(np.exp(log_p), u)
         log_prob = np.take_along_axis(log_p, actions[..., None], axis=-1)[..., 0]
         values = None
         if self.trains_critic:
-            values = np.stack([self.tables[j][1][state_ids[i]] for i, j in enumerate(runs.tolist())])
+            values = np.stack(
+                [self.tables[j][1][state_ids[i]] for i, j in enumerate(runs.tolist())]
+            )
         entropy = None
         if self.want_entropies:
             entropy = -(np.exp(log_p) * log_p).sum(-1)
@@ -255,7 +257,9 @@ class TransformerTrainer(BatchedTrainer):
         shufflers = [self.streams[j].shuffle for j in runs.tolist()]
         configs = self.config_of[runs]
         for _ in range(ls.n_epochs):
-            batches = [minibatches(int(n), ls, g) for n, g in zip(data.sizes, shufflers)]
+            batches = [
+                minibatches(int(n), ls, g) for n, g in zip(data.sizes, shufflers, strict=True)
+            ]
             for j in range(max(len(b) for b in batches)):
                 active = np.array([len(b) > j for b in batches])
                 index = np.full((len(runs), ls.rows), stride - 1, dtype=np.int64)
@@ -319,6 +323,5 @@ def transformer_parameters(env_id: str, env_kwargs: dict[str, Any], **sizes: int
     """Parameters of the Transformer policy for one environment configuration (for docs)."""
     config = EnvConfig(env_id, env_kwargs, 1, 1)
     tree = HistoryTree.of(config)
-    shapes = _shapes(config.obs_dim, config.num_actions, tree.paths.shape[1],
-                     {**DEFAULTS, **sizes})
+    shapes = _shapes(config.obs_dim, config.num_actions, tree.paths.shape[1], {**DEFAULTS, **sizes})
     return sum(math.prod(s) for s in shapes.values())

@@ -133,7 +133,9 @@ def update(
     pi, vf = layout.net("pi"), layout.net("vf")
     grad = torch.zeros_like(theta)
     for _ in range(settings.n_epochs):
-        batches = [minibatches(int(n), settings, g) for n, g in zip(data.sizes, shufflers)]
+        batches = [
+            minibatches(int(n), settings, g) for n, g in zip(data.sizes, shufflers, strict=True)
+        ]
         count = max(len(b) for b in batches)
         index = np.full((count, runs, rows), stride - 1, dtype=np.int64)  # the padding row
         taken = np.zeros((count, runs), dtype=np.int64)
