@@ -37,6 +37,46 @@ class FlopCounter:
 
 
 FLOPS = FlopCounter()
+_ONE = torch.ones(())
+
+
+@dataclass(frozen=True)
+class FrozenNet:
+    """One network's weights ``(R, in, out)`` and biases ``(R, 1, out)`` copied out of ``theta``
+    once, for the many small forward passes of a rollout (the parameters do not change during
+    it); :meth:`rows` selects runs."""
+
+    layers: tuple[Layer, ...]
+    weights: tuple[torch.Tensor, ...]
+    biases: tuple[torch.Tensor, ...]
+
+    @classmethod
+    def of(cls, theta: torch.Tensor, layers: tuple[Layer, ...]) -> FrozenNet:
+        return cls(
+            layers,
+            tuple(weight(theta, layer).contiguous() for layer in layers),
+            tuple(bias(theta, layer).contiguous() for layer in layers),
+        )
+
+    def rows(self, index: torch.Tensor) -> FrozenNet:
+        return FrozenNet(
+            self.layers,
+            tuple(w.index_select(0, index) for w in self.weights),
+            tuple(b.index_select(0, index) for b in self.biases),
+        )
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        """The network on ``x`` ``(R, B, in)``: ``(R, B, out)`` (as :func:`forward`)."""
+        h = x
+        for layer, w, b in zip(self.layers, self.weights, self.biases, strict=True):
+            FLOPS.add(x.shape[0], x.shape[1], layer.fan_in, layer.fan_out)
+            if layer.fan_out == 1:
+                h = (h * w.transpose(1, 2)).sum(-1, keepdim=True) + b
+            else:
+                h = torch.baddbmm(b, h, w)
+            if layer.activation:
+                tanh_(h)
+        return h
 
 
 @dataclass(frozen=True)
@@ -199,5 +239,4 @@ def backward(
                 d = d * weight(theta, layer).transpose(1, 2)
             else:
                 d = torch.bmm(d, weight(theta, layer).transpose(1, 2))
-            slope = torch.mul(h, h)  # tanh' = 1 - h**2, in place (no temporaries)
-            d.mul_(slope.neg_().add_(1.0))
+            d.mul_(torch.addcmul(_ONE, h, h, value=-1.0))  # tanh' = 1 - h**2

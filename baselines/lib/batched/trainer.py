@@ -156,7 +156,17 @@ class BatchedTrainer:
         )
 
     def _start_rollout(self, runs: np.ndarray) -> None:
-        """Hook before a rollout's collection (the policy is fixed until its update)."""
+        """Before a rollout's collection: the networks' weights copied out once (the policy is
+        fixed until the update)."""
+        self.frozen = {"pi": mlp.FrozenNet.of(self.theta, self.layout.net("pi"))}
+        if self.trains_critic:
+            self.frozen["vf"] = mlp.FrozenNet.of(self.theta, self.layout.net("vf"))
+
+    def _frozen(self, runs: np.ndarray, net: str) -> mlp.FrozenNet:
+        frozen = self.frozen[net]
+        if len(runs) == len(self.active) and np.array_equal(runs, self.active):
+            return frozen
+        return frozen.rows(torch.from_numpy(np.searchsorted(self.active, runs)))
 
     @staticmethod
     def check_settings(hyperparameters: dict[str, Any]) -> TrainerSettings:
@@ -220,13 +230,16 @@ class BatchedTrainer:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
         """Actions, log-probabilities, values and entropies of ``runs`` at ``obs``."""
         with torch.no_grad():
-            theta = self._rows(runs)
-            log_p, p = self._probs(theta, obs, masks)
+            logits = self._frozen(runs, "pi")(torch.from_numpy(obs))
+            if masks is not None:
+                logits = logits.masked_fill(~torch.from_numpy(masks), MASKED_LOGIT)
+            log_p = torch.log_softmax(logits, dim=-1)
+            p = torch.exp(log_p)
             actions = sample_actions(p.numpy(), u)
             log_prob = log_p.gather(2, torch.from_numpy(actions)[..., None])[..., 0].numpy()
             values = None
             if self.trains_critic:
-                values = self._values(theta, obs)
+                values = self._frozen(runs, "vf")(torch.from_numpy(obs))[..., 0].numpy()
             entropy = None
             if self.want_entropies:
                 plogp = p * log_p
@@ -235,17 +248,14 @@ class BatchedTrainer:
                 entropy = (-plogp.sum(-1)).numpy()
         return actions, log_prob, values, entropy
 
-    def _values(self, theta: torch.Tensor, obs: np.ndarray) -> np.ndarray:
-        values, _ = mlp.forward(theta, self.layout.net("vf"), torch.from_numpy(obs))
-        return values[..., 0].numpy()
-
     def values_of(
         self, runs: np.ndarray, obs: np.ndarray, state_ids: np.ndarray | None = None
     ) -> np.ndarray:
         """Values ``(R, k)`` of ``runs`` at ``obs`` ``(R, k, d)`` (``state_ids``: their states,
         for policies that need them)."""
+        x = torch.from_numpy(np.ascontiguousarray(obs, dtype=np.float32))
         with torch.no_grad():
-            return self._values(self._rows(runs), np.ascontiguousarray(obs, dtype=np.float32))
+            return self._frozen(runs, "vf")(x)[..., 0].numpy()
 
     def policy_tables(self, runs: np.ndarray) -> list[np.ndarray]:
         """The tabular policy of each of ``runs`` (all of one configuration) on every state."""
