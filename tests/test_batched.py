@@ -408,3 +408,12 @@ def test_sb3_trainer_refuses_the_transformer_policy(tmp_path):
     config.write_text("common: {policy: transformer}\n")
     with pytest.raises(ValueError, match="--trainer batched"):
         build(TrainArgs(env_id=DOORS, config=config, progress=False))
+
+
+def test_group_runs_separates_observation_spaces_of_one_env_id():
+    a = doors("ppo", 0, 3)
+    b = RunSpec(DOORS, {"num_floors": 2, "routine_length": 3, "observation": "position"}, "ppo",
+                1, 1200, 200, hyperparameters=HYPER)  # fmt: skip
+    assert group_runs([a, b, doors("ppo", 2, 9)]) == [[0, 2], [1]]
+    results = train_runs([a, b])  # two batches, one call
+    assert all(len(r.success) == 7 for r in results)

@@ -38,20 +38,26 @@ def _batch_peak(jobs: list[dict[str, Any]], queue: Any) -> None:
 def tier_peaks(
     protocol: str, tier: str, method: str, max_batch: int = 64, rollouts: int = 2
 ) -> list[dict[str, Any]]:
-    """Peak bytes of one batch per setting of ``tier`` (see the module docstring)."""
+    """Peak bytes of every batch that :func:`baselines.lib.batched.train_runs` forms from the
+    tier's runs of ``method`` (see the module docstring), in order."""
     import tempfile
     from pathlib import Path
 
     from baselines.experiments.benchmark import sweep
     from baselines.experiments.benchmark.protocol import load_protocol
+    from baselines.lib.batched import RunSpec, group_runs
 
     proto = load_protocol(protocol)
-    chosen = proto.tier(tier)
-    jobs = sweep.plan(proto, chosen, method, Path(tempfile.mkdtemp(prefix="memory_")))
+    jobs = sweep.plan(proto, proto.tier(tier), method, Path(tempfile.mkdtemp(prefix="memory_")))
+    specs = [
+        RunSpec(j["env_id"], j["env_kwargs"], j["method"], j["seed"], j["budget"], j["budget"],
+                hyperparameters=j["hyperparameters"])
+        for j in jobs
+    ]  # fmt: skip
     rows = []
     context = multiprocessing.get_context("spawn")
-    for setting in dict.fromkeys(j["setting"] for j in jobs):
-        mine = [j for j in jobs if j["setting"] == setting][:max_batch]
+    for group in group_runs(specs, max_batch):
+        mine = [jobs[i] for i in group]
         hyper = mine[0]["hyperparameters"]
         steps = rollouts * hyper.get("n_steps", 2048) * hyper.get("n_envs", 8)
         short = [{**j, "budget": steps} for j in mine]
@@ -62,9 +68,9 @@ def tier_peaks(
         process.join()
         rows.append(
             {
-                "setting": setting,
+                "setting": ", ".join(sorted({j["setting"] for j in short})),
                 "runs": len(short),
-                "densities": len({j["density_value"] for j in short}),
+                "densities": len({(j["setting"], j["density_value"]) for j in short}),
                 "peak_bytes": int(peak),
             }
         )

@@ -138,6 +138,7 @@ def plot_curves(rows: Sequence[Record], env_id: str, path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
 
     mine = [r for r in rows if r["env_id"] == env_id]
     methods = sorted({r["method"] for r in mine})
@@ -176,6 +177,8 @@ def plot_curves(rows: Sequence[Record], env_id: str, path: Path) -> None:
             ax.axhline(0.9, color="grey", lw=0.6, ls="--")
             ax.set_title(f"{method}, {mine[0].get('density_kwarg', 'L')}={value}", fontsize=9)
             ax.set_ylim(0, 1.02)
+            ax.xaxis.set_major_locator(MaxNLocator(4))
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x / 1000:g}k"))
             ax.tick_params(labelsize=7)
             if i == len(methods) - 1:
                 ax.set_xlabel("env steps", fontsize=8)
@@ -199,11 +202,18 @@ def write_csv(path: Path, rows: Sequence[Record]) -> None:
 
 
 def analyse(
-    batched: Sequence[Record], out: Path, protocol: str, tier: str, methods: Sequence[str]
+    batched: Sequence[Record],
+    out: Path,
+    protocol: str,
+    tier: str,
+    methods: Sequence[str],
+    extra_sb3: Sequence[Record] = (),
 ) -> list[Record]:
-    """Write the table and the curves (see the module docstring); return the table's rows."""
+    """Write the table and the curves (see the module docstring); return the table's rows.
+    ``extra_sb3``: SB3 runs of more seeds, scored with the shipped references."""
     out.mkdir(parents=True, exist_ok=True)
     references = load_references(protocol, tier, methods)
+    references += [{**r, "trainer": "sb3"} for r in extra_sb3 if r["method"] in methods]
     settings = {r["setting"] for r in batched}
     references = [r for r in references if r["setting"] in settings]
     rows = equivalence_rows(batched, references)

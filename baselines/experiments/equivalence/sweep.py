@@ -43,6 +43,14 @@ class EquivalenceArgs:
     out: Path = field(default=Path("results/equivalence"), metadata={"help": "output folder"})
     max_batch: int = field(default=64, metadata={"help": "runs per batch at most", "min": 1})
     train: bool = field(default=True, metadata={"help": "train what is missing (else analyse)"})
+    sb3_seeds: list[int] = field(
+        default_factory=list,
+        metadata={
+            "help": "extra SB3 seeds beside the shipped references' (run like them, into "
+            "<out>/sb3_results.jsonl), to narrow the SB3 side of wide intervals",
+            "min": 0,
+        },
+    )
 
 
 def run_key(job: dict[str, Any]) -> str:
@@ -52,8 +60,9 @@ def run_key(job: dict[str, Any]) -> str:
     return json.dumps({"benchmark": benchmark_key(job), "trainer": "batched"}, sort_keys=True)
 
 
-def plan(args: EquivalenceArgs) -> list[dict[str, Any]]:
-    """The benchmark's jobs of every method on ``args.seeds`` (validated before training)."""
+def plan(args: EquivalenceArgs, seeds: list[int] | None = None) -> list[dict[str, Any]]:
+    """The benchmark's jobs of every method on ``args.seeds`` (or ``seeds``), validated before
+    training."""
     from baselines.experiments.benchmark import sweep as bench
     from baselines.experiments.benchmark.protocol import load_protocol
 
@@ -61,7 +70,7 @@ def plan(args: EquivalenceArgs) -> list[dict[str, Any]]:
     cli.check_unique("methods", args.methods)
     protocol = load_protocol(args.protocol)
     tier = protocol.tier(args.tier)
-    tier = type(tier)(tier.name, tuple(args.seeds), tier.settings)
+    tier = type(tier)(tier.name, tuple(args.seeds if seeds is None else seeds), tier.settings)
     jobs = []
     for method in args.methods:
         jobs += bench.plan(protocol, tier, method, args.out / "configs", args.env_ids or None)
@@ -141,6 +150,32 @@ def run(args: EquivalenceArgs, jobs: list[dict[str, Any]]) -> list[dict[str, Any
     return [r for r in read_records(path) if r["key"] in keys]
 
 
+def run_sb3(args: EquivalenceArgs) -> list[dict[str, Any]]:
+    """The SB3 runs of ``args.sb3_seeds`` not yet in ``<out>/sb3_results.jsonl`` (each one
+    :func:`baselines.experiments.benchmark.sweep.run_benchmark_job`, as the references were
+    made), one after the other in this process; return the file's records of the plan."""
+    from baselines.experiments.benchmark.sweep import run_benchmark_job
+
+    if not args.sb3_seeds:
+        return []
+    overlap = sorted(set(args.sb3_seeds) & set(range(10)))
+    if overlap:
+        raise ValueError(f"--sb3-seeds {overlap} are the references' seeds already")
+    jobs = plan(args, args.sb3_seeds)
+    for job in jobs:
+        job.pop("trainer")
+        job.pop("key")
+    path = args.out / "sb3_results.jsonl"
+    from baselines.experiments.benchmark.sweep import run_key as benchmark_key
+
+    done = {r["key"] for r in read_records(path)}
+    for job in jobs:
+        if benchmark_key(job) not in done:
+            append_records(path, [{**run_benchmark_job(job), "trainer": "sb3"}])
+    keys = {benchmark_key(job) for job in jobs}
+    return [r for r in read_records(path) if r["key"] in keys]
+
+
 def parse_args(argv: list[str] | None = None) -> EquivalenceArgs:
     return cli.parse_settings(EquivalenceArgs, argv, description=__doc__.splitlines()[0])
 
@@ -158,7 +193,12 @@ def main(args: EquivalenceArgs) -> list[dict[str, Any]]:
             if r["key"] in {j["key"] for j in jobs}
         ]
     )
-    rows = analysis.analyse(records, args.out, args.protocol, args.tier, args.methods)
+    extra = (
+        run_sb3(args)
+        if args.train
+        else [r for r in read_records(args.out / "sb3_results.jsonl") if r.get("trainer") == "sb3"]
+    )
+    rows = analysis.analyse(records, args.out, args.protocol, args.tier, args.methods, extra)
     print(analysis.markdown_table(rows))
     return rows
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -67,12 +68,30 @@ class RunSpec:
             raise ValueError(f"target_success must be in (0, 1], got {self.target_success}")
 
 
+@functools.cache
+def _spaces(env_id: str, kwargs_json: str) -> tuple[str, str]:
+    import gymnasium as gym
+
+    import routine_envs
+
+    gym.register_envs(routine_envs)
+    env = gym.make(env_id, **json.loads(kwargs_json))
+    return str(env.observation_space), str(env.action_space)
+
+
 def batch_key(spec: RunSpec) -> str:
-    """What runs of one batch must share: the env id, the method spec and the resolved
-    hyperparameters (canonical JSON). ``env_kwargs`` (densities, observation modes), seeds,
-    budgets and evaluation schedules may differ within a batch."""
+    """What runs of one batch must share: the env id, the method spec, the resolved
+    hyperparameters and the observation and action spaces (canonical JSON). ``env_kwargs``
+    (densities, observation modes of the same shape), seeds, budgets and evaluation schedules
+    may differ within a batch."""
+    spaces = _spaces(spec.env_id, json.dumps(spec.env_kwargs, sort_keys=True))
     return json.dumps(
-        {"env_id": spec.env_id, "method": spec.method, "hyper": spec.resolved_hyperparameters()},
+        {
+            "env_id": spec.env_id,
+            "method": spec.method,
+            "hyper": spec.resolved_hyperparameters(),
+            "spaces": spaces,
+        },
         sort_keys=True,
         default=str,
     )
