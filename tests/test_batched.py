@@ -417,3 +417,57 @@ def test_group_runs_separates_observation_spaces_of_one_env_id():
     assert group_runs([a, b, doors("ppo", 2, 9)]) == [[0, 2], [1]]
     results = train_runs([a, b])  # two batches, one call
     assert all(len(r.success) == 7 for r in results)
+
+
+# ---------------------------------------------------------------- the equivalence study
+def synthetic_run(trainer: str, seed: int, crossing: float, budget: int = 1000) -> dict:
+    """A run whose success rises linearly to 1 and crosses 0.9 at ``crossing`` steps."""
+    t = list(range(0, budget + 1, 100))
+    success = [min(1.0, 0.9 * x / crossing) for x in t]
+    return {
+        "method": "ppo", "setting": "Env-v0{}", "env_id": "Env-v0", "trainer": trainer,
+        "density_kwarg": "routine_length", "density_value": 3, "rho": 0.25, "seed": seed,
+        "budget": budget, "target": 0.9, "timesteps": t, "success": success,
+    }  # fmt: skip
+
+
+def test_equivalence_rows_score_both_trainers_as_the_leaderboard(tmp_path):
+    from baselines.experiments.equivalence import analysis
+
+    sb3 = [synthetic_run("sb3", s, 500 + 10 * s) for s in range(10)]
+    same = [synthetic_run("batched", s, 500 + 10 * s) for s in range(10)]
+    slower = [synthetic_run("batched", s, 1.5 * (500 + 10 * s)) for s in range(10)]
+    (row,) = analysis.equivalence_rows(same, sb3)
+    assert row["ratio"] == pytest.approx(1.0) and row["equivalent"]
+    (row,) = analysis.equivalence_rows(slower, sb3)
+    assert row["ratio"] == pytest.approx(1.5, rel=0.01) and not row["equivalent"]
+    assert not row["includes_1"] and row["low"] > 1.18
+    censored = [synthetic_run("batched", s, 5000) for s in range(10)]  # never reached
+    (row,) = analysis.equivalence_rows(censored, sb3)
+    assert row["batched_reached"] == 0 and row["batched_iqm"] == 1000
+    curves = analysis.curve_rows([*same, *sb3])
+    assert {c["trainer"] for c in curves} == {"sb3", "batched"}
+    for c in curves:
+        c["density_kwarg"] = "routine_length"
+    analysis.plot_curves(curves, "Env-v0", tmp_path / "c.png")
+    assert (tmp_path / "c.png").stat().st_size > 10_000
+    assert "| Env-v0{} |" in analysis.markdown_table([row])
+
+
+def test_equivalence_settings_are_flags_and_plan_the_references_jobs(tmp_path):
+    from baselines.experiments.equivalence import sweep
+
+    args = sweep.parse_args(["--env-ids", "DilutedDoors-v1", "--methods", "ppo", "--seeds", "0",
+                             "11", "--out", str(tmp_path)])  # fmt: skip
+    jobs = sweep.plan(args)
+    assert len(jobs) == 8  # 4 densities x 2 seeds
+    reference = json.loads(
+        open("baselines/references/rb1/lite/ppo.jsonl").readline()  # noqa: SIM115
+    )
+    first = next(j for j in jobs if j["seed"] == 0 and j["density_value"] == 0)
+    for key in ("env_kwargs", "budget", "eval_every", "target", "hyperparameters"):
+        assert first[key] == reference[key], key
+    with pytest.raises(ValueError, match="seeds"):
+        sweep.plan(sweep.EquivalenceArgs(seeds=[1, 1], out=tmp_path))
+    with pytest.raises(SystemExit):  # the CLI refuses it too, with exit status 2
+        sweep.parse_args(["--seeds", "1", "1"])
