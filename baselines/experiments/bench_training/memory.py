@@ -64,8 +64,10 @@ def tier_peaks(
         queue = context.Queue()
         process = context.Process(target=_batch_peak, args=(short, queue))
         process.start()
-        peak = queue.get()
         process.join()
+        if process.exitcode != 0:
+            raise RuntimeError(f"the batch of {mine[0]['setting']} failed (see above)")
+        peak = queue.get()
         rows.append(
             {
                 "setting": ", ".join(sorted({j["setting"] for j in short})),
