@@ -47,7 +47,7 @@ class Stepper:
         self.info[keys.CRITICAL] = np.zeros(total, dtype=bool)
         self.masks = np.ones((total, c0.num_actions), dtype=bool) if c0.masked else None
         self.alive = np.ones(len(configs), dtype=bool)
-        self.config_of = config_of
+        self.config_of = config_of  # the configuration of each run, (R,)
 
     def _store(self, c: int, obs: np.ndarray, infos: dict[str, Any], where: np.ndarray) -> None:
         lo = self.bounds[c]
@@ -228,8 +228,9 @@ def gae(
 
 @dataclass
 class GroupRollout:
-    """A rollout of whole episodes of one run: its batch (for the estimator), and per step
-    (in the batch's order) the action masks; ``steps`` per run counted as SB3 counts them."""
+    """A rollout of whole episodes of one run: its batch (for the estimator; its
+    ``num_steps`` is what SB3 counts) and, per step in the batch's order, the action masks
+    ``(N, A)`` (``None`` without masks)."""
 
     batch: EpisodeBatch
     masks: np.ndarray | None

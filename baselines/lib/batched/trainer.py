@@ -66,8 +66,10 @@ class BatchedTrainer:
     """Train runs that share a batch key together (same env id, method, hyperparameters).
 
     Args:
-        runs: ``(env_id, env_kwargs, method, seed, budget, eval_every)`` per run.
-        settings: the batch's resolved hyperparameters.
+        runs: one dict per run with ``env_id``, ``env_kwargs``, ``method``, ``seed``,
+            ``budget`` (steps) and ``points`` (the evaluation schedule); use
+            :func:`baselines.lib.batched.train_runs`, which builds them from ``RunSpec``s.
+        hyperparameters: the batch's resolved hyperparameters (one set for every run).
     """
 
     def __init__(
