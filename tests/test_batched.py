@@ -471,3 +471,14 @@ def test_equivalence_settings_are_flags_and_plan_the_references_jobs(tmp_path):
         sweep.plan(sweep.EquivalenceArgs(seeds=[1, 1], out=tmp_path))
     with pytest.raises(SystemExit):  # the CLI refuses it too, with exit status 2
         sweep.parse_args(["--seeds", "1", "1"])
+
+
+@pytest.mark.parametrize(
+    "method",
+    ["rloo", "gigpo", "routine_masked", "mc_rollout", 'detector_masked{"detector": "critic"}'],
+)
+def test_every_estimator_of_credit_trains_through_the_episode_batch(method):
+    extra = {"estimator_kwargs": {"num_rollouts": 2}} if method == "mc_rollout" else {}
+    (result,) = train_runs([doors(method, 0, 3, budget=600, **extra)])
+    assert len(result.success) == 4 and all(0 <= s <= 1 for s in result.success)
+    assert result.success[-1] != result.success[0]  # the policy was updated
