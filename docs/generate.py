@@ -1,4 +1,6 @@
-"""Write one docs page per registered environment from its class docstring.
+"""Write the generated docs pages: one per registered environment from its class docstring, and
+the command-line reference ``docs/cli.md`` from every entry point's flags (the settings
+dataclasses' help, through the parsers the scripts build).
 
 Run from the repository root: ``python docs/generate.py``. A test regenerates the pages and fails
 when a committed page differs, so the docs cannot drift from the code.
@@ -6,9 +8,13 @@ when a committed page differs, so the docs cannot drift from the code.
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import importlib
 import inspect
 import sys
+import typing
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,15 +48,243 @@ def render_page(entries: list[EnvEntry]) -> str:
     )
 
 
+# ------------------------------------------------------------------ the command-line reference
+CLI_PAGE = ROOT / "docs" / "cli.md"
+
+
+class RecordingParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` that keeps the actions its ``add_argument`` calls return."""
+
+    def __init__(self) -> None:
+        super().__init__(add_help=False)
+        self.recorded: list[argparse.Action] = []
+
+    def add_argument(self, *args: typing.Any, **kwargs: typing.Any) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        self.recorded.append(action)
+        return action
+
+
+def _settings(module: str, name: str) -> Callable[[], type]:
+    return lambda: getattr(importlib.import_module(module), name)
+
+
+def _with_settings(settings: Callable[[], type]) -> Callable[[argparse.ArgumentParser], None]:
+    def add(parser: argparse.ArgumentParser) -> None:
+        from baselines.lib import cli
+
+        cli.add_settings_arguments(parser, settings())
+
+    return add
+
+
+def _compare(parser: argparse.ArgumentParser) -> None:
+    from baselines.experiments.compare import sweep
+
+    _with_settings(lambda: sweep.SweepArgs)(parser)
+    sweep.add_sweep_argument(parser)
+
+
+def _module_arguments(module: str) -> Callable[[argparse.ArgumentParser], None]:
+    return lambda parser: importlib.import_module(module).add_arguments(parser)
+
+
+def _dataclass_entry(
+    command: str, what: str, module: str, name: str
+) -> tuple[str, str, Callable[[], type], Callable[[argparse.ArgumentParser], None]]:
+    """An entry point whose flags are exactly the fields of the settings dataclass."""
+    settings = _settings(module, name)
+    return command, what, settings, _with_settings(settings)
+
+
+#: (command, what it does, the settings dataclass or None, what adds its flags to a parser).
+ENTRY_POINTS: list[tuple[str, str, Callable[[], type] | None, Callable[..., None]]] = [
+    _dataclass_entry(
+        "python -m baselines.demo",
+        "the main job (`make demo`): a rendered episode, rho against 1/(1+L), the oracle's "
+        "advantages, the rho law and a short training comparison",
+        "baselines.experiments.demo.sweep",
+        "DemoArgs",
+    ),
+    _dataclass_entry(
+        "python -m baselines.train",
+        "one training run of an SB3 method (docs/baselines.md)",
+        "baselines.lib.training",
+        "TrainArgs",
+    ),
+    (
+        "python -m baselines.compare",
+        "a comparison sweep: environments x routine lengths x methods x seeds (docs/baselines.md)",
+        _settings("baselines.experiments.compare.sweep", "SweepArgs"),
+        _compare,
+    ),
+    _dataclass_entry(
+        "python -m baselines.multiagent",
+        "parameter-shared training on the team environments (docs/multiagent.md)",
+        "baselines.experiments.multiagent.sweep",
+        "TeamSweepArgs",
+    ),
+    _dataclass_entry(
+        "python -m baselines.benchmark",
+        "the benchmark protocol: run, report, references, plan (docs/benchmark.md)",
+        "baselines.experiments.benchmark.command",
+        "BenchmarkArgs",
+    ),
+    _dataclass_entry(
+        "python -m baselines.snr_lab",
+        "the paper's SNR experiments: rho-law, critic, beyond or all (docs/reproducing.md)",
+        "baselines.experiments.snr_lab.sweep",
+        "LabCommand",
+    ),
+    _dataclass_entry(
+        "python -m baselines.snr_lab measure",
+        "the open lab: SNR, exact bias, cosine and MSE of any estimators on any environment "
+        "(docs/estimators.md, docs/reproducing.md)",
+        "baselines.experiments.snr_lab.measure",
+        "MeasureArgs",
+    ),
+    _dataclass_entry(
+        "python -m baselines.snr_network",
+        "gradient SNR of a neural policy (docs/reproducing.md)",
+        "baselines.experiments.snr_network.sweep",
+        "NetworkArgs",
+    ),
+    _dataclass_entry(
+        "python -m baselines.detectors score",
+        "criticality detectors scored against the annotations (docs/detectors.md)",
+        "baselines.experiments.detectors.score",
+        "ScoreArgs",
+    ),
+    _dataclass_entry(
+        "python -m baselines.detectors policy",
+        "a short training run's policy table as .npy, to score detectors under (docs/detectors.md)",
+        "baselines.experiments.detectors.trained_policy",
+        "PolicyArgs",
+    ),
+    _dataclass_entry(
+        "python -m baselines.bench_training",
+        "training throughput of the SB3 methods",
+        "baselines.experiments.bench_training.sweep",
+        "BenchArgs",
+    ),
+    _dataclass_entry(
+        "python -m baselines.bench_backends",
+        "one sweep on the process pool and on Ray (docs/cluster.md)",
+        "baselines.experiments.bench_backends.sweep",
+        "BenchArgs",
+    ),
+    (
+        "python -m routine_envs diagnose",
+        "the decision density rho of any branchable Gymnasium environment (docs/diagnose.md)",
+        None,
+        _module_arguments("routine_envs.diagnose.cli"),
+    ),
+    (
+        "python -m routine_envs.bench",
+        "the speed benchmark beside Gymnasium's FrozenLake-v1 and CartPole-v1",
+        None,
+        _module_arguments("routine_envs.bench"),
+    ),
+]
+
+
+def anchor(command: str) -> str:
+    """The Markdown heading anchor of ``## `command` ``: GitHub's rule (lower case, spaces to
+    hyphens, punctuation other than hyphens and underscores dropped)."""
+    text = command.lower().replace(" ", "-")
+    return "".join(c for c in text if c.isalnum() or c in "-_")
+
+
+def _type_name(kind: typing.Any) -> str:
+    kind = next((a for a in typing.get_args(kind) if a is not type(None)), kind)
+    origin = typing.get_origin(kind) or kind
+    if origin in (list, tuple):
+        args = [a for a in typing.get_args(kind) if a is not Ellipsis]
+        return _type_name(args[0]) if args else "str"
+    if origin is dict:
+        return "JSON object"
+    return {Path: "path"}.get(origin, getattr(origin, "__name__", str(origin)))
+
+
+def _value(action: argparse.Action, field: dataclasses.Field | None, hints: dict) -> str:
+    """What the flag takes: its choices, its type (and lower bound), one or more of them."""
+    if isinstance(action, argparse.BooleanOptionalAction):
+        return "on / off"
+    if action.nargs == 0:
+        return "switch"
+    if action.choices is not None:
+        return " | ".join(f"`{c}`" for c in action.choices)
+    if field is not None:
+        name = _type_name(hints[field.name])
+        if "min" in field.metadata:
+            name += f" >= {field.metadata['min']}"
+    elif action.metavar == "JSON":
+        name = "JSON object"
+    else:
+        name = getattr(action.type, "__name__", None) or "str"
+    return f"one or more: {name}" if action.nargs == "+" else name
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def cli_section(
+    command: str, what: str, settings: Callable[[], type] | None, add: Callable[..., None]
+) -> str:
+    """One entry point's flags as a Markdown table, read from the parser its script builds."""
+    parser = RecordingParser()
+    add(parser)
+    cls = settings() if settings is not None else None
+    fields = {f.name: f for f in dataclasses.fields(cls)} if cls is not None else {}
+    hints = typing.get_type_hints(cls) if cls is not None else {}
+    source = f"settings `{cls.__module__}.{cls.__qualname__}`" if cls else "command's parser"
+    rows = []
+    for action in parser.recorded:
+        flag = " / ".join(f"`{o}`" for o in action.option_strings) or f"`{action.dest.upper()}`"
+        text = action.help or ""
+        default = action.default
+        unset = default is None or default is False or default is argparse.SUPPRESS
+        if not unset and default not in ("", []) and "(default:" not in text:
+            if isinstance(default, (list, tuple)):
+                default = " ".join(map(str, default))
+            text += f" (default: {default})"
+        value = _value(action, fields.get(action.dest), hints)
+        rows.append(f"| {flag} | {_cell(value)} | {_cell(text)} |")
+    return (
+        f"## `{command}`\n\n{what[0].upper()}{what[1:]}; flags from the {source}.\n\n"
+        "| flag | value | meaning |\n|---|---|---|\n" + "\n".join(rows) + "\n"
+    )
+
+
+def cli_page() -> str:
+    """``docs/cli.md``: every flag of every entry point, each documented once."""
+    contents = "\n".join(f"- [`{c}`](#{anchor(c)})" for c, *_ in ENTRY_POINTS)
+    sections = "\n".join(cli_section(*entry) for entry in ENTRY_POINTS)
+    return (
+        "# Command-line reference\n\n"
+        "<!-- generated by docs/generate.py from the entry points' parsers; do not edit -->\n\n"
+        "Every flag of every entry point, with the help text `--help` prints (from the settings "
+        "dataclasses' field help, or the parser of a command without one). Run the `baselines` "
+        "scripts from the repository root. A bad value is refused before any work with one line "
+        "naming the flag and exit status 2. Lists are given as `--routine-lengths 0 3 10`, JSON "
+        "objects in quotes (`--env-kwargs '{\"routine_length\": 5}'`), booleans as "
+        "`--flag` / `--no-flag`. Where another page explains what a flag's values mean, it "
+        "links here for the list.\n\n" + contents + "\n\n" + sections
+    )
+
+
 def pages() -> dict[Path, str]:
-    """Every page this script writes, by path: one per environment class."""
+    """Every page this script writes, by path: one per environment class, and docs/cli.md."""
     by_class: dict[str, list[EnvEntry]] = {}
     for entry in ENVIRONMENTS:
         by_class.setdefault(entry.entry_point, []).append(entry)
-    return {
+    written = {
         ROOT / "docs" / "envs" / f"{page_name(group[0])}.md": render_page(group)
         for group in by_class.values()
     }
+    written[CLI_PAGE] = cli_page()
+    return written
 
 
 def main() -> None:

@@ -377,9 +377,8 @@ def report_goals(results: dict[str, tuple[float, float, bool]], print_fn: PrintF
         print_fn(f"{'met    ' if met else 'NOT MET'}  {name:<58} measured {measured:.2f}")
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
-    """Run every table; return ``{"single", "vector", "deepcopy", "model", "goals"}``."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``python -m routine_envs.bench``."""
     parser.add_argument("--steps", type=int, default=100_000, help="steps per timed run")
     parser.add_argument("--repeats", type=int, default=5, help="timed runs; the best is kept")
     parser.add_argument(
@@ -400,6 +399,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         default=list(MODEL_FLOORS),
         help="numbers of floors of the exact-model table (routine_length 50)",
     )
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Run every table; return ``{"single", "vector", "deepcopy", "model", "goals"}``."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_arguments(parser)
     args = parser.parse_args(argv)
     print_fn = print
 

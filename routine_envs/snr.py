@@ -165,8 +165,8 @@ def moment_statistics(
     gradient ``target`` (``grad J``) also the error of ``E g`` against it: ``relative_bias``
     ``||E g - grad J|| / ||grad J||`` (its square without the plug-in bias ``tr Cov / n``;
     0 where that is negative; ``relative_bias_sq`` is the signed square), ``cosine`` of
-    ``E g`` and ``grad J`` (``E g . grad J`` over ``sqrt(signal) ||grad J||``), and ``mse``
-    ``E ||g - grad J||^2``."""
+    ``E g`` and ``grad J`` (``E g . grad J`` over ``sqrt(signal) ||grad J||``; not clipped, so it
+    can exceed 1: see :attr:`SNRResult.cosine_raw`), and ``mse`` ``E ||g - grad J||^2``."""
 
     def dot(x: np.ndarray, y: np.ndarray) -> float:
         return float(x @ y) if metric is None else float(x @ metric @ y)
@@ -218,9 +218,15 @@ class SNRResult:
             ``cross_variance``: the rest (twice their cross-covariance trace).
         num_groups, group_size: the sample.
         relative_bias, cosine, mse (each with ``_low``/``_high``, 95% jackknife intervals):
-            the error of ``E g`` against the exact policy gradient ``grad J`` (see
+            estimates of the error of ``E g`` against the exact policy gradient ``grad J`` (see
             :func:`moment_statistics`; ``mse`` for a batch of one group); ``gradient_norm`` is
-            ``||grad J||``. ``None`` where the exact gradient was not computed.
+            ``||grad J||``. ``None`` where the exact gradient was not computed. ``cosine`` and
+            its interval are clipped to ``[-1, 1]``, the range of a cosine.
+        cosine_raw, cosine_raw_low, cosine_raw_high: the cosine estimate and its interval before
+            clipping. Its denominator holds ``sqrt`` of the bias-corrected estimate of
+            ``||E g||^2`` (``||mean g||^2 - tr Cov g / n``), smaller than the plug-in
+            ``||mean g||^2``, so Cauchy-Schwarz does not bound the ratio: where ``||E g||^2`` is
+            small against ``tr Cov g / n`` (a low SNR, few groups), it can exceed 1.
     """
 
     estimator: str
@@ -241,6 +247,9 @@ class SNRResult:
     cosine: float | None = None
     cosine_low: float | None = None
     cosine_high: float | None = None
+    cosine_raw: float | None = None
+    cosine_raw_low: float | None = None
+    cosine_raw_high: float | None = None
     mse: float | None = None
     mse_low: float | None = None
     mse_high: float | None = None
@@ -478,6 +487,11 @@ def measure_snr(
             for key in ("cosine", "mse"):
                 k_low, k_high = _jackknife(np.array([d[key] for d in drops]), full[key])
                 errors.update({key: full[key], f"{key}_low": k_low, f"{key}_high": k_high})
+            # a cosine lies in [-1, 1]; the bias-corrected estimate need not (see SNRResult)
+            for suffix in ("", "_low", "_high"):
+                raw = errors[f"cosine{suffix}"]
+                errors[f"cosine_raw{suffix}"] = raw
+                errors[f"cosine{suffix}"] = min(1.0, max(-1.0, raw))
             # the interval of the signed, unbiased squared bias, mapped to its square root
             sq_low, sq_high = _jackknife(
                 np.array([d["relative_bias_sq"] for d in drops]), full["relative_bias_sq"]

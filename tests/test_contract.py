@@ -1,7 +1,10 @@
-"""The contract every environment of the suite keeps, checked over *cases*: every id of the
-registration table with its default kwargs, the extra configurations of :data:`EXTRA_CONFIGS`,
-the worked example of docs/contributing-an-env.md and the team environments. Cases are labelled
-by id and configuration, so a new row (or a new configuration) is tested without a new test.
+"""The contract every environment of the suite keeps, checked over *cases*: every id the package
+registers with its default kwargs (the rows of ``ENVIRONMENTS`` and the turn-based team adapters
+of ``TEAM_ADAPTERS``), the extra configurations of :data:`EXTRA_CONFIGS` and the worked example
+of docs/contributing-an-env.md. Cases are labelled by id and configuration, so a new row (or a
+new configuration) is tested without a new test. The team adapters are adapters, not dynamics:
+the checks of an env's dynamics object skip them (``tests/test_contract_team.py`` checks the
+team envs' own dynamics); every other check runs on them too.
 
 Per-environment test files keep only the behaviour specific to their environment.
 """
@@ -13,9 +16,6 @@ import functools
 import inspect
 import math
 import pickle
-import subprocess
-import sys
-import textwrap
 import warnings
 
 import gymnasium as gym
@@ -28,13 +28,14 @@ from hypothesis import strategies as st
 from routine_envs import annotations as keys
 from routine_envs.dynamics import Dynamics
 from routine_envs.envs.base import InvalidActionError
-from routine_envs.registration import ENVIRONMENTS
+from routine_envs.registration import TEAM_ADAPTERS
 from tests.strategies import code_fix_configs, doors_configs, grid_configs
 from tests.utils import (
-    all_env_ids,
     assert_oracle_matches_rollouts,
     counterfactual_returns,
+    has_pettingzoo,
     register_contributed_example,
+    registry_ids,
     run_episode,
     sample_states,
     tabular_sampler,
@@ -50,6 +51,9 @@ SMALL_CONFIGS: dict[str, dict] = {
     "RoutineGridSoft-v0": {"num_junctions": 2, "corridor_length": 2},
     "CodeFix-v0": {"num_modules": 2, "num_patches": 2, "routine_length": 3},
     "CodeFix-v1": {"num_modules": 2, "num_patches": 2, "routine_length": 3},
+    "TeamDilutedDoors-v0": {"num_floors": 2, "routine_length": (0, 2)},
+    # (two branches: under a random policy three make success too rare for the Monte-Carlo checks)
+    "TeamRoutineGrid-v0": {"num_junctions": 2, "branching": 2, "corridor_length": 2},
 }
 #: configurations checked beside each id's defaults: the small ones of the Monte-Carlo checks and
 #: those the per-environment files used for generic checks (ranges of routine lengths, fraction
@@ -107,6 +111,11 @@ EXTRA_CONFIGS: dict[str, list[dict]] = {
         {"obs_mode": "text", "routine_length": 3, "max_attempts": 2, "step_cost": 0.01},
     ],
     "CodeFix-v1": [SMALL_CONFIGS["CodeFix-v1"]],
+    "TeamDilutedDoors-v0": [
+        SMALL_CONFIGS["TeamDilutedDoors-v0"],
+        {"num_agents": 3, "num_floors": 3, "routine_length": (0, 1), "reward": "fraction"},
+    ],
+    "TeamRoutineGrid-v0": [SMALL_CONFIGS["TeamRoutineGrid-v0"]],
 }
 
 
@@ -117,7 +126,7 @@ def case_id(case: tuple[str, dict]) -> str:
 
 #: every registered id (defaults), its extra configurations, and the contributed example
 CASES = [
-    *[(env_id, {}) for env_id in all_env_ids()],
+    *[(env_id, {}) for env_id in registry_ids()],
     *[(env_id, kw) for env_id, configs in EXTRA_CONFIGS.items() for kw in configs],
     (register_contributed_example(), {}),
 ]
@@ -151,16 +160,50 @@ COUNTERFACTUAL_CASES = [*SMALL, *(LABELS[label] for label in COUNTERFACTUAL)]
 KNOWN_KEYS = set(keys.ALL_KEYS) | set(keys.OPTIONAL_KEYS)
 
 
+def is_team_adapter(env_id: str) -> bool:
+    """Whether ``env_id`` is a turn-based team adapter (no dynamics object of its own)."""
+    return any(row.id == env_id for row in TEAM_ADAPTERS)
+
+
 def make(case: tuple[str, dict], **more: object) -> gym.Env:
     env_id, kwargs = case
+    if is_team_adapter(env_id) and not has_pettingzoo():
+        pytest.skip("the team adapters need the multiagent extra (pettingzoo)")
     return gym.make(env_id, **kwargs, **more)
 
 
+#: why the checks of an env's dynamics object skip the team adapters
+NO_DYNAMICS = (
+    "a team adapter has no dynamics of its own: tests/test_contract_team.py checks its team env's"
+)
+
+
+def dynamics_or_skip(env: gym.Env) -> Dynamics:
+    """The env's dynamics; skipped for a team adapter (:data:`NO_DYNAMICS`)."""
+    dynamics = getattr(env.unwrapped, "dynamics", None)
+    if dynamics is None:
+        pytest.skip(NO_DYNAMICS)
+    return dynamics
+
+
+def action_mask_of(env: gym.Env) -> np.ndarray | None:
+    """The valid actions of the current state, ``None`` where the env has no masks."""
+    dynamics = getattr(env.unwrapped, "dynamics", None)
+    return None if dynamics is None else dynamics.action_mask(env.unwrapped.state)
+
+
 @functools.cache
+def _dynamics_of(label: str) -> Dynamics | None:
+    return getattr(make(LABELS[label]).unwrapped, "dynamics", None)
+
+
 def dynamics_of(label: str) -> Dynamics:
     """The dynamics of a case, made once: the checks that only read the (immutable) dynamics
-    share its exact model."""
-    return make(LABELS[label]).unwrapped.dynamics
+    share its exact model (skipped for a team adapter: see :func:`dynamics_or_skip`)."""
+    dynamics = _dynamics_of(label)
+    if dynamics is None:
+        pytest.skip(NO_DYNAMICS)
+    return dynamics
 
 
 @pytest.fixture(params=CASES, ids=case_id)
@@ -173,7 +216,7 @@ def actions_of(env: gym.Env, rng: np.random.Generator, explore: float = 0.2) -> 
     """A valid action (respecting masks where the env has them), or, with probability
     ``explore``, any action of the space (an invalid one is a flagged no-op)."""
     n = int(env.action_space.n)
-    mask = env.unwrapped.dynamics.action_mask(env.unwrapped.state)
+    mask = action_mask_of(env)
     if mask is None or rng.random() < explore or not mask.any():
         return int(rng.integers(n))
     return int(rng.choice(np.flatnonzero(mask)))
@@ -275,7 +318,7 @@ def test_sb3_check_env(case):
 # -------------------------------------------------------------------------- the dynamics
 def test_dynamics_are_public_and_immutable(case):
     env = make(case)
-    dynamics = env.unwrapped.dynamics
+    dynamics = dynamics_or_skip(env)
     assert isinstance(dynamics, Dynamics)
     with pytest.raises(AttributeError):
         dynamics.num_floors = 99  # frozen dataclass
@@ -347,20 +390,20 @@ def test_critical_by_counterfactual_branching(case):
         case_id(case), (12, 4, 0, 0, False)
     )
     env = make(case)
-    dynamics = env.unwrapped.dynamics
+    dynamics = getattr(env.unwrapped, "dynamics", None)  # (a team adapter has none)
     n = int(env.action_space.n)
-    q_star = dynamics.optimal().q
+    q_star = None if dynamics is None else dynamics.optimal().q
     states = sample_states(env, uniform_policy(n), num_states=num_states, seed=3)
     assert sum(info["critical"] for _, info in states) >= min_critical
     assert sum(not info["critical"] for _, info in states) >= min_routine
     for branch, info in states:
         sid = info["state_id"]
-        if dynamics.approximate_routine or dynamics.has_action_masks:
+        if dynamics is not None and (dynamics.approximate_routine or dynamics.has_action_masks):
             continue  # approximate routine / invalid no-ops: checked by the exact gap above
         returns = counterfactual_returns(branch, info, uniform_policy(n), rollouts, seed=sid)
         if not info["critical"]:
             assert np.ptp(returns, axis=0).max() == 0.0, sid
-        else:
+        elif q_star is not None:  # (a team agent's gap: tests/test_contract_team.py)
             assert np.ptp(q_star[sid]) > 0, sid
             if means_differ:
                 means = returns.mean(axis=1)
@@ -374,30 +417,38 @@ def test_oracle_against_monte_carlo_rollouts(case):
     within 4.5 standard errors of rollouts branched from every sampled state."""
     num_states, rollouts = ORACLE_MC.get(case_id(case), (6, 150))
     env = make(case)
-    dynamics = env.unwrapped.dynamics
+    dynamics = getattr(env.unwrapped, "dynamics", None)  # (a team adapter has none)
     rng = np.random.default_rng(0)
-    table = rng.dirichlet(np.ones(dynamics.num_actions), size=dynamics.num_states)
-    mask_of = dynamics.action_mask
-    model = dynamics.model()
-    if dynamics.has_action_masks:  # act only validly, as a masked policy would
+    table = rng.dirichlet(np.ones(int(env.action_space.n)), size=env.unwrapped.num_states)
+    if dynamics is not None and dynamics.has_action_masks:  # act only validly, as masked
+        mask_of = dynamics.action_mask
+        model = dynamics.model()
         for sid in np.flatnonzero(model.decision_states):
             mask = mask_of(model.states[int(sid)])
             table[sid] = np.where(mask, table[sid], 0.0) / np.where(mask, table[sid], 0.0).sum()
-    checked = assert_oracle_matches_rollouts(env, table, num_states, num_rollouts=rollouts)
+    agents = env.unwrapped.num_agents if is_team_adapter(case[0]) else 1
+
+    def first_turn(info: dict) -> bool:
+        # a team adapter's values hold at a round's first turn: a later turn's are the
+        # simultaneous game's (the earlier agents' choices averaged, not the ones pending)
+        return info[keys.STATE_ID] % agents == 0
+
+    checked = assert_oracle_matches_rollouts(env, table, num_states, rollouts, where=first_turn)
     assert checked == num_states if case_id(case) in ORACLE_MC else checked >= 3
 
 
 @pytest.mark.parametrize("case", SMALL, ids=case_id)
 def test_success_probability_matches_episodes(case):
     env = make(case)
-    dynamics = env.unwrapped.dynamics
-    model = dynamics.model()
-    table = np.full((dynamics.num_states, dynamics.num_actions), 1.0 / dynamics.num_actions)
-    if dynamics.has_action_masks:
+    dynamics = getattr(env.unwrapped, "dynamics", None)  # (a team adapter has none)
+    n = int(env.action_space.n)
+    table = np.full((env.unwrapped.num_states, n), 1.0 / n)
+    if dynamics is not None and dynamics.has_action_masks:
+        model = dynamics.model()
         for sid in np.flatnonzero(model.decision_states):
             mask = dynamics.action_mask(model.states[int(sid)]).astype(float)
             table[sid] = mask / mask.sum()
-    exact = dynamics.success_probability(table)
+    exact = env.unwrapped.success_probability(table)
     rng = np.random.default_rng(0)
     policy = tabular_sampler(table)
     wins = [run_episode(env, policy, rng, seed=i)["final_info"]["success"] for i in range(400)]
@@ -433,21 +484,27 @@ def test_deepcopy_branches_have_the_same_future_and_are_independent(case):
     assert same(a, b)
     assert any(step[2] or step[3] for step in a if len(step) == 5)  # episodes ended, and went on
     b1, b2 = copy.deepcopy(env), copy.deepcopy(env)
-    mask = b1.unwrapped.dynamics.action_mask(b1.unwrapped.state)
+    mask = action_mask_of(b1)
     b1.step(0 if mask is None else int(np.flatnonzero(mask)[0]))
-    assert b2.unwrapped.state == env.unwrapped.state != b1.unwrapped.state
-    assert b2.unwrapped.history.actions == env.unwrapped.history.actions
-    assert b1.unwrapped.dynamics is env.unwrapped.dynamics  # configuration shared, not copied
+    if hasattr(env.unwrapped, "dynamics"):  # (a team adapter holds its team env instead)
+        assert b2.unwrapped.state == env.unwrapped.state != b1.unwrapped.state
+        assert b2.unwrapped.history.actions == env.unwrapped.history.actions
+        assert b1.unwrapped.dynamics is env.unwrapped.dynamics  # configuration shared
+    more = [actions_of(env, rng) for _ in range(40)]  # b1 moved: neither b2 nor env did
+    assert same(steps_of(b2, more), steps_of(env, more))
 
 
 def test_pickle_mid_episode(case):
     """No cache is pickled (the bytes of dynamics whose model is built are fresh dynamics', and
     an env pickles as a fresh one); an env pickled mid-episode has the same state, dynamics and
-    future."""
-    built = dynamics_of(case_id(case))  # (shared with the other read-only checks)
-    built.model()
-    assert pickle.dumps(built) == pickle.dumps(make(case).unwrapped.dynamics)
+    future (a team adapter: the same future; its team env's dynamics are checked by
+    tests/test_contract_team.py)."""
     env, fresh = make(case), make(case)
+    has_dynamics = hasattr(env.unwrapped, "dynamics")
+    if has_dynamics:
+        built = dynamics_of(case_id(case))  # (shared with the other read-only checks)
+        built.model()
+        assert pickle.dumps(built) == pickle.dumps(make(case).unwrapped.dynamics)
     env.reset(seed=4)
     fresh.reset(seed=4)
     assert pickle.dumps(env) == pickle.dumps(fresh)
@@ -456,11 +513,12 @@ def test_pickle_mid_episode(case):
     if terminated or truncated:  # a one-step episode: pickle at the start of the next
         env.reset()
     restored = pickle.loads(pickle.dumps(env))
-    assert restored.unwrapped.state == env.unwrapped.state
-    assert restored.unwrapped.dynamics == env.unwrapped.dynamics
+    if has_dynamics:
+        assert restored.unwrapped.state == env.unwrapped.state
+        assert restored.unwrapped.dynamics == env.unwrapped.dynamics
     actions = [actions_of(env, rng) for _ in range(40)]
     assert same(steps_of(env, actions), steps_of(restored, actions))
-    if env.unwrapped.num_states <= 1000:  # (a large model takes a while to build again)
+    if has_dynamics and env.unwrapped.num_states <= 1000:  # (a large model: slow to rebuild)
         assert restored.unwrapped.model().num_states == env.unwrapped.num_states
 
 
@@ -553,9 +611,11 @@ def test_info_keys_are_the_documented_ones(case):
 
 def test_observations_stay_in_their_space_and_follow_the_state(case):
     """Every observation of masked and unmasked random episodes is in the observation space and,
-    unless the env shows history in its observation (a transcript), is the state's."""
+    unless the env shows history in its observation (a transcript), is the state's (a team
+    adapter's, the acting agent's: checked in tests/test_multiagent.py)."""
     env = make(case)
     u = env.unwrapped
+    of_state = hasattr(u, "dynamics") and not u.observation_shows_history
     space = env.observation_space
     rng = np.random.default_rng(1)
     for ep in range(30):  # half the episodes unmasked: invalid calls and truncations
@@ -564,7 +624,7 @@ def test_observations_stay_in_their_space_and_follow_the_state(case):
         done = False
         while True:
             assert space.contains(obs), obs
-            if not u.observation_shows_history:
+            if of_state:
                 assert same(obs, u.dynamics.observe(u.state))
             if done:
                 break
@@ -592,307 +652,33 @@ def test_observations_and_masks_are_fresh_arrays(case):
 
 # ------------------------------------------------------------------------------ bad input
 def test_bad_actions_are_refused_and_change_nothing(case):
-    env = make(case).unwrapped
+    """Every action outside the space is an ``InvalidActionError`` that changes nothing: the
+    state and history stay (where the env has them) and the env's future is a twin's, which saw
+    no bad action; numpy integers and 0-d arrays are actions."""
+    env, twin = make(case).unwrapped, make(case).unwrapped
     env.reset(seed=0)
+    twin.reset(seed=0)
+    has_state = hasattr(env, "dynamics")  # (a team adapter holds its team env instead)
+    if has_state:
+        before, history = env.state, list(env.history.actions)
     n = int(env.action_space.n)
-    before, history = env.state, list(env.history.actions)
     bad = (-1, n, 1.0, 1.5, np.float32(0), "0", "1", "scroll", None, np.array([0, 1]))
     bad = (*bad, np.array([1]))
     for action in (*bad, True):
         with pytest.raises(InvalidActionError, match="action"):
             env.step(action)
-        assert env.state == before and env.history.actions == history  # nothing changed
+        if has_state:
+            assert env.state == before and env.history.actions == history  # nothing changed
     assert isinstance(InvalidActionError("x"), ValueError)
-    mask = env.dynamics.action_mask(env.state)
+    mask = action_mask_of(env)
     valid = 0 if mask is None else int(np.flatnonzero(mask)[0])
-    _, _, terminated, truncated, _ = env.step(np.int64(valid))  # numpy integers are fine
-    if terminated or truncated:
+    out = env.step(np.int64(valid))  # numpy integers are fine
+    assert same(out, twin.step(valid))
+    if out[2] or out[3]:
         env.reset(seed=0)
-    mask = env.dynamics.action_mask(env.state)
-    env.step(np.array(0 if mask is None else np.flatnonzero(mask)[0]))  # and 0-d arrays
+        twin.reset(seed=0)
+    mask = action_mask_of(env)
+    valid = 0 if mask is None else int(np.flatnonzero(mask)[0])
+    assert same(env.step(np.array(valid)), twin.step(valid))  # and 0-d arrays
     with pytest.raises(gym.error.ResetNeeded):
         make(case).unwrapped.step(0)
-
-
-# ------------------------------------------------------------------ registry, vector envs
-@pytest.mark.parametrize("env_id", all_env_ids())
-def test_namespaced_make_and_registry_row(env_id):
-    env = gym.make(f"routine_envs:{env_id}")
-    row = next(e for e in ENVIRONMENTS if e.id == env_id)
-    assert env.spec.kwargs == row.kwargs
-    assert env.spec.max_episode_steps == row.max_episode_steps
-
-
-@pytest.mark.parametrize("mode", ["sync", "async"])
-@pytest.mark.parametrize("env_id", all_env_ids())
-def test_make_vec(env_id, mode):
-    envs = gym.make_vec(env_id, num_envs=3, vectorization_mode=mode)
-    try:
-        obs, infos = envs.reset(seed=42)
-        assert obs.shape == (3, *envs.single_observation_space.shape)
-        assert infos[keys.CRITICAL].shape == (3,) and infos[keys.STATE_ID].dtype.kind == "i"
-        ends = 0
-        for _ in range(80):
-            obs, _rewards, terminated, truncated, infos = envs.step(envs.action_space.sample())
-            ends += int(np.sum(terminated | truncated))
-            if np.any(terminated):
-                done = terminated | truncated
-                assert np.all(infos["_" + keys.DECISION_DENSITY] == done)
-        assert ends >= 3
-    finally:
-        envs.close()
-
-
-@pytest.mark.parametrize("case", SMALL, ids=case_id)
-def test_native_vector_env_equals_sync(case):
-    """``gym.make_vec(id)`` (the native vector env of every id) returns what ``SyncVectorEnv``
-    over single envs returns, step by step, bit for bit."""
-    env_id, kwargs = case
-    if env_id == "ContributedButton-v0":
-        pytest.skip("registered without a vector entry point (gym.register outside the table)")
-    native = gym.make_vec(env_id, num_envs=3, **kwargs)
-    sync = gym.make_vec(env_id, num_envs=3, vectorization_mode="sync", **kwargs)
-    assert not isinstance(native, gym.vector.SyncVectorEnv)
-    rng = np.random.default_rng(0)
-    dynamics = native.unwrapped.dynamics if hasattr(native.unwrapped, "dynamics") else None
-    out_native, out_sync = [native.reset(seed=5)], [sync.reset(seed=5)]
-    for _ in range(60):
-        if dynamics is not None and dynamics.has_action_masks:
-            masks = [e.unwrapped.action_masks() for e in sync.envs]
-            # a finished sub-env (reset by the next step) has no valid action: any is ignored
-            actions = np.array([rng.choice(np.flatnonzero(m)) if m.any() else 0 for m in masks])
-        else:
-            actions = rng.integers(native.single_action_space.n, size=3)
-        out_native.append(native.step(actions))
-        out_sync.append(sync.step(actions))
-    assert same(out_native, out_sync)
-
-
-def test_vector_envs_are_reproducible():
-    def run():
-        envs = gym.make_vec("DilutedDoors-v0", num_envs=2, routine_length=(0, 8))
-        envs.action_space.seed(0)
-        obs, _ = envs.reset(seed=5)
-        out = [obs]
-        for _ in range(40):
-            obs, *_ = envs.step(envs.action_space.sample())
-            out.append(obs)
-        return np.stack(out)
-
-    np.testing.assert_array_equal(run(), run())
-
-
-def test_import_is_quiet_cheap_and_registers():
-    code = textwrap.dedent("""
-        import sys
-        import gymnasium as gym
-        import routine_envs
-        gym.make("DilutedDoors-v1")
-        heavy = [m for m in ("torch", "pettingzoo", "stable_baselines3", "matplotlib")
-                 if m in sys.modules]
-        assert not heavy, heavy
-    """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout == "" and out.stderr == ""
-
-
-def test_namespaced_make_works_without_prior_import():
-    code = 'import gymnasium as gym; gym.make("routine_envs:DilutedDoors-v1").reset(seed=0)'
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    assert out.returncode == 0, out.stderr
-
-
-def test_registration_is_idempotent():
-    from routine_envs.registration import register_all
-
-    before = dict(gym.registry)
-    register_all()
-    assert dict(gym.registry) == before
-
-
-# ----------------------------------------------------------------------------- team envs
-pettingzoo = pytest.importorskip("pettingzoo")
-
-from gymnasium.utils.env_checker import data_equivalence  # noqa: E402
-from pettingzoo.test import (  # noqa: E402
-    api_test,
-    max_cycles_test,
-    parallel_api_test,
-    parallel_seed_test,
-    seed_test,
-)
-
-from routine_envs.multiagent import MODULES  # noqa: E402
-
-#: every team env with its defaults, and its extra configurations (the first: small)
-TEAM_EXTRA_CONFIGS: dict[str, list[dict]] = {
-    "diluted_doors_v0": [
-        {"num_agents": 2, "num_floors": 2, "routine_length": (0, 2)},
-        {"num_agents": 3, "num_floors": 3, "routine_length": (0, 3), "reward": "fraction"},
-        {"chooser": [1, 1, 0, 1], "routine_length": 2},
-    ],
-    "routine_grid_v0": [
-        {"num_agents": 2, "num_junctions": 2, "corridor_length": 2},
-        {"num_agents": 3, "branching": 2, "corridor_length": (0, 2), "reward": "fraction"},
-    ],
-}
-TEAM_CASES = [
-    *[(name, {}) for name in sorted(MODULES)],
-    *[(name, kw) for name, configs in TEAM_EXTRA_CONFIGS.items() for kw in configs],
-]
-TEAM_SMALL = [(name, configs[0]) for name, configs in TEAM_EXTRA_CONFIGS.items()]
-
-
-@pytest.fixture(params=TEAM_CASES, ids=case_id)
-def team_case(request: pytest.FixtureRequest) -> tuple[str, dict]:
-    return request.param
-
-
-def make_team(case: tuple[str, dict]):
-    name, kwargs = case
-    return MODULES[name].parallel_env(**kwargs)
-
-
-def team_play(env, seed: int, steps: int) -> list:
-    rng = np.random.default_rng(seed)
-    out = [env.reset(seed=seed)]
-    for _ in range(steps):
-        if not env.agents:
-            out.append(env.reset())
-        actions = {a: int(rng.integers(env.num_actions)) for a in env.agents}
-        out.append(env.step(actions))
-    return out
-
-
-@pytest.mark.filterwarnings("error")
-def test_team_pettingzoo_api_and_seed_tests(team_case):
-    name, kwargs = team_case
-    mod = MODULES[name]
-    api_test(mod.env(**kwargs), num_cycles=1000)
-    parallel_api_test(mod.parallel_env(**kwargs), num_cycles=1000)
-    seed_test(lambda: mod.env(**kwargs), num_cycles=500)
-    parallel_seed_test(lambda: mod.parallel_env(**kwargs), num_cycles=500)
-
-
-@pytest.mark.parametrize("name", sorted(MODULES))
-def test_team_human_render_prints_the_ansi_picture(name, capsys):
-    """The team envs' ``"human"`` mode prints the ``"ansi"`` picture at every reset and step,
-    through the AEC version too; ``render()`` returns None."""
-    module = MODULES[name]
-    human, ansi = module.parallel_env(render_mode="human"), module.parallel_env(render_mode="ansi")
-    assert "human" in human.metadata["render_modes"]
-    human.reset(seed=1)
-    ansi.reset(seed=1)
-    expected = [ansi.render()]
-    while ansi.agents:
-        actions = {agent: 0 for agent in ansi.agents}
-        ansi.step(actions)
-        human.step(actions)
-        expected.append(ansi.render())
-    assert capsys.readouterr().out == "".join(f"{text}\n" for text in expected)
-    assert human.render() is None
-    assert capsys.readouterr().out == f"{expected[-1]}\n"
-    aec = module.env(render_mode="human")
-    aec.reset(seed=1)
-    assert capsys.readouterr().out == f"{expected[0]}\n"
-
-
-@pytest.mark.filterwarnings("error")
-@pytest.mark.parametrize("name", sorted(MODULES))
-def test_team_pettingzoo_max_cycles_test(name):
-    max_cycles_test(MODULES[name])
-
-
-def test_team_dynamics_are_public_and_shared(team_case):
-    env = make_team(team_case)
-    dynamics = env.dynamics
-    assert isinstance(dynamics, Dynamics)
-    assert copy.deepcopy(env).dynamics is dynamics
-    assert dynamics.num_actions == env.num_actions**env.team_size
-
-
-@pytest.mark.parametrize("case", TEAM_SMALL, ids=case_id)
-def test_team_state_ids_round_trip(case):
-    dynamics = make_team(case).dynamics
-    model = dynamics.model()
-    for sid in np.flatnonzero(model.reachable):
-        state = model.states[int(sid)]
-        assert dynamics.state_id(state) == sid and dynamics.state_from_id(int(sid)) == state
-
-
-def test_team_critical_is_the_exact_per_agent_gap(team_case):
-    """Per agent: critical exactly where its exact optimal action gap is positive (rewards are
-    coarse: a gap is 0 or above 0.1), in the model and in the flags reported at run time."""
-    env = make_team(team_case)
-    dynamics = env.dynamics
-    model = dynamics.model()
-    gaps = dynamics.action_gaps_per_agent()
-    np.testing.assert_array_equal(env.action_gaps(), gaps)
-    for sid in np.flatnonzero(model.decision_states):
-        state = model.states[int(sid)]
-        for i in range(dynamics.team_size):
-            assert dynamics.is_agent_critical(state, i) == (gaps[sid, i] > 0), (sid, i)
-            assert gaps[sid, i] == 0.0 or gaps[sid, i] > 0.1, (sid, i)
-    rng = np.random.default_rng(0)
-    for episode in range(5):
-        _, infos = env.reset(seed=episode)
-        while env.agents:
-            for i, agent in enumerate(env.possible_agents):
-                info = infos[agent]
-                assert info[keys.CRITICAL] == (gaps[info[keys.STATE_ID], i] > 0)
-            _, _, _, _, infos = env.step(
-                {a: int(rng.integers(env.num_actions)) for a in env.agents}
-            )
-
-
-def test_team_seeding_is_reproducible_bit_for_bit(team_case):
-    a = team_play(make_team(team_case), 5, 60)
-    assert data_equivalence(a, team_play(make_team(team_case), 5, 60))
-    assert same(a, team_play(make_team(team_case), 5, 60))
-    env = make_team(team_case)  # the same env, reset with the same seed
-    assert data_equivalence(team_play(env, 5, 60), team_play(env, 5, 60))
-
-
-def test_team_deepcopy_and_pickle_branch(team_case):
-    env = make_team(team_case)
-    env.reset(seed=3)
-    env.step(dict.fromkeys(env.agents, 1))
-    for clone in (copy.deepcopy(env), pickle.loads(pickle.dumps(env))):
-        assert clone.joint_state == env.joint_state and clone.history == env.history
-    clones = [copy.deepcopy(env), pickle.loads(pickle.dumps(env))]
-    rngs = [np.random.default_rng(9) for _ in range(3)]
-    while env.agents:
-        out = env.step({x: int(rngs[0].integers(env.num_actions)) for x in env.agents})
-        for clone, rng in zip(clones, rngs[1:], strict=True):
-            out_c = clone.step({x: int(rng.integers(clone.num_actions)) for x in clone.agents})
-            assert data_equivalence(out, out_c) and same(list(out), list(out_c))
-    assert not any(clone.agents for clone in clones)
-
-
-@pytest.mark.parametrize("name", sorted(MODULES))
-def test_team_bad_actions_and_call_order(name):
-    env = MODULES[name].parallel_env()
-    with pytest.raises(gym.error.ResetNeeded):
-        env.step({"agent_0": 0, "agent_1": 0})
-    env.reset(seed=0)
-    n = env.num_actions
-    bad = [
-        ({"agent_0": 0}, ValueError, "every live agent"),
-        ({"agent_0": 0}, ValueError, "agent_1"),
-        ({"agent_0": 0, "agent_1": 0, "agent_7": 0}, ValueError, "agent_7"),
-        ([0, 0], ValueError, "dict"),
-        ({"agent_0": n, "agent_1": n}, InvalidActionError, "outside"),
-        ({"agent_0": n, "agent_1": 0}, InvalidActionError, "outside"),
-        ({"agent_0": -1, "agent_1": 0}, InvalidActionError, "outside"),
-        ({"agent_0": 1.0, "agent_1": 0}, InvalidActionError, "integer"),
-    ]
-    for actions, error, match in bad:
-        with pytest.raises(error, match=match):
-            env.step(actions)
-    assert env.state_id == env.reset(seed=0)[1]["agent_0"][keys.STATE_ID]  # nothing moved
-    env.step({"agent_0": np.int64(0), "agent_1": np.array(1)})
-    while env.agents:
-        env.step(dict.fromkeys(env.agents, 0))
-    with pytest.raises(gym.error.ResetNeeded):
-        env.step({"agent_0": 0, "agent_1": 0})

@@ -76,3 +76,84 @@ def test_readme_quickstart_runs():
     quickstart = python_blocks(readme)[0]
     assert 'gym.make("DilutedDoors-v1"' in quickstart
     exec(quickstart, {})
+
+
+# ------------------------------------------------------------------ the command-line reference
+def test_cli_reference_is_generated_from_the_parsers():
+    """docs/cli.md is what docs/generate.py writes from the entry points' parsers: a flag added,
+    removed or re-described in a settings dataclass makes it stale."""
+    generator = load_generator()
+    page = generator.cli_page()
+    assert generator.CLI_PAGE.read_text() == page, (
+        "docs/cli.md is stale: run python docs/generate.py"
+    )
+
+
+def test_cli_reference_covers_every_entry_point_and_every_flag_once():
+    generator = load_generator()
+    page = generator.cli_page()
+    commands = [c for c, *_ in generator.ENTRY_POINTS]
+    scripts = [
+        p.stem
+        for p in (ROOT / "baselines").glob("*.py")
+        if 'if __name__ == "__main__"' in p.read_text()
+    ]
+    for script in scripts:
+        assert any(c.split()[2] == f"baselines.{script}" for c in commands), script
+    assert "python -m routine_envs diagnose" in commands
+    assert "python -m routine_envs.bench" in commands
+    for command in commands:
+        assert page.count(f"\n## `{command}`\n") == 1, command
+    # within a section each flag has one row; the real parsers accept every flag listed
+    from baselines.experiments.compare import sweep as compare
+    from baselines.experiments.demo import sweep as demo
+
+    for section in page.split("\n## ")[1:]:
+        flags = [line.split("`")[1] for line in section.splitlines() if line.startswith("| `")]
+        assert len(flags) == len(set(flags)), section.splitlines()[0]
+    compare_section = page.split("## `python -m baselines.compare`")[1].split("\n## ")[0]
+    assert "| `--sweep` | `demo` \\| `rho` |" in compare_section
+    assert compare.parse_args(["--sweep", "demo", "--seeds", "5"]).seeds == [5]
+    demo_section = page.split("## `python -m baselines.demo`")[1].split("\n## ")[0]
+    assert "| `--workers` | int >= 1 |" in demo_section
+    assert demo.parse_args(["--workers", "1"]).workers == 1
+    assert "(default: )" not in page  # empty defaults are not shown as blanks
+
+
+def test_other_pages_link_to_the_cli_reference_instead_of_listing_flags():
+    """One description per flag: no page but docs/cli.md has a flag table, and the pages that
+    sent the lab's flags to each other (estimators.md <-> reproducing.md) link to cli.md."""
+    for path in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]:
+        if path.name == "cli.md":
+            continue
+        headers = [line for line in path.read_text().splitlines() if line.startswith("| flag |")]
+        assert not headers, f"{path.name} lists flags: link to docs/cli.md instead"
+    estimators = (ROOT / "docs" / "estimators.md").read_text()
+    reproducing = (ROOT / "docs" / "reproducing.md").read_text()
+    assert "cli.md#python--m-baselinessnr_lab-measure" in estimators
+    assert "cli.md#python--m-baselinessnr_lab-measure" in reproducing
+    assert "are listed in docs/reproducing.md" not in estimators
+    assert "every flag: docs/estimators.md" not in reproducing
+    assert "(docs/cli.md)" in (ROOT / "README.md").read_text()
+
+
+def test_cli_reference_anchors_resolve():
+    """Every link into docs/cli.md from a page names a heading of it (GitHub's anchor rule)."""
+    import re
+
+    generator = load_generator()
+    anchors = {generator.anchor(c) for c, *_ in generator.ENTRY_POINTS}
+    for path in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]:
+        for target in re.findall(r"cli\.md#([\w-]+)", path.read_text()):
+            assert target in anchors, (path.name, target)
+
+
+def test_pages_with_training_code_say_to_use_one_torch_thread():
+    """Every page whose code trains (``.learn(``) says ``torch.set_num_threads(1)``: with the
+    default threads a small policy trains many times slower on a busy machine."""
+    pages = []
+    for path in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]:
+        if any(".learn(" in block for block in python_blocks(path)):
+            pages.append(path.name)
+            assert "torch.set_num_threads(1)" in path.read_text(), path.name
+    assert {"estimators.md", "integrations.md"} <= set(pages)

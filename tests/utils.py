@@ -11,6 +11,7 @@ import gymnasium as gym
 import numpy as np
 
 import routine_envs
+from routine_envs.registration import TEAM_ADAPTERS
 
 gym.register_envs(routine_envs)
 
@@ -19,8 +20,26 @@ Policy = Callable[[int, np.random.Generator], int]
 
 
 def all_env_ids() -> list[str]:
-    """Every id in the registration table."""
+    """Every id of the environments built on dynamics (:data:`routine_envs.ENVIRONMENTS`)."""
     return [entry.id for entry in routine_envs.ENVIRONMENTS]
+
+
+def team_adapter_ids() -> list[str]:
+    """The ids of the turn-based team adapters (:data:`registration.TEAM_ADAPTERS`)."""
+    return [entry.id for entry in TEAM_ADAPTERS]
+
+
+def registry_ids() -> list[str]:
+    """Every id the package registers with Gymnasium: :func:`all_env_ids`, then
+    :func:`team_adapter_ids`."""
+    return [*all_env_ids(), *team_adapter_ids()]
+
+
+def has_pettingzoo() -> bool:
+    """Whether the ``multiagent`` extra is installed (the team adapters need it when made)."""
+    import importlib.util
+
+    return importlib.util.find_spec("pettingzoo") is not None
 
 
 def uniform_policy(num_actions: int) -> Policy:
@@ -114,9 +133,11 @@ def sample_states(
     policy: Policy,
     num_states: int,
     seed: int,
+    where: Callable[[dict[str, Any]], bool] | None = None,
 ) -> list[tuple[gym.Env, dict[str, Any]]]:
     """Deep copies of ``env`` stopped at ``num_states`` states visited by ``policy`` (distinct
-    state ids where possible, non-terminal), with the info observed there."""
+    state ids where possible, non-terminal, and only those whose info passes ``where`` when
+    given), with the info observed there."""
     rng = np.random.default_rng(seed)
     found: dict[int, tuple[gym.Env, dict[str, Any]]] = {}
     episode = 0
@@ -125,7 +146,7 @@ def sample_states(
         episode += 1
         done = False
         while not done:
-            if info["state_id"] not in found:
+            if info["state_id"] not in found and (where is None or where(info)):
                 found[info["state_id"]] = (copy.deepcopy(env), info)
                 if len(found) >= num_states:
                     break
@@ -135,15 +156,20 @@ def sample_states(
 
 
 def assert_oracle_matches_rollouts(
-    env: gym.Env, table: np.ndarray, num_states: int, num_rollouts: int, seed: int = 5
+    env: gym.Env,
+    table: np.ndarray,
+    num_states: int,
+    num_rollouts: int,
+    seed: int = 5,
+    where: Callable[[dict[str, Any]], bool] | None = None,
 ) -> int:
     """Check ``env.unwrapped.oracle(table)`` against Monte-Carlo rollouts of ``table`` branched
-    from ``num_states`` visited states: every ``Q(s, a)`` and ``V(s)`` within 4.5 standard errors.
-    Returns the number of states checked."""
+    from ``num_states`` visited states (those whose info passes ``where``, when given): every
+    ``Q(s, a)`` and ``V(s)`` within 4.5 standard errors. Returns the number of states checked."""
     values = env.unwrapped.oracle(table)
     policy = tabular_sampler(table)
     checked = 0
-    for branch, info in sample_states(env, policy, num_states=num_states, seed=seed):
+    for branch, info in sample_states(env, policy, num_states, seed, where):
         sid = info["state_id"]
         returns = counterfactual_returns(branch, info, policy, num_rollouts=num_rollouts, seed=sid)
         for a in range(returns.shape[0]):

@@ -22,8 +22,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import errno
 import json
+import shlex
 import sys
+import tempfile
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -142,7 +145,7 @@ def add_settings_arguments(parser: argparse.ArgumentParser, settings_cls: type) 
         kind = _strip_optional(hints[f.name])
         origin = typing.get_origin(kind) or kind
         default = _field_default(f)
-        if default is not dataclasses.MISSING and default is not None:
+        if default is not dataclasses.MISSING and default is not None and _show(default):
             help_text = f"{help_text} (default: {_show(default)})"
         options: dict[str, Any] = {"help": help_text, "default": argparse.SUPPRESS}
         if "choices" in f.metadata:
@@ -175,11 +178,31 @@ def fail(error: Any) -> typing.NoReturn:
     sys.exit(2)
 
 
+def resume_command() -> str:
+    """The command line this process was started with, quoted for a shell (what reruns it)."""
+    return shlex.join(getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv])
+
+
+def os_error_line(err: OSError) -> str:
+    """One line for a failed file operation, naming its path: ``cannot write PATH: No space
+    left on device (ENOSPC)``."""
+    code = errno.errorcode.get(err.errno or 0, "")
+    what = err.strerror or str(err)
+    where = f"{err.filename}: " if err.filename else ""
+    return " ".join(f"{where}{what}{f' ({code})' if code else ''}".split())
+
+
 def run_main(main: typing.Callable[[Any], Any], args: Any) -> Any:
-    """``main(args)`` for a script: bad settings (``ValueError``) are one line on stderr and
-    exit status 2 (:func:`fail`); a failed run of a sweep names itself, exit status 1 (the runs
-    done are kept)."""
-    from baselines.lib.runner import RunFailed
+    """``main(args)`` for a script, with every way it can end as one line on stderr:
+
+    - bad settings (``ValueError``): ``error: <message>``, exit status 2 (:func:`fail`);
+    - a failed run of a sweep names itself, exit status 1 (the runs done are kept);
+    - a full disk or a permission error (``OSError``): ``error: <path>: <reason>``, exit status
+      1 (records that could not be written are kept aside, see
+      :class:`~baselines.lib.results.ResultsFile`);
+    - Ctrl-C: what is saved and the command that resumes, exit status 130.
+    """
+    from baselines.lib.runner import Interrupted, RunFailed
 
     try:
         return main(args)
@@ -187,6 +210,36 @@ def run_main(main: typing.Callable[[Any], Any], args: Any) -> Any:
         fail(err)
     except RunFailed as err:
         raise SystemExit(f"error: {err}") from None
+    except OSError as err:
+        print(f"error: {os_error_line(err)}", file=sys.stderr)
+        raise SystemExit(1) from None
+    except KeyboardInterrupt as err:
+        saved = (
+            str(err)
+            if isinstance(err, Interrupted)
+            else "interrupted (Ctrl-C): what was written before is kept"
+        )
+        print(f"{saved}; resume with: {resume_command()}", file=sys.stderr, flush=True)
+        raise SystemExit(130) from None
+
+
+def check_output_folder(folder: Path, flag: str = "--out") -> None:
+    """Make sure ``folder`` exists (created if need be), is a folder and can be written, before
+    any work or any file is written; ``ValueError`` naming ``flag`` and the path otherwise."""
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise ValueError(f"{flag} {folder}: a file is in the way (give a folder)") from None
+    except OSError as err:
+        raise ValueError(
+            f"{flag} {folder}: cannot create the folder: {os_error_line(err)}"
+        ) from None
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as err:
+        raise ValueError(f"{flag} {folder}: cannot write there: {os_error_line(err)}") from None
 
 
 def settings_parser(settings_cls: type, description: str | None = None) -> argparse.ArgumentParser:

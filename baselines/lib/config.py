@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from routine_envs.plugins import Spec, parse_spec
+from routine_envs.plugins import Spec, brief, parse_spec
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 TURN_LEVEL_METHODS = ("ppo",)
@@ -69,12 +69,14 @@ def method_spec(method: str) -> Spec:
 
 def check_method(method: str) -> Spec:
     """The parsed ``method`` if it names ``ppo``, a built-in estimator or an importable
-    estimator (the import is done here, so a bad one fails before any training); else
-    ``ValueError`` naming it."""
+    estimator class or object (the import is done here, so a bad one fails before any training)
+    whose JSON arguments match its constructor's signature and types
+    (:func:`routine_envs.credit.check_estimator_spec`); else ``ValueError`` naming the method
+    (and the argument), one line."""
     spec = method_spec(method)
     if spec.target in TURN_LEVEL_METHODS:
         if spec.kwargs:
-            raise ValueError(f"method {method!r}: ppo takes no estimator arguments")
+            raise ValueError(f"method {brief(spec.text)}: ppo takes no estimator arguments")
         return spec
     from routine_envs import credit
 
@@ -83,8 +85,29 @@ def check_method(method: str) -> Spec:
     except ValueError as err:
         if spec.is_import_path:
             raise
-        raise ValueError(f"unknown method {method!r}; known: {known_methods()} {err}") from None
+        raise ValueError(
+            f"unknown method {brief(method)}; known: {known_methods()} {err}"
+        ) from None
+    credit.check_estimator_spec(spec, "method")
     return spec
+
+
+def check_estimator_kwargs(method: str, kwargs: Any, where: str) -> None:
+    """``ValueError`` unless ``kwargs`` (the ``estimator_kwargs`` a config gives ``method``,
+    named ``where``) is a mapping of arguments that the method's estimator accepts, of their
+    declared types (data: no argument the context fills)."""
+    from routine_envs import credit
+
+    if kwargs is None:
+        return
+    if not isinstance(kwargs, dict):
+        raise ValueError(f"{where}: estimator_kwargs must be a mapping, got {brief(kwargs)}")
+    spec = method_spec(method)
+    if spec.target in TURN_LEVEL_METHODS:
+        return
+    found = credit.resolve_estimator(spec.target)
+    label = f"bad arguments for method {spec.target!r} in the estimator_kwargs of {where}"
+    credit.check_arguments(found, kwargs, label, from_data=True)
 
 
 def config_path(env_id: str) -> Path:
@@ -141,8 +164,11 @@ def load_hyperparameters(env_id: str, method: str, path: Path | None = None) -> 
         layers.append(_sections(yaml.safe_load(path.read_text()) or {}, str(path)))
     merged: dict[str, Any] = {}
     for section in ("common", f"methods.{method}"):
-        for layer in layers:
-            merged.update(layer.get(section, {}))
+        for layer, where in zip(layers, ["the default config", str(path)], strict=False):
+            values = layer.get(section, {})
+            if "estimator_kwargs" in values:
+                check_estimator_kwargs(method, values["estimator_kwargs"], f"{where} ({section})")
+            merged.update(values)
     if spec.kwargs:
         merged["estimator_kwargs"] = {**(merged.get("estimator_kwargs") or {}), **spec.kwargs}
     return merged

@@ -1,7 +1,7 @@
 """Checks of an environment id and its keyword arguments, before any work: a ``module:Env-v0``
 id whose module cannot be imported, an id that is not registered, keyword arguments that the
 environment's constructor does not take (checked against ``inspect.signature`` of the entry
-point)."""
+point), and spaces the trainers cannot use."""
 
 from __future__ import annotations
 
@@ -63,4 +63,31 @@ def check_env_kwargs(env_id: str, kwargs: Any, flag: str = "--env-kwargs") -> No
     if unknown:
         raise ValueError(
             f"{flag}: {env_id} takes no keyword argument(s) {unknown}; allowed: {sorted(allowed)}"
+        )
+
+
+#: observation spaces an ``MlpPolicy`` reads (SB3 flattens or one-hot encodes them).
+MLP_OBSERVATION_SPACES = (
+    gym.spaces.Box,
+    gym.spaces.Discrete,
+    gym.spaces.MultiDiscrete,
+    gym.spaces.MultiBinary,
+)
+
+
+def check_trainable(env: gym.Env, env_id: str, flag: str = "--env-id") -> None:
+    """The trainers of :mod:`baselines.lib.training` (SB3's ``PPO``, ``MaskablePPO`` and
+    ``TrajectoryAdvantagePPO`` with an ``MlpPolicy``) need a ``Discrete`` action space and an
+    observation space an MLP reads (:data:`MLP_OBSERVATION_SPACES`); ``ValueError`` naming
+    ``flag``, the id and the space otherwise."""
+    if not isinstance(env.action_space, gym.spaces.Discrete):
+        raise ValueError(
+            f"{flag} {env_id}: the trainers need a Discrete action space (PPO over discrete "
+            f"actions, as every routine_envs environment has), got {env.action_space}"
+        )
+    if not isinstance(env.observation_space, MLP_OBSERVATION_SPACES):
+        names = [space.__name__ for space in MLP_OBSERVATION_SPACES]
+        raise ValueError(
+            f"{flag} {env_id}: the trainers' MlpPolicy needs an observation space of "
+            f"{names}, got {type(env.observation_space).__name__}"
         )

@@ -1,4 +1,4 @@
-"""The results file: append-only JSON lines, fsynced, with rejected lines kept aside.
+"""The results file: append-only JSON lines, fsynced, locked, with rejected lines kept aside.
 
 Every row is validated where it enters, when it is read and when it is written: a JSON object
 with a string ``key``, the required fields of the right kinds, only finite numbers (no NaN, no
@@ -7,19 +7,37 @@ at worst a partial last line: :meth:`ResultsFile.load` reports it, moves it (and
 non-finite or duplicate line, whatever its kind) to ``<name>.rejected.jsonl`` with its line
 number and the reason, and rewrites the file atomically with the good rows, so the run is done
 again and nothing is lost. Where the folder cannot be written, nothing is moved and the report
-says so. A record that cannot be appended (a full disk, a file made read-only meanwhile) is
-kept in a fallback file whose path is reported.
+says so; :meth:`ResultsFile.read` never writes anything (shipped references). A record that
+cannot be appended (a full disk, a file made read-only meanwhile) is kept in a fallback file
+whose path is reported.
+
+Several processes may share one file (two sweeps on one ``--out``, a report read while a sweep
+writes). Every append and every rewrite holds an advisory lock (``fcntl.flock`` on
+``<name>.lock`` beside the file), and a rewrite re-reads the file under that lock, so it never
+drops a line appended meanwhile; an append after a partial last line starts a new line. Runs
+are *claimed* before they start (:meth:`ResultsFile.try_claim`: a lock per run key in
+``<name>.claims/``, held while the run trains and released when its record is written, or when
+the process ends however it ends), so two writers never train the same run. Without ``fcntl``
+(not POSIX) there are no locks: one writer per file.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import math
 import os
+import socket
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: no advisory locks
+    fcntl = None  # type: ignore[assignment]
 
 Kind = str
 """A field's kind: ``"str"``, ``"int"``, ``"number"``, ``"numbers"`` (a list of numbers),
@@ -86,12 +104,92 @@ def validate(record: Any, schema: Schema, check: Check | None = None) -> dict[st
     return record
 
 
+def write_atomic(path: Path, data: bytes | str) -> None:
+    """Write ``data`` to ``path`` all or nothing: a temporary file in the same folder, fsynced,
+    then renamed over ``path``; on any error the temporary file is removed and ``path`` is left
+    as it was. The ``OSError`` (a full disk, no permission) names ``path``."""
+    path = Path(path)
+    payload = data.encode() if isinstance(data, str) else data
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+        try:
+            _write_all(fd, payload)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as err:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise OSError(err.errno, err.strerror or str(err), str(path)) from None
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """``os.write`` until every byte of ``data`` is written."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+@contextlib.contextmanager
+def _flock(path: Path, exclusive: bool, create: bool) -> Iterator[bool]:
+    """Hold the advisory lock of the lock file ``path`` (exclusive or shared) for the body;
+    ``True`` when held, ``False`` when it cannot be (no ``fcntl``, or the lock file cannot be
+    opened: a read-only folder, or ``create`` is false and it does not exist)."""
+    fd = None
+    if fcntl is not None:
+        with contextlib.suppress(OSError):
+            fd = os.open(path, (os.O_RDWR | os.O_CREAT) if create else os.O_RDONLY, 0o666)
+    if fd is None:
+        yield False
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield True
+    finally:
+        os.close(fd)  # releases the lock
+
+
+class Claim:
+    """This process's claim of one run (an exclusive ``flock`` on its claim file, which says
+    who holds it); :meth:`release` it when the run's record is written or the run failed. The
+    lock dies with the process, so a crashed run is free to be claimed again."""
+
+    def __init__(self, path: Path, fd: int | None) -> None:
+        self.path = path
+        self._fd = fd
+
+    def release(self, finished: bool) -> None:
+        """Give the run up; ``finished``: its record is in the results file (the claim file is
+        removed, while still held, so finished runs leave nothing behind)."""
+        if self._fd is None:
+            return
+        if finished:
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+        os.close(self._fd)
+        self._fd = None
+
+
+def claim_holder(text: str) -> str:
+    """Who holds a claim, from its file's text (``pid 123 on host``), bounded and printable."""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    line = "".join(c for c in line[:120] if c.isprintable())
+    return line or "another process (its pid not yet written)"
+
+
+Position = tuple[int, int]
+"""Where :meth:`ResultsFile.read_new` stopped: ``(inode, byte offset)``."""
+
+
 class ResultsFile:
-    """An append-only JSON-lines file of run records that survives interruptions.
+    """An append-only JSON-lines file of run records that survives interruptions and is safe to
+    share between processes.
 
     Every record is one line with a unique string ``key`` and the ``required`` fields (names, or
     a mapping of names to :data:`Kind`), validated on read and on write (see the module
-    docstring); each append is flushed and fsynced before returning."""
+    docstring); each append is flushed and fsynced, under the file's lock, before returning."""
 
     def __init__(
         self,
@@ -105,14 +203,23 @@ class ResultsFile:
         )
         self.check = check
         self.rejected = self.path.with_name(self.path.stem + ".rejected.jsonl")
+        self.lock_path = self.path.with_name(self.path.name + ".lock")
+        self.claims = self.path.with_name(self.path.name + ".claims")
 
     def validate(self, record: Any) -> dict[str, Any]:
         """``record`` if valid; :class:`InvalidRecord` with the reason otherwise."""
         return validate(record, self.schema, self.check)
 
+    def lock(self) -> contextlib.AbstractContextManager[bool]:
+        """The file's exclusive advisory lock, held for a ``with`` body (``True`` when held;
+        ``False`` where it cannot be: a read-only folder, no ``fcntl``). Every append and rewrite
+        takes it; hold it to write the file by other means. Not reentrant: never call
+        :meth:`append` or :meth:`load` inside it."""
+        return _flock(self.lock_path, exclusive=True, create=True)
+
     def check_writable(self) -> None:
-        """Make sure records can be appended (the folder created if need be), before any work;
-        ``ValueError`` saying why not."""
+        """Make sure records can be appended and runs claimed (the folder, lock file and claims
+        folder created if need be), before any work; ``ValueError`` saying why not."""
         where = self.path.parent
         try:
             where.mkdir(parents=True, exist_ok=True)
@@ -125,17 +232,16 @@ class ResultsFile:
         try:
             with self.path.open("ab"):
                 pass
+            with self.lock_path.open("ab"):
+                pass
+            self.claims.mkdir(exist_ok=True)
         except OSError as err:
             raise ValueError(f"cannot write results to {self.path}: {err}") from None
 
-    def load(self, report: Callable[[str], Any] = print) -> list[dict[str, Any]]:
-        """The good records. Malformed, non-finite, partial or duplicate lines are reported and
-        moved to ``*.rejected.jsonl`` (line number and reason) and the file is rewritten
-        atomically; where that cannot be written, nothing is moved and the report says so."""
-        if not self.path.exists():
-            return []
+    def _parse(self, data: bytes) -> tuple[list[dict[str, Any]], list[tuple[int, bytes, str]]]:
+        """The good records of ``data`` and the bad lines ``(number, text, reason)``."""
         good, bad, seen = [], [], set()
-        lines = self.path.read_bytes().split(b"\n")
+        lines = data.split(b"\n")
         for number, raw in enumerate(lines, start=1):
             if not raw.strip():
                 continue
@@ -151,26 +257,82 @@ class ResultsFile:
                 continue
             seen.add(record["key"])
             good.append(record)
-        if bad or (lines and lines[-1] != b""):
+        return good, bad
+
+    def read(self, report: Callable[[str], Any] = print) -> list[dict[str, Any]]:
+        """The good records, reading only: bad lines are reported and skipped, nothing is
+        written (not even a lock file: for shipped or read-only files)."""
+        if not self.path.exists():
+            return []
+        with _flock(self.lock_path, exclusive=False, create=False):
+            good, bad = self._parse(self.path.read_bytes())
+        for _, _, why in bad:
+            report(f"{self.path}: {why}; skipped (read only)")
+        return good
+
+    def load(self, report: Callable[[str], Any] = print) -> list[dict[str, Any]]:
+        """The good records. Malformed, non-finite, partial or duplicate lines are reported and
+        moved to ``*.rejected.jsonl`` (line number and reason) and the file is rewritten
+        atomically, under the file's lock and from the file as it is then (so no append made
+        meanwhile is lost); where the lock or the files cannot be written, nothing is moved and
+        the report says so. A clean file is only read (nothing is written, no lock file)."""
+        if not self.path.exists():
+            return []
+        with _flock(self.lock_path, exclusive=False, create=False):
+            data = self.path.read_bytes()
+        good, bad = self._parse(data)
+        if not (bad or (data and not data.endswith(b"\n"))):
+            return good
+        with self.lock() as held:
+            data = self.path.read_bytes()  # again: appends may have come since
+            good, bad = self._parse(data)
+            if not (bad or (data and not data.endswith(b"\n"))):
+                return good
             try:
+                if not held:
+                    raise OSError(f"cannot lock {self.lock_path}")
                 self._reject([(n, raw.decode(errors="replace"), why) for n, raw, why in bad])
-                tmp = self.path.with_name(self.path.name + ".tmp")
-                with tmp.open("wb") as f:
-                    for record in good:
-                        f.write(json.dumps(record, allow_nan=False).encode() + b"\n")
-                    f.flush()
-                    os.fsync(f.fileno())
-                tmp.replace(self.path)
+                write_atomic(
+                    self.path,
+                    b"".join(json.dumps(r, allow_nan=False).encode() + b"\n" for r in good),
+                )
             except OSError as err:
                 for _, _, why in bad:
                     report(f"{self.path}: {why}; left in place (cannot move it: {err})")
                 return good
-            for _, _, why in bad:
-                report(f"{self.path}: {why}; moved to {self.rejected.name}")
+        for _, _, why in bad:
+            report(f"{self.path}: {why}; moved to {self.rejected.name}")
         return good
 
+    def read_new(self, since: Position | None = None) -> tuple[list[dict[str, Any]], Position]:
+        """The valid records of the complete lines appended after ``since`` (a position this
+        method returned; ``None``: from the start) and the new position, read under the shared
+        lock. A file rewritten meanwhile (another inode, or shorter) is read from the start.
+        Bad lines are skipped silently (:meth:`load` reports them)."""
+        with _flock(self.lock_path, exclusive=False, create=False):
+            try:
+                with self.path.open("rb") as f:
+                    stat = os.fstat(f.fileno())
+                    offset = 0
+                    if since is not None and since[0] == stat.st_ino and since[1] <= stat.st_size:
+                        offset = since[1]
+                    if since == (stat.st_ino, stat.st_size):
+                        return [], since
+                    f.seek(offset)
+                    data = f.read()
+            except FileNotFoundError:
+                return [], (0, 0)
+        complete = data[: data.rfind(b"\n") + 1]
+        records = []
+        for raw in complete.split(b"\n"):
+            with contextlib.suppress(Exception):  # any bad line: load() reports it
+                if raw.strip():
+                    records.append(self.validate(json.loads(raw)))
+        return records, (stat.st_ino, offset + len(complete))
+
     def _reject(self, entries: list[tuple[int | None, str, str]]) -> None:
-        """Append ``(line number, text, reason)`` entries to the rejected file."""
+        """Append ``(line number, text, reason)`` entries to the rejected file (the caller holds
+        the lock)."""
         if not entries:
             return
         with self.rejected.open("ab") as f:
@@ -181,16 +343,18 @@ class ResultsFile:
             os.fsync(f.fileno())
 
     def append(self, record: dict[str, Any], report: Callable[[str], Any] = print) -> bool:
-        """Append one valid record as one line, flushed to disk before returning; ``True`` when
-        it is in the file. An invalid record (a NaN success, ...) goes to the rejected file
-        with its reason instead; a record that cannot be written is kept in a fallback file.
-        Both are reported; ``False`` then."""
+        """Append one valid record as one line, under the lock, flushed to disk before
+        returning; ``True`` when it is in the file. After a partial last line (a crash) the
+        record starts a new line. An invalid record (a NaN success, ...) goes to the rejected
+        file with its reason instead; a record that cannot be written is kept in a fallback
+        file (and the file is left as it was). Both are reported; ``False`` then."""
         try:
             self.validate(record)
         except InvalidRecord as err:
             text = json.dumps(record, default=repr)  # NaN is written as NaN: it is the evidence
             try:
-                self._reject([(None, text, f"not written: {err}")])
+                with self.lock():
+                    self._reject([(None, text, f"not written: {err}")])
                 report(
                     f"{self.path}: record {record.get('key')!r} not written ({err}); kept in "
                     f"{self.rejected}"
@@ -201,14 +365,69 @@ class ResultsFile:
         line = json.dumps(record, allow_nan=False).encode() + b"\n"
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("ab") as f:
-                f.write(line)
-                f.flush()
-                os.fsync(f.fileno())
+            with self.lock():
+                self._append_line(line)
         except OSError as err:
-            report(self._fallback(line.decode().rstrip("\n"), str(err)))
+            report(self._fallback(line.decode().rstrip("\n"), err.strerror or str(err)))
             return False
         return True
+
+    def _append_line(self, line: bytes) -> None:
+        """Append ``line`` (the caller holds the lock), after a newline if the file ends in a
+        partial line; on failure the file is cut back to what it was."""
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                line = b"\n" + line
+            try:
+                _write_all(fd, line)
+                os.fsync(fd)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, size)
+                raise
+        finally:
+            os.close(fd)
+
+    def try_claim(self, key: str) -> Claim | None:
+        """Claim the run ``key`` for this process (a lock on its file in :attr:`claims`, which
+        then says ``pid N on HOST``); ``None`` when a live process holds it (see
+        :meth:`holder`). Re-read the results after claiming: the run may have been finished
+        by another process just before."""
+        if fcntl is None:
+            return Claim(self.claim_path(key), None)
+        self.claims.mkdir(parents=True, exist_ok=True)
+        path = self.claim_path(key)
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                return None
+            try:
+                same = os.stat(path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False  # its holder finished and removed it as we opened it
+            if not same:
+                os.close(fd)
+                continue
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+            return Claim(path, fd)
+
+    def holder(self, key: str) -> str:
+        """Who holds the claim of run ``key``, as its claim file says (``pid 123 on host``)."""
+        try:
+            text = self.claim_path(key).read_bytes()[:200].decode(errors="replace")
+        except OSError:
+            text = ""
+        return claim_holder(text)
+
+    def claim_path(self, key: str) -> Path:
+        """The claim file of run ``key``."""
+        return self.claims / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".claim")
 
     def _fallback(self, text: str, why: str) -> str:
         """Keep ``text`` in ``<name>.unsaved.jsonl`` beside the file, else in the temporary

@@ -1,19 +1,42 @@
-"""The resumable runner: run the jobs of a sweep that are not yet in its results file."""
+"""The resumable runner: run the jobs of a sweep that are not yet in its results file.
+
+Several runners may share one results file (two people, or two terminals, on one ``--out``):
+each run is claimed before it starts (:meth:`~baselines.lib.results.ResultsFile.try_claim`),
+so no run is ever trained twice. A runner that finds a run claimed by another live process
+runs the others first, then waits for it and reads its record from the file (or runs it itself
+if that process ended without writing it). Ctrl-C stops the runs in progress and raises
+:class:`Interrupted`, whose message says what is saved.
+"""
 
 from __future__ import annotations
 
 import multiprocessing as mp
-from collections.abc import Callable, Generator, Iterator
+import queue
+import signal
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from baselines.lib.backend import BackendArgs, check_backend
-from baselines.lib.results import Check, ResultsFile, Schema
+from baselines.lib.results import Check, Claim, Position, ResultsFile, Schema
+
+WAIT_SECONDS = 0.5
+"""How often a runner looks again at the runs other processes hold (seconds)."""
+
+Task = tuple[Callable[[dict[str, Any]], dict[str, Any]], str, dict[str, Any]]
 
 
 class RunFailed(RuntimeError):
     """Runs of a sweep failed; the message names each (env, kwargs, method, seed) and its
     error. The runs that finished are in the results file."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a sweep: the runs in progress were stopped; the message says how many runs
+    are saved and where (a rerun resumes from there)."""
 
 
 def describe(job: dict[str, Any]) -> str:
@@ -45,7 +68,14 @@ def run_resumable(
     (spawned processes and Ray workers look it up). Records are validated (the ``required``
     fields and their kinds, finite numbers, ``check``) when the file is loaded and when a
     record is written (:class:`~baselines.lib.results.ResultsFile`); an invalid record is
-    kept aside and left out of the returned records (reported), so tables never see it."""
+    kept aside and left out of the returned records (reported), so tables never see it.
+    Each run is claimed before it starts; runs claimed by another live process are waited for
+    (see the module docstring).
+
+    Raises:
+        RunFailed: some runs raised (each named; the others are saved).
+        Interrupted: Ctrl-C (a ``KeyboardInterrupt``; the runs finished are saved).
+    """
     from tqdm import tqdm
 
     settings = backend if backend is not None else BackendArgs()
@@ -56,14 +86,11 @@ def run_resumable(
     done = {r["key"]: r for r in store.load()}
     todo = [(k, j) for k, j in zip(keys, jobs, strict=True) if k not in done]
     other = len(set(done) - set(keys))
-    tasks = [(worker, k, j) for k, j in todo]
-    results: Iterator[tuple[str, Any]] = iter(())
     where = f"{workers} worker(s)"
     if settings.backend == "ray" and todo:
         from baselines.lib import ray_backend
 
         where = ray_backend.connect(settings, workers, ray_backend.packages_of(worker))
-        results = ray_backend.run_tasks(_run_one, tasks, settings, _lost)  # runs start when read
     print(
         f"{len(jobs)} {unit}s, {len(jobs) - len(todo)} already in {store.path}, "
         f"{len(todo)} to do on {where}"
@@ -77,48 +104,223 @@ def run_resumable(
         disable=not progress,
         dynamic_ncols=True,
     )
-    pool = None
-    invalid: list[str] = []
-    failures: list[str] = []
+    sweep = _Sweep(store, worker, set(keys), done, bar, unit)
     try:
-        if settings.backend == "process" and workers > 1 and len(todo) > 1:
-            pool = mp.get_context("spawn").Pool(min(workers, len(todo)))
-            results = pool.imap_unordered(_run_one, tasks)
-        elif settings.backend == "process":
-            results = map(_run_one, tasks)
-        for job_key, record in results:
-            if isinstance(record, _Failure):
-                failures.append(record.message)
-                bar.write(f"failed: {record.message}")
-                bar.update()
-                continue
-            record["key"] = job_key  # the key of the job as planned, never recomputed
-            try:
-                store.validate(record)
-            except ValueError as err:
-                invalid.append(f"{job_key}: {err}")
-            else:
-                done[job_key] = record
-            store.append(record, report=bar.write)  # kept aside when invalid or unwritable
-            bar.update()
+        if settings.backend == "ray":
+            sweep.run_on_ray(todo, settings)
+        else:
+            sweep.run_here(todo, workers)
+    except KeyboardInterrupt:
+        saved = sum(k in done for k in keys)
+        running = f"; the {sweep.running} {unit}(s) in progress were stopped" * bool(sweep.running)
+        raise Interrupted(
+            f"interrupted: {saved} of {len(jobs)} {unit}s are saved in {store.path}{running}"
+        ) from None
     finally:
-        if pool is not None:
-            pool.terminate()
-        if isinstance(results, Generator):
-            results.close()  # Ray: cancels the runs still in flight
+        sweep.release_all()
         bar.close()
-    if invalid:
+    if sweep.by_others:
         print(
-            f"{len(invalid)} {unit}(s) gave an invalid record, left out of the results and "
-            f"kept in {store.rejected}: " + "; ".join(invalid),
+            f"{sweep.by_others} {unit}(s) were run by another process "
+            f"({', '.join(sorted(sweep.holders))}) and read from {store.path}",
             flush=True,
         )
-    if failures:
+    if sweep.invalid:
+        print(
+            f"{len(sweep.invalid)} {unit}(s) gave an invalid record, left out of the results and "
+            f"kept in {store.rejected}: " + "; ".join(sweep.invalid),
+            flush=True,
+        )
+    if sweep.failures:
         raise RunFailed(
-            f"{len(failures)} of {len(todo)} {unit}(s) failed (the {len(done)} done are kept in "
-            f"{store.path}; run again to retry the rest): " + " | ".join(failures)
+            f"{len(sweep.failures)} of {len(todo)} {unit}(s) failed (the {len(done)} done are "
+            f"kept in {store.path}; run again to retry the rest): " + " | ".join(sweep.failures)
         )
     return [done[k] for k in keys if k in done]
+
+
+class _Sweep:
+    """The runs of one :func:`run_resumable` call: claims, dispatch and bookkeeping."""
+
+    def __init__(
+        self,
+        store: ResultsFile,
+        worker: Callable[[dict[str, Any]], dict[str, Any]],
+        planned: set[str],
+        done: dict[str, dict[str, Any]],
+        bar: Any,
+        unit: str,
+    ) -> None:
+        self.store, self.worker, self.planned, self.done = store, worker, planned, done
+        self.bar, self.unit = bar, unit
+        self.claims: dict[str, Claim] = {}
+        self.waiting: dict[str, dict[str, Any]] = {}  # runs another process holds
+        self.holders: set[str] = set()
+        self.position: Position | None = None
+        self.by_others = 0
+        self.invalid: list[str] = []
+        self.failures: list[str] = []
+
+    @property
+    def running(self) -> int:
+        return len(self.claims)
+
+    def refresh(self) -> None:
+        """Take the records other processes appended since the last look."""
+        records, self.position = self.store.read_new(self.position)
+        for record in records:
+            k = record["key"]
+            if k in self.planned and k not in self.done:
+                self.done[k] = record
+                self.waiting.pop(k, None)
+                if k not in self.claims:
+                    self.by_others += 1
+                    self.bar.update()
+
+    def next_task(self, pending: deque[tuple[str, dict[str, Any]]]) -> Task | None:
+        """The next pending run this process could claim (and that is still not done), or
+        ``None``; runs held by other processes move to :attr:`waiting`."""
+        while pending:
+            k, job = pending.popleft()
+            if k in self.done:
+                continue
+            claim = self.store.try_claim(k)
+            if claim is None:
+                self.waiting[k] = job
+                holder = self.store.holder(k)
+                if holder not in self.holders:
+                    self.holders.add(holder)
+                    self.bar.write(
+                        f"{self.unit}s of this sweep are being run by another process ({holder}) "
+                        f"writing {self.store.path}: running the others first, then waiting "
+                        "for those"
+                    )
+                continue
+            self.refresh()  # it may have been finished by another process just before
+            if k in self.done:
+                claim.release(finished=True)
+                continue
+            self.claims[k] = claim
+            return (self.worker, k, job)
+        return None
+
+    def wait_for_others(self, pending: deque[tuple[str, dict[str, Any]]]) -> None:
+        """Wait a little, take what other processes finished, and queue their runs again (a
+        run whose holder ended without writing it is then claimed here)."""
+        time.sleep(WAIT_SECONDS)
+        self.refresh()
+        pending.extend(self.waiting.items())
+        self.waiting.clear()
+
+    def handle(self, job_key: str, record: Any) -> None:
+        """Write a finished run's record (or note its failure) and release its claim."""
+        claim = self.claims.pop(job_key)
+        finished = False
+        try:
+            if isinstance(record, _Failure):
+                self.failures.append(record.message)
+                self.bar.write(f"failed: {record.message}")
+                return
+            record["key"] = job_key  # the key of the job as planned, never recomputed
+            try:
+                self.store.validate(record)
+            except ValueError as err:
+                self.invalid.append(f"{job_key}: {err}")
+            else:
+                self.done[job_key] = record
+            # kept aside when invalid or unwritable
+            finished = self.store.append(record, report=self.bar.write) and job_key in self.done
+        finally:
+            claim.release(finished=finished)
+            self.bar.update()
+
+    def run_here(self, todo: list[tuple[str, dict[str, Any]]], workers: int) -> None:
+        """Run on a spawned process pool (in this process for one worker or one run), at most
+        ``workers`` runs claimed at a time."""
+        pending = deque(todo)
+        finished: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        size = min(workers, len(todo))
+        pool = _start_pool(size) if size > 1 else None
+        in_flight = 0
+        try:
+            while True:
+                while in_flight < max(size, 1) and (task := self.next_task(pending)):
+                    if pool is None:
+                        finished.put(_run_one(task))
+                    else:
+                        pool.apply_async(
+                            _run_one,
+                            (task,),
+                            callback=finished.put,
+                            error_callback=lambda err, t=task: finished.put(
+                                (t[1], _Failure(f"{describe(t[2])}: {type(err).__name__}: {err}"))
+                            ),
+                        )
+                    in_flight += 1
+                if in_flight:
+                    self.handle(*_next_result(finished))
+                    in_flight -= 1
+                elif self.waiting:
+                    self.wait_for_others(pending)
+                else:
+                    return
+        finally:
+            if pool is not None:
+                pool.terminate()
+
+    def run_on_ray(self, todo: list[tuple[str, dict[str, Any]]], settings: BackendArgs) -> None:
+        """Run as Ray tasks: claim what can be claimed, run it, then wait for the rest."""
+        from baselines.lib import ray_backend
+
+        pending = deque(todo)
+        while True:
+            tasks = []
+            while task := self.next_task(pending):
+                tasks.append(task)
+            if tasks:
+                results = ray_backend.run_tasks(_run_one, tasks, settings, _lost)
+                try:
+                    for job_key, record in results:
+                        self.handle(job_key, record)
+                finally:
+                    results.close()  # cancels the runs still in flight
+            elif self.waiting:
+                self.wait_for_others(pending)
+            else:
+                return
+
+    def release_all(self) -> None:
+        """Give up every claim still held (runs stopped by Ctrl-C or an error)."""
+        for claim in self.claims.values():
+            claim.release(finished=False)
+        self.claims.clear()
+
+
+def _next_result(finished: queue.SimpleQueue[tuple[str, Any]]) -> tuple[str, Any]:
+    """The next finished run, waiting in short steps (so Ctrl-C is seen at once)."""
+    while True:
+        try:
+            return finished.get(timeout=0.2)
+        except queue.Empty:
+            continue
+
+
+def _start_pool(size: int) -> Any:
+    """A spawned pool of ``size`` workers that leave Ctrl-C to the runner: they start with
+    SIGINT ignored (inherited, so not even their start-up prints a traceback) and keep it so.
+    This process ignores it too while it starts them (about 0.1 s): a Ctrl-C then is missed."""
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main_thread else None
+    try:
+        return mp.get_context("spawn").Pool(size, initializer=_ignore_interrupts)
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _ignore_interrupts() -> None:
+    """A pool worker leaves Ctrl-C to the runner, which stops it (no traceback per worker)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 class _Failure:
@@ -133,7 +335,7 @@ def _lost(job: dict[str, Any], why: str) -> _Failure:
     return _Failure(f"{describe(job)}: {why}")
 
 
-def _run_one(task: tuple[Callable, str, dict[str, Any]]) -> tuple[str, Any]:
+def _run_one(task: Task) -> tuple[str, Any]:
     """``(key, worker(job))``, or ``(key, _Failure)`` naming the run when it raised, so the
     other runs go on (a module-level function: spawned processes look it up)."""
     worker, job_key, job = task

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -11,15 +12,17 @@ import numpy as np
 
 
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    """Write ``rows`` atomically (a temporary file renamed over ``path``)."""
+    """Write ``rows`` atomically (a temporary file renamed over ``path``; a full disk leaves
+    ``path`` as it was and names it: :func:`~baselines.lib.results.write_atomic`)."""
+    from baselines.lib.results import write_atomic
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", newline="") as f:
-        if rows:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
-    tmp.replace(path)
+    text = io.StringIO(newline="")
+    if rows:
+        writer = csv.DictWriter(text, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    write_atomic(path, text.getvalue())
 
 
 def format_table(rows: list[dict[str, Any]], columns: Sequence[str] | None = None) -> str:

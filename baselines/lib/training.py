@@ -31,7 +31,7 @@ from stable_baselines3.common.env_util import make_vec_env
 import routine_envs
 from baselines.lib import cli
 from baselines.lib.config import TURN_LEVEL_METHODS, check_method, load_hyperparameters
-from baselines.lib.envs import check_env_kwargs
+from baselines.lib.envs import check_env_kwargs, check_trainable
 from baselines.lib.stats import first_crossing
 from baselines.lib.trajectory_ppo import TrajectoryAdvantagePPO, maskable_classes, policy_table
 
@@ -227,8 +227,9 @@ def build(args: TrainArgs) -> tuple[Any, gym.Env, dict[str, Any]]:
     """Validate everything and build the algorithm, its evaluation env and its settings.
 
     Raises:
-        ValueError: unknown env id, bad env kwargs, unknown method, bad YAML key, an estimator
-            whose annotations the env does not provide.
+        ValueError: unknown env id, bad env kwargs, an env the trainers cannot use (a
+            non-Discrete action space, an observation an MlpPolicy cannot read), unknown method,
+            bad YAML key, an estimator whose annotations the env does not provide.
     """
     check_env_kwargs(args.env_id, args.env_kwargs)  # the id, then the kwargs' names
     if args.seed < 0:
@@ -242,6 +243,11 @@ def build(args: TrainArgs) -> tuple[Any, gym.Env, dict[str, Any]]:
     if args.out is not None:
         check_output_folder(args.out)
     eval_env = gym.make(args.env_id, **args.env_kwargs)  # raises ValueError on bad kwargs
+    try:  # a continuous action space or an observation the policy cannot read: refused here
+        check_trainable(eval_env, args.env_id)
+    except ValueError:
+        eval_env.close()
+        raise
     hyper = load_hyperparameters(args.env_id, args.method, args.config)
     params = dict(hyper)
     if params.pop("policy", "mlp") != "mlp":
@@ -377,12 +383,10 @@ def parse_args(argv: list[str] | None = None) -> TrainArgs:
 
 def cli_main(argv: list[str] | None = None) -> RunResult:
     """``python -m baselines.train``: parse, train, print the outcome. Bad settings are one line
-    on stderr and exit status 2, before any training."""
+    on stderr and exit status 2, before any training; a full disk and Ctrl-C are one line too
+    (:func:`baselines.lib.cli.run_main`)."""
     run_args = parse_args(argv)
-    try:
-        result = main(run_args)
-    except ValueError as err:
-        cli.fail(err)
+    result = cli.run_main(main, run_args)
     print(
         f"final success {result.final_success:.3f}; steps to {run_args.target_success}: "
         f"{'not reached' if result.steps_to_target is None else f'{result.steps_to_target:.0f}'}"

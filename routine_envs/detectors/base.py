@@ -31,7 +31,10 @@ __all__ = [
     "Detector",
     "build_detector",
     "check_detector_batch",
+    "check_detector_class",
+    "check_detector_object",
     "check_detector_provides",
+    "check_detector_spec",
     "detector_cost",
     "detector_fingerprint_target",
     "resolve_detector",
@@ -104,18 +107,23 @@ DETECTORS: dict[str, str] = {
 
 def resolve_detector(target: str) -> Any:
     """The detector class (or ready object) ``target`` names: a registry name of
-    :data:`DETECTORS` or an import path ``package.module:Name``; ``ValueError`` naming it."""
+    :data:`DETECTORS` or an import path ``package.module:Name``; ``ValueError`` naming it when
+    it is unknown, cannot be imported or is not a detector (a class is checked too:
+    :func:`check_detector_class`)."""
     if plugins.is_import_path(target):
         obj = plugins.load_object(target, "detector")
     elif target in DETECTORS:
         obj = plugins.load_object(DETECTORS[target], "detector")
     else:
         raise ValueError(
-            f"unknown detector {target!r}; known: {sorted(DETECTORS)}, or an import path "
-            "'package.module:Name' of your own"
+            f"unknown detector {plugins.brief(target)}; known: {sorted(DETECTORS)}, or an import "
+            "path 'package.module:Name' of your own"
         )
-    if not isinstance(obj, type):
-        check_detector_object(obj, f"detector {target!r}")
+    where = f"detector {plugins.brief(target)}"
+    if isinstance(obj, type):
+        check_detector_class(obj, where)
+    else:
+        check_detector_object(obj, where)
     return obj
 
 
@@ -135,11 +143,44 @@ def check_detector_object(obj: Any, where: str) -> None:
             f"{where} is not a detector: it lacks {missing} (a detector has name, requires "
             "and __call__(batch) -> Detection; see docs/detectors.md)"
         )
-    unknown = sorted(set(obj.requires) - set(credit.BATCH_FIELDS))
-    if unknown:
-        raise ValueError(
-            f"{where} requires unknown batch fields {unknown}; known: {list(credit.BATCH_FIELDS)}"
-        )
+    plugins.check_requires(obj.requires, credit.BATCH_FIELDS, where)
+
+
+def check_detector_class(cls: type, where: str) -> None:
+    """``ValueError`` unless class ``cls`` builds detectors: it declares
+    :data:`DETECTOR_ATTRIBUTES` and ``__call__(batch)``, ``name`` set on the class is a text and
+    ``requires`` batch fields (:func:`routine_envs.plugins.check_plugin_class`)."""
+    kinds = {"name": str}
+    plugins.check_plugin_class(
+        cls, where, DETECTOR_ATTRIBUTES, "a detector", kinds, credit.BATCH_FIELDS
+    )
+
+
+def check_detector_spec(spec: str | plugins.Spec, what: str = "detector") -> Any:
+    """Validate a detector spec before any work and return what it names: it parses, names a
+    detector class or object (:func:`resolve_detector`), and its JSON arguments match the
+    class's signature and type hints (:func:`routine_envs.credit.check_arguments`).
+    ``ValueError`` naming the spec (``what``: the parameter) and the argument, one line."""
+    parsed = spec if isinstance(spec, plugins.Spec) else plugins.parse_spec(spec, what)
+    found = resolve_detector(parsed.target)
+    where = plugins.arguments_label(what, parsed.target, parsed.text)
+    credit.check_arguments(found, parsed.kwargs, where, from_data=True)
+    return found
+
+
+def check_masked(kwargs: Mapping[str, Any]) -> None:
+    """The check of ``detector_masked``'s data arguments beyond their types
+    (:data:`routine_envs.credit.ARGUMENT_CHECKS`): a ``detector`` spec given names a detector
+    (:func:`check_detector_spec`) and ``detector_kwargs`` match its signature and types."""
+    spec = kwargs.get("detector")
+    if not isinstance(spec, str):
+        return
+    parsed = plugins.parse_spec(spec, "detector")
+    found = check_detector_spec(parsed)
+    more = kwargs.get("detector_kwargs")
+    if isinstance(more, Mapping):
+        where = f"bad arguments for detector {plugins.brief(parsed.target)} in detector_kwargs"
+        credit.check_arguments(found, more, where, from_data=True)
 
 
 def build_detector(
@@ -150,22 +191,33 @@ def build_detector(
     """A detector from ``spec`` (a registry name or import path as text, optionally with JSON
     keyword arguments that ``kwargs`` override; a class; or an instance, returned as is) and
     what ``context`` offers (a class's ``from_context(context, **kwargs)`` when it has one).
+    The JSON arguments are checked as data and ``kwargs`` as Python values against the class's
+    signature and type hints before anything is built.
 
     Raises:
-        ValueError: an unknown name, a failed import, a wrong keyword, something that is not a
-            detector, or a detector that cannot be built from ``context`` (named).
+        ValueError: an unknown name, a failed import, a wrong keyword or type, something that
+            is not a detector, or a detector that cannot be built from ``context`` (named).
     """
-    where = f"detector {spec!r}" if isinstance(spec, str) else repr(spec)
+    text, data = None, {}
     if isinstance(spec, str):
         parsed = plugins.parse_spec(spec, "detector")
-        kwargs = {**parsed.kwargs, **kwargs}
+        text, data, label = parsed.text, parsed.kwargs, parsed.target
         spec = resolve_detector(parsed.target)
+    else:
+        label = getattr(spec, "name", None) if isinstance(spec, type) else None
+        label = label if isinstance(label, str) else getattr(spec, "__name__", repr(spec))
+    where = f"detector {plugins.brief(text)}" if text is not None else plugins.brief(spec)
     if not isinstance(spec, type):
-        if kwargs:
-            raise ValueError(f"keyword arguments {sorted(kwargs)} given with a detector object")
+        if kwargs or data:
+            names = plugins.brief(sorted({**data, **kwargs}), 200)
+            raise ValueError(f"keyword arguments {names} given with a detector object")
         check_detector_object(spec, where)
         return spec
-    detector = credit.build_from_context(spec, context, kwargs, "detector")
+    check_detector_class(spec, where)
+    bad = plugins.arguments_label("detector", label, text)
+    credit.check_arguments(spec, data, bad, from_data=True)
+    credit.check_arguments(spec, kwargs, bad, from_data=False)
+    detector = credit.build_from_context(spec, context, {**data, **kwargs}, "detector")
     check_detector_object(detector, f"{where}: {spec.__name__}(...), what it builds,")
     return detector
 

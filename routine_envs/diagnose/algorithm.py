@@ -28,6 +28,7 @@ from routine_envs.diagnose.statistics import (
     cluster_wilson_interval,
     min_rollouts,
     minimum_detectable_effect,
+    variance_standard_error,
 )
 
 ContinuationPolicy = Callable[[Any, dict[str, Any], np.random.Generator], int]
@@ -316,6 +317,7 @@ def diagnose(
         num_inconclusive=sum(not r.critical and not r.identical for r in records),
         episode_mean_rho=float(np.mean(crit[keep] / lengths[keep])),
         return_variance=float(np.var(episode_returns, ddof=1)) if episode > 1 else math.nan,
+        return_variance_se=variance_standard_error(np.asarray(episode_returns)),
         mde=MinimumDetectableEffect(
             standardized=standardized,
             return_units=standardized * math.sqrt(float(all_variances.mean())),

@@ -7,7 +7,17 @@ import math
 import textwrap
 
 from routine_envs.diagnose.results import DiagnosisResult
-from routine_envs.diagnose.statistics import MDE_POWER
+from routine_envs.diagnose.statistics import MDE_POWER, return_variance_warning
+
+
+def variance_warning(result: DiagnosisResult) -> str | None:
+    """The one-line warning of a result whose ``Var(R)`` is 0, undefined or from too small a
+    sample to weigh a critic's error against (then the reading gives no ``sigma^2 / Var(R)``
+    advice); ``None`` otherwise. See
+    :func:`~routine_envs.diagnose.statistics.return_variance_warning` for "too small"."""
+    return return_variance_warning(
+        result.num_episodes, result.return_variance, result.return_variance_se
+    )
 
 
 def reading(
@@ -22,6 +32,8 @@ def reading(
     ``rho^(-1/2)`` in SNR; a critic with ``sigma^2 / Var(R) < rho`` keeps at least half of that
     gain in ``SNR^2`` (a gain of at least ``(2 rho)^(-1/2)``); at ``sigma^2 / Var(R) = 1 - rho``
     the two break even. This is a rule of thumb, not a guarantee for a particular estimator.
+    Where ``Var(R)`` is 0, undefined or from too small a sample (:func:`variance_warning`), the
+    reading gives no ``sigma^2 / Var(R)`` advice, and :func:`format_result` prints the warning.
 
     Args:
         result: a :class:`DiagnosisResult`.
@@ -66,24 +78,28 @@ def reading(
             f"by only about rho^(-1/2) = {gain:.2g}x, which a learned critic's error eats into. "
             + detect
         )
-    var_r = result.return_variance
-    budget = (
-        f" (with Var(R) = {var_r:.3g} over the sampled episodes, sigma^2 < {rho * var_r:.3g} "
-        f"in squared return units)"
-        if math.isfinite(var_r) and var_r > 0
-        else ""
-    )
-    return (
+    head = (
         f"Low decision density: rho = {rho:.3g} ({level} CI [{low:.3g}, {high:.3g}]), about 1 "
         f"step in {1 / rho:.3g} decides the return, so trajectory-level advantages dilute the "
         f"signal: a perfect turn-level critic would raise the gradient SNR by about "
         f"rho^(-1/2) = {gain:.2g}x (between {high**-0.5:.2g}x and "
-        f"{(low**-0.5 if low > 0 else math.inf):.2g}x over the CI). A learned turn-level critic "
-        f"pays if its per-step error variance is small against the return's: a critic with "
-        f"sigma^2/Var(R) < rho = {rho:.3g}{budget} keeps at least half of that gain in SNR^2 "
-        f"(SNR at least {(2 * rho) ** -0.5:.2g}x the trajectory-level one); it breaks even "
-        f"near sigma^2/Var(R) = 1 - rho = {1 - rho:.3g}, above which trajectory-level "
-        f"estimators are better. " + detect
+        f"{(low**-0.5 if low > 0 else math.inf):.2g}x over the CI). "
+    )
+    if variance_warning(result) is not None:
+        return (
+            head + "How small a learned critic's error must be to keep that gain is not said "
+            "here: the return's variance of the sampled episodes is no measure to weigh it "
+            "against (see the warning above). " + detect
+        )
+    var_r = result.return_variance
+    return (
+        head + f"A learned turn-level critic pays if its per-step error variance is small against "
+        f"the return's: a critic with sigma^2/Var(R) < rho = {rho:.3g} (with Var(R) = "
+        f"{var_r:.3g} over the sampled episodes, sigma^2 < {rho * var_r:.3g} in squared return "
+        f"units) keeps at least half of that gain in SNR^2 (SNR at least "
+        f"{(2 * rho) ** -0.5:.2g}x the trajectory-level one); it breaks even near "
+        f"sigma^2/Var(R) = 1 - rho = {1 - rho:.3g}, above which trajectory-level estimators are "
+        f"better. " + detect
     )
 
 
@@ -133,13 +149,17 @@ def format_result(result: DiagnosisResult) -> str:
         (f"min. detectable effect ({MDE_POWER:.0%})", f"{result.mde.standardized:.3g} sd of "
          f"paired differences, ~{result.mde.return_units:.3g} in return units"),
         ("confidence interval", ci_note),
-        ("Var(R) of sampled episodes", f"{result.return_variance:.4g}"),
+        ("Var(R) of sampled episodes", f"{result.return_variance:.4g} (standard error "
+         f"{result.return_variance_se:.2g})"),
         (f"cut at max_steps={s['max_steps']}", f"{result.num_truncated_episodes} episodes, "
          f"{result.num_truncated_rollouts} continuations"),
         ("seed, time", f"{s['seed']}, {result.elapsed_seconds:.1f} s"),
     ]  # fmt: skip
     lines = [f"Decision-density diagnosis: {s['env']} {kwargs}".rstrip()]
     lines += [f"  {label:<31}{value}" for label, value in rows]
+    warning = variance_warning(result)
+    if warning is not None:
+        lines.append(f"warning: {warning}")
     a = result.agreement
     if a is not None:
         lines += [

@@ -122,6 +122,10 @@ class DiagnosisResult:
             ``env.unwrapped.decision_density`` are this per-episode form).
         return_variance: variance of the sampled episodes' undiscounted returns, ``Var(R)`` (nan
             with one episode).
+        return_variance_se: its distribution-free standard error
+            (:func:`~routine_envs.diagnose.statistics.variance_standard_error`; nan with one
+            episode); the reading gives advice in ``sigma^2 / Var(R)`` only where ``Var(R)`` is
+            well above it (:func:`~routine_envs.diagnose.statistics.return_variance_warning`).
         mde: minimum detectable effect of the test.
         agreement: confusion counts against ``info["critical"]``, or ``None`` without annotations.
         records: one :class:`StateRecord` per tested state, in sampling order.
@@ -150,6 +154,7 @@ class DiagnosisResult:
     num_truncated_rollouts: int
     elapsed_seconds: float
     settings: dict[str, Any]
+    return_variance_se: float = math.nan
 
     @property
     def share_routine(self) -> float:

@@ -11,6 +11,11 @@ from scipy import stats
 
 #: power at which the minimum detectable effect is reported.
 MDE_POWER = 0.8
+#: fewest sampled episodes from which the reading weighs a critic's error against ``Var(R)``.
+MIN_VARIANCE_EPISODES = 10
+#: the normal quantile of :func:`return_variance_warning`'s check: ``Var(R)`` must exceed this
+#: many standard errors (its approximate 95% interval must not reach 0).
+VARIANCE_Z = 1.96
 #: differences of returns smaller than this, relative to ``max(1, |return|)``, count as zero.
 _ZERO_TOLERANCE = 1e-9
 
@@ -139,3 +144,60 @@ def cluster_wilson_interval(
     low = 0.0 if p == 0.0 else max(0.0, center - half)  # exact ends, not rounding
     high = 1.0 if p == 1.0 else min(1.0, center + half)
     return (low, high), deff
+
+
+def variance_standard_error(values: np.ndarray) -> float:
+    """Distribution-free standard error of the unbiased sample variance ``s^2`` of ``values``.
+
+    ``sqrt((m4 - (n - 3) / (n - 1) * s^4) / n)`` for ``n = len(values) >= 2`` (the large-sample
+    variance of ``s^2``, with the sample fourth central moment ``m4`` plugged in for the
+    population one): no normality assumed, so a rare success (a heavy-tailed Bernoulli return)
+    gets the large error it has. Same units as the variance; nan for ``n < 2``.
+    """
+    x = np.asarray(values, dtype=np.float64)
+    n = x.size
+    if n < 2:
+        return math.nan
+    s2 = float(np.var(x, ddof=1))
+    m4 = float(np.mean((x - x.mean()) ** 4))
+    return math.sqrt(max(0.0, m4 - (n - 3) / (n - 1) * s2 * s2) / n)
+
+
+def return_variance_warning(
+    num_episodes: int, variance: float, standard_error: float
+) -> str | None:
+    """Why ``Var(R)`` cannot carry advice on a critic's error ``sigma^2 / Var(R)``, in one line;
+    ``None`` when it can.
+
+    The sample is *too small* when it has fewer than :data:`MIN_VARIANCE_EPISODES` episodes, or
+    when ``Var(R) < VARIANCE_Z * standard_error`` (:func:`variance_standard_error`): its
+    approximate 95% interval reaches 0, so the ratio's scale is unknown. ``Var(R) = 0`` (every
+    episode had the same return) or undefined (one episode) makes the ratio undefined.
+
+    Args:
+        num_episodes: sampled episodes behind ``variance``.
+        variance: ``Var(R)``, the unbiased sample variance of their returns (nan with one).
+        standard_error: its standard error (:func:`variance_standard_error`).
+    """
+    stop = "so the reading gives no sigma^2/Var(R) advice for a learned critic"
+    more = "more states (--states) sample more episodes"
+    if not math.isfinite(variance):
+        return f"Var(R) is undefined with {num_episodes} sampled episode(s): {stop}; {more}"
+    if variance <= 0.0:
+        return (
+            f"Var(R) = 0 over the {num_episodes} sampled episodes (every one had the same "
+            f"return): the ratio sigma^2/Var(R) is undefined, so the reading gives no advice "
+            f"for a learned critic"
+        )
+    if num_episodes < MIN_VARIANCE_EPISODES:
+        return (
+            f"Var(R) = {variance:.3g} from only {num_episodes} sampled episodes (fewer than "
+            f"{MIN_VARIANCE_EPISODES}): too few to weigh a critic's error against, {stop}; {more}"
+        )
+    if not variance > VARIANCE_Z * standard_error:
+        return (
+            f"Var(R) = {variance:.3g} with a standard error of {standard_error:.2g} over "
+            f"{num_episodes} sampled episodes: its 95% interval reaches 0, too uncertain to "
+            f"weigh a critic's error against, {stop}; {more}"
+        )
+    return None

@@ -168,18 +168,28 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
     its dynamics (``env.unwrapped.num_floors`` is ``env.unwrapped.dynamics.num_floors``).
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "human"], "render_fps": 4}
+    metadata: ClassVar[dict[str, Any]] = {
+        "render_modes": validation.RenderModes(["ansi", "human"]),
+        "render_fps": 4,
+    }
     #: draws the state; the default describes it in text.
     renderer: ClassVar[Renderer] = staticmethod(describe_render)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A subclass's own ``metadata["render_modes"]`` becomes a
+        :class:`~routine_envs.envs.validation.RenderModes`, so that ``gym.make`` refuses a
+        non-string ``render_mode`` with a ``ValueError`` naming it (before the env is called)."""
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("metadata")
+        if isinstance(own, dict) and not isinstance(
+            own.get("render_modes"), (validation.RenderModes, type(None))
+        ):
+            cls.metadata = {**own, "render_modes": validation.RenderModes(own["render_modes"])}
 
     def __init__(
         self, dynamics: Dynamics, render_mode: str | None = None, max_steps: int | None = None
     ) -> None:
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(
-                f"render_mode must be None or one of {self.metadata['render_modes']}, "
-                f"got {render_mode!r}"
-            )
+        render_mode = validation.render_mode(render_mode, self.metadata["render_modes"])
         #: the environment's exact, immutable MDP (shared by deep copies).
         self.dynamics = dynamics
         self.render_mode = render_mode

@@ -344,7 +344,11 @@ class ModelVectorEnv(gym.vector.VectorEnv):
             truncated = truncated | (length >= self.max_episode_steps)
         ended = terminated | truncated
 
-        infos: dict[str, Any] = {}
+        # The keys in SyncVectorEnv's order (it adds each sub-environment's info in turn, each
+        # info with the step keys before the episode-end keys): the step keys, then the
+        # episode-end keys; SAME_STEP: "final_obs" and "final_info" first when sub-environment
+        # 0 ended, after the step keys otherwise.
+        final: dict[str, Any] = {}
         if mode == AutoresetMode.SAME_STEP and ended.any():
             index = np.flatnonzero(ended)
             final_obs = np.full(self.num_envs, None, dtype=object)
@@ -354,17 +358,21 @@ class ModelVectorEnv(gym.vector.VectorEnv):
             final_info = self._step_infos(state, invalid, ended)
             if with_keys.any():
                 final_info.update(self._episode_end_infos(state, terminated, with_keys))
-            infos["final_obs"], infos["_final_obs"] = final_obs, ended.copy()
-            infos["final_info"], infos["_final_info"] = final_info, ended.copy()
+            final["final_obs"], final["_final_obs"] = final_obs, ended.copy()
+            final["final_info"], final["_final_info"] = final_info, ended.copy()
             self._reset_envs(index)
             state = self._state
             if invalid is not None:
                 invalid[index] = False
         elif with_keys.any():
-            infos.update(self._episode_end_infos(state, terminated, with_keys))
+            final = self._episode_end_infos(state, terminated, with_keys)
         if mode != AutoresetMode.SAME_STEP:
             self._ended = ended
-        infos.update(self._step_infos(state, invalid, None))
+        infos = self._step_infos(state, invalid, None)
+        if final and mode == AutoresetMode.SAME_STEP and ended[0]:
+            infos = {**final, **infos}
+        else:
+            infos.update(final)
         return self._observe(state), rewards, terminated, truncated, infos
 
     # --------------------------------------------------------------------------- internals

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -69,4 +70,45 @@ def choice(name: str, value: Any, options: tuple[str, ...]) -> str:
     """``value`` if it is one of ``options``, else ``ValueError``."""
     if not isinstance(value, str) or value not in options:
         raise ValueError(f"{name} must be one of {options}, got {value!r}")
+    return value
+
+
+class RenderModeError(ValueError, TypeError):
+    """A ``render_mode`` the environment does not draw. A ``ValueError`` like every bad argument,
+    and a ``TypeError`` so that callers that ask every env for a mode and fall back on
+    ``TypeError`` keep working: SB3's ``make_vec_env`` asks for ``"rgb_array"`` first."""
+
+
+class RenderModes(list):
+    """The ``metadata["render_modes"]`` of an environment of the suite: a list of mode names
+    whose membership test refuses a non-string mode with a ``ValueError`` naming
+    ``render_mode``.
+
+    ``gym.make`` tests ``render_mode not in metadata["render_modes"]`` of the entry point before
+    it calls the env, and then calls ``render_mode.endswith("_list")``, which fails with an
+    ``AttributeError`` (or a bytes ``TypeError``) on a non-string mode before the env can check
+    it: this test is the only code of the env that runs first.
+    """
+
+    def __contains__(self, mode: object) -> bool:
+        if mode is not None and not isinstance(mode, str):
+            raise ValueError(
+                f"render_mode must be None or one of {list(self)}, got {mode!r} "
+                f"({type(mode).__name__})"
+            )
+        return super().__contains__(mode)
+
+
+def render_mode(value: Any, modes: Sequence[str]) -> str | None:
+    """``value`` if it is ``None`` or one of ``modes``; a ``ValueError`` naming ``render_mode``
+    for a non-string and a :class:`RenderModeError` for a mode not offered."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(
+            f"render_mode must be None or one of {list(modes)}, got {value!r} "
+            f"({type(value).__name__})"
+        )
+    if value not in list(modes):
+        raise RenderModeError(f"render_mode must be None or one of {list(modes)}, got {value!r}")
     return value

@@ -246,7 +246,7 @@ class TeamEnv(ParallelEnv[str, np.ndarray, int], Generic[StateType]):
 
     metadata: ClassVar[dict[str, Any]] = {
         "name": "team_env_v0",
-        "render_modes": ["ansi", "human"],
+        "render_modes": validation.RenderModes(["ansi", "human"]),
         "render_fps": 4,
         "is_parallelizable": True,
     }
@@ -263,11 +263,7 @@ class TeamEnv(ParallelEnv[str, np.ndarray, int], Generic[StateType]):
         max_cycles: int | None = None,
         render_mode: str | None = None,
     ) -> None:
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(
-                f"render_mode must be None or one of {self.metadata['render_modes']}, "
-                f"got {render_mode!r}"
-            )
+        render_mode = validation.render_mode(render_mode, self.metadata["render_modes"])
         #: the team's exact, immutable MDP (shared by deep copies).
         self.dynamics = dynamics
         self.render_mode = render_mode
@@ -313,10 +309,15 @@ class TeamEnv(ParallelEnv[str, np.ndarray, int], Generic[StateType]):
 
     @property
     def np_random(self) -> np.random.Generator:
-        """The environment's random generator (seeded by ``reset(seed=...)``)."""
+        """The environment's random generator (seeded by ``reset(seed=...)``; may be set, as a
+        Gymnasium env's, e.g. to give branches common random numbers)."""
         if self._np_random is None:
             self._np_random, _ = seeding.np_random()
         return self._np_random
+
+    @np_random.setter
+    def np_random(self, value: np.random.Generator) -> None:
+        self._np_random = value
 
     @property
     def max_cycles(self) -> int | None:

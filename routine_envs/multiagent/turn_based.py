@@ -31,12 +31,14 @@ registers them without importing this module (nor PettingZoo), which ``gym.make`
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 
 from routine_envs import annotations as keys
+from routine_envs.envs import validation
 from routine_envs.multiagent import TeamDilutedDoorsEnv, TeamEnv, TeamRoutineGridEnv
 from routine_envs.oracle import OracleValues
 from routine_envs.registration import TEAM_ADAPTERS
@@ -48,26 +50,34 @@ class TurnBasedTeamEnv(gym.Env[np.ndarray, np.int64]):
     Observation and action spaces are the (identical) per-agent spaces of the team env. One
     episode of the team lasting ``T`` steps is ``num_agents * T`` steps here.
 
+    ## Information
+
+    The keys of :mod:`routine_envs.annotations`, of the agent whose turn it is: ``critical``
+    (that agent's), ``state_id`` (``joint id * num_agents + agent index``) and ``anchor`` (its
+    observation's) on every ``reset``/``step``; ``success``, ``num_critical``,
+    ``episode_length`` and ``decision_density`` at the end, counted in agent turns.
+
     Args:
         team: a :class:`~routine_envs.multiagent.base.TeamEnv` (a native ``ParallelEnv``).
-        render_mode: ``None`` (keep the team env's), ``"ansi"`` (the team env's picture) or
-            ``"human"`` (the team env prints its picture at every reset and team step).
+        render_mode: ``None`` (keep the team env's), ``"ansi"`` (the team env's picture and a
+            line naming the agent whose turn it is) or ``"human"`` (that picture printed at
+            every reset and every turn, as the single-agent envs print theirs; ``render()``
+            returns None).
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "human"], "render_fps": 4}
+    metadata: ClassVar[dict[str, Any]] = {
+        "render_modes": validation.RenderModes(["ansi", "human"]),
+        "render_fps": 4,
+    }
 
     def __init__(self, team: TeamEnv, render_mode: str | None = None) -> None:
         if not isinstance(team, TeamEnv):
             raise ValueError(f"team must be a routine_envs.multiagent env, got {type(team)}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(
-                f"render_mode must be None or one of {self.metadata['render_modes']}, "
-                f"got {render_mode!r}"
-            )
+        render_mode = validation.render_mode(render_mode, self.metadata["render_modes"])
         self.team = team
-        if render_mode is not None:
-            team.render_mode = render_mode
-        self.render_mode = team.render_mode
+        self.render_mode = team.render_mode if render_mode is None else render_mode
+        if self.render_mode is not None:  # the adapter prints (per turn); the team only draws
+            team.render_mode = "ansi"
         self.agent_names = list(team.possible_agents)
         first = self.agent_names[0]
         self.observation_space = team.observation_space(first)
@@ -86,6 +96,16 @@ class TurnBasedTeamEnv(gym.Env[np.ndarray, np.int64]):
         self._round_infos: dict[str, dict[str, Any]] = {}
         self._pending: dict[str, int] = {}
 
+    @property
+    def np_random(self) -> np.random.Generator:
+        """The team env's generator: every random draw of an episode is the team's, so setting
+        it (e.g. to give branched rollouts common random numbers) sets the team's."""
+        return self.team.np_random
+
+    @np_random.setter
+    def np_random(self, value: np.random.Generator) -> None:
+        self.team.np_random = value
+
     # ------------------------------------------------------------------------ Gymnasium API
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -95,6 +115,8 @@ class TurnBasedTeamEnv(gym.Env[np.ndarray, np.int64]):
         self._round_obs, self._round_infos = self.team.reset(seed=seed, options=options)
         self._turn = 0
         self._pending = {}
+        if self.render_mode == "human":
+            self.render()
         return self._round_obs[self.agent_names[0]], self._turn_info(0)
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
@@ -108,6 +130,8 @@ class TurnBasedTeamEnv(gym.Env[np.ndarray, np.int64]):
         if self._turn + 1 < self.num_agents:
             self._turn += 1
             next_name = self.agent_names[self._turn]
+            if self.render_mode == "human":
+                self.render()
             return self._round_obs[next_name], 0.0, False, False, self._turn_info(self._turn)
         observations, rewards, terminations, truncations, infos = self.team.step(self._pending)
         self._pending = {}
@@ -127,11 +151,24 @@ class TurnBasedTeamEnv(gym.Env[np.ndarray, np.int64]):
                     keys.DECISION_DENSITY: critical / turns,
                 }
             )
+        if self.render_mode == "human":
+            self.render()
         return observations[first], float(rewards[first]), terminated, truncated, info
 
     def render(self) -> str | None:
-        """The team env's picture (``"human"``: printed, None returned)."""
-        return self.team.render()
+        """``"ansi"``: the team env's picture and, while the episode runs, a line naming the
+        agent whose turn it is; ``"human"``: that text printed, None returned."""
+        if self.render_mode is None:
+            gym.logger.warn("render() called with render_mode=None: pass render_mode to gym.make")
+            return None
+        picture = self.team.render()  # raises ResetNeeded before reset
+        if self.team.agents:
+            turn = f"turn {self._turn + 1}/{self.num_agents}: {self.agent_names[self._turn]} acts"
+            picture = picture.rstrip("\n") + f"\n{turn}\n"
+        if self.render_mode == "human":
+            print(picture, flush=True)
+            return None
+        return picture
 
     def _turn_info(self, turn: int) -> dict[str, Any]:
         info = self._round_infos[self.agent_names[turn]]
@@ -184,22 +221,26 @@ class TurnBasedTeamEnv(gym.Env[np.ndarray, np.int64]):
 
 
 # ------------------------------------------------------------------------------ registration
-def _render_mode(render_mode: str | None) -> str | None:
-    # SB3's make_vec_env asks every env for render_mode="rgb_array" and falls back to the
-    # default when make raises TypeError: the team envs draw text only.
-    if render_mode not in (None, "ansi"):
-        raise TypeError(f"the team envs render 'ansi' only, got render_mode={render_mode!r}")
-    return render_mode
-
-
+# The render mode is checked before the team env is built. A mode the adapter does not draw
+# (``"rgb_array"``: the team envs draw text only) is a ``RenderModeError``, a ``ValueError`` and
+# a ``TypeError``: SB3's ``make_vec_env`` asks every env for ``"rgb_array"`` and falls back to
+# the default on ``TypeError``.
 def team_diluted_doors(render_mode: str | None = None, **kwargs: Any) -> TurnBasedTeamEnv:
     """Entry point of ``TeamDilutedDoors-v0``: the turn-based view of ``diluted_doors_v0``."""
-    return TurnBasedTeamEnv(TeamDilutedDoorsEnv(**kwargs), render_mode=_render_mode(render_mode))
+    render_mode = validation.render_mode(render_mode, TurnBasedTeamEnv.metadata["render_modes"])
+    return TurnBasedTeamEnv(TeamDilutedDoorsEnv(**kwargs), render_mode=render_mode)
 
 
 def team_routine_grid(render_mode: str | None = None, **kwargs: Any) -> TurnBasedTeamEnv:
     """Entry point of ``TeamRoutineGrid-v0``: the turn-based view of ``routine_grid_v0``."""
-    return TurnBasedTeamEnv(TeamRoutineGridEnv(**kwargs), render_mode=_render_mode(render_mode))
+    render_mode = validation.render_mode(render_mode, TurnBasedTeamEnv.metadata["render_modes"])
+    return TurnBasedTeamEnv(TeamRoutineGridEnv(**kwargs), render_mode=render_mode)
+
+
+# The keyword arguments the entry points take are the team envs' (``inspect.signature``, which
+# the command lines read to refuse an unknown name with one line).
+team_diluted_doors.__signature__ = inspect.signature(TeamDilutedDoorsEnv)
+team_routine_grid.__signature__ = inspect.signature(TeamRoutineGridEnv)
 
 
 TEAM_ENVS: dict[str, dict[str, Any]] = {

@@ -5,11 +5,17 @@ boundary: the observation becomes text (the :class:`~routine_envs.text.views.Tex
 env, a function of the observation alone), the action is the model's reply, read leniently by
 :mod:`routine_envs.text.parsing`.
 
-**A malformed reply is a turn, not an exception.** ``step`` never raises for any reply: when the
-reply names no action the environment is not stepped, so the state does not change; the reward
-is ``-invalid_penalty``; ``info["invalid_turn"]`` is ``True`` and ``info["invalid_reason"]`` says
-why; the observation repeats the state's text after a line saying what was wrong. The per-turn
-annotations are those of the unchanged state (``critical``, ``state_id``, ``anchor``).
+**A malformed reply is a turn, not an exception.** ``step`` never raises for any reply (any
+Python object; a ``str`` is read in linear time, at most its last
+:data:`~routine_envs.text.parsing.MAX_REPLY_CHARS` characters): when the reply names no action
+the environment is not stepped, so the state does not change; the reward is
+``-invalid_penalty``; ``info["invalid_turn"]`` is ``True`` and ``info["invalid_reason"]`` says
+why (one line of printable ASCII, at most
+:data:`~routine_envs.text.parsing.MAX_REASON_CHARS` characters); the observation repeats the
+state's text after a line saying what was wrong, so it stays in the observation space. The
+per-turn annotations are those of the unchanged state (``critical``, ``state_id``, ``anchor``).
+``messages`` records a ``str`` reply as it is and any other object as a short description
+(:func:`~routine_envs.text.parsing.describe_reply`).
 
 **How an invalid turn counts in rho.** An invalid turn is a turn of the episode taken in the
 state it left unchanged: ``episode_length`` counts turns (valid and invalid), ``num_critical``
@@ -37,7 +43,7 @@ from typing import Any
 import gymnasium as gym
 
 from routine_envs import annotations as keys
-from routine_envs.text.parsing import ActionParser
+from routine_envs.text.parsing import ActionParser, describe_reply
 from routine_envs.text.views import TextView, text_kwargs, view_for
 
 #: characters of the text spaces (printable ASCII, tab and newline).
@@ -161,7 +167,8 @@ class TextEnv(gym.Wrapper):
             raise gym.error.ResetNeeded(
                 "step() called before reset() or after the episode ended: call reset()"
             )
-        reply = action if isinstance(action, str) else str(action)
+        # the chat keeps a str reply as it is; anything else as a short safe description
+        reply = str.__str__(action) if issubclass(type(action), str) else describe_reply(action)
         parsed = self.parser.parse(action)
         self._turns += 1
         self._critical_turns += bool(self._info[keys.CRITICAL])

@@ -1,33 +1,43 @@
-"""``python -m baselines.benchmark {run,report,references,plan}``: score a credit-assignment
-method on a versioned protocol against the shipped references.
+"""``python -m baselines.benchmark {run,report,references,leaderboard,plan}``: score a
+credit-assignment method on a versioned protocol against the shipped references.
 
 - ``run --method SPEC --tier lite``: every run of the tier for the method (a built-in name or
   ``package.module:Name``, either with JSON arguments), resumable through its results file,
   then its report card.
 - ``report --method SPEC --tier lite``: the report card from the runs done so far.
-- ``references --tier lite``: what ships; with ``--compute``, run the reference methods into
-  ``baselines/references/<version>/<tier>/`` (resumable) and write the leaderboard.
+- ``references --tier lite``: what ships (verified against its manifest) and its leaderboard,
+  printed; writes nothing. With ``--compute``, run the reference methods into a folder of
+  your own (``--references-dir``, default ``<out>/references/<version>/<tier>/``; resumable);
+  with ``--write-manifest``, write the manifest of a references folder (a maintainer shipping
+  new references: :mod:`~.manifest`).
+- ``leaderboard --tier lite``: write the references' leaderboard to
+  ``<out>/<version>/<tier>/LEADERBOARD.md``.
 - ``plan --tier full --cores 2 8 32``: what the tier costs (runs, steps, CPU time) for the
   method and for all the references, and the expected wall time on each number of cores, from
   the shipped lite references' measured seconds per step (:mod:`~.cost`).
+
+Every command that reads references checks them first: a reference file that differs from the
+shipped one is refused with its name (exit status 2), or, with ``--unverified-references``, used
+and marked "unverified references" in the header of everything built from it.
 """
 
 from __future__ import annotations
 
 import json
+import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from baselines.experiments.benchmark import cost, report, sweep
+from baselines.experiments.benchmark import cost, manifest, report, sweep
 from baselines.experiments.benchmark import protocol as protocols
 from baselines.lib import cli
 from baselines.lib.backend import BackendArgs
-from baselines.lib.results import ResultsFile
+from baselines.lib.results import ResultsFile, write_atomic
 
-COMMANDS = ("run", "report", "references", "plan")
+COMMANDS = ("run", "report", "references", "leaderboard", "plan")
 LAB_EPISODES = 2000
 
 
@@ -70,6 +80,31 @@ class BenchmarkArgs(BackendArgs):
         default_factory=lambda: list(protocols.REFERENCE_METHODS),
         metadata={"help": "references: which reference methods to compute"},
     )
+    references_dir: Path | None = field(
+        default=None,
+        metadata={
+            "help": "the folder of reference results: read (default: the shipped ones, "
+            "verified), written by references --compute (default: "
+            "<out>/references/<version>/<tier>) or listed by references --write-manifest "
+            "(default: the shipped folder); reading any other than the shipped folder needs "
+            "--unverified-references"
+        },
+    )
+    unverified_references: bool = field(
+        default=False,
+        metadata={
+            "help": "use reference files that differ from the shipped ones (a local "
+            "experiment); every report, table and leaderboard built from them says "
+            "'unverified references'"
+        },
+    )
+    write_manifest: bool = field(
+        default=False,
+        metadata={
+            "help": "references: write MANIFEST.sha256 of the references folder and print the "
+            "SHA-256 to pin in protocol.REFERENCE_MANIFESTS (shipping new references)"
+        },
+    )
     progress: bool = field(default=True, metadata={"help": "show a progress bar"})
     cores: list[int] = field(
         default_factory=lambda: [2, 8, 32, 128],
@@ -81,38 +116,61 @@ def method_folder(args: BenchmarkArgs, method: str) -> Path:
     return args.out / args.protocol / args.tier / sweep.method_slug(method)
 
 
-def load_records(path: Path) -> list[dict[str, Any]]:
-    """The valid records of a results file (none when it does not exist)."""
+def load_records(path: Path, read_only: bool = False) -> list[dict[str, Any]]:
+    """The valid records of a results file (none when it does not exist); ``read_only``: never
+    write anything (references: bad lines are skipped, not moved)."""
     if not path.exists():
         return []
     from baselines.experiments.compare.sweep import REQUIRED, check_record
 
-    return ResultsFile(path, REQUIRED, check_record).load()
+    store = ResultsFile(path, REQUIRED, check_record)
+    return store.read() if read_only else store.load()
 
 
 def planned_records(
-    protocol: protocols.Protocol, tier: str, method: str, path: Path, config_folder: Path
+    protocol: protocols.Protocol,
+    tier: str,
+    method: str,
+    path: Path,
+    config_folder: Path,
+    read_only: bool = False,
 ) -> list[dict[str, Any]]:
     """The records of ``path`` that are runs of ``method`` in the protocol's ``tier`` as it is
     now (by run key): rows of an earlier draft's settings, or of another tier, are left out."""
     jobs = sweep.plan(protocol, protocol.tier(tier), method, config_folder)
-    return sweep.current_records(load_records(path), jobs)
+    return sweep.current_records(load_records(path, read_only), jobs)
 
 
 def load_references(
-    protocol: protocols.Protocol, tier: str, config_folder: Path, skip: str | None = None
+    protocol: protocols.Protocol,
+    tier: str,
+    refs: manifest.References,
+    config_folder: Path,
+    skip: str | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
-    """The shipped reference records of ``tier`` by method (without ``skip``): only runs of the
-    protocol's current settings (:func:`planned_records`)."""
+    """The reference records of ``tier`` by method (without ``skip``) from ``refs`` (opened,
+    so verified or accepted as unverified: :func:`~.manifest.open_references`), read only:
+    only runs of the protocol's current settings (:func:`planned_records`)."""
     out = {}
     for method in protocols.REFERENCE_METHODS:
         if method == skip:
             continue
-        path = sweep.reference_path(protocol, tier, method)
-        records = planned_records(protocol, tier, method, path, config_folder)
+        records = planned_records(
+            protocol, tier, method, refs.path(method), config_folder, read_only=True
+        )
         if records:
             out[method] = records
     return out
+
+
+def open_references(
+    args: BenchmarkArgs, protocol: protocols.Protocol, tier: str
+) -> manifest.References:
+    """The references of ``tier`` as ``args`` asks (verified unless
+    ``--unverified-references``)."""
+    return manifest.open_references(
+        protocol, tier, args.references_dir, unverified=args.unverified_references
+    )
 
 
 def estimator_arguments(protocol: protocols.Protocol, env_id: str, method: str) -> dict[str, Any]:
@@ -193,14 +251,23 @@ def lab_rows(
                         "relative_bias_low": res.relative_bias_low,
                         "relative_bias_high": res.relative_bias_high,
                         "cosine": res.cosine,
+                        "cosine_low": res.cosine_low,
+                        "cosine_high": res.cosine_high,
+                        "cosine_raw": res.cosine_raw,
                         "episodes": LAB_EPISODES,
                     }
                 )
     return rows
 
 
-def make_report(args: BenchmarkArgs, protocol: protocols.Protocol, wall: float | None) -> Path:
-    """Write the report card of ``args.method`` from its runs so far; its folder."""
+def make_report(
+    args: BenchmarkArgs,
+    protocol: protocols.Protocol,
+    wall: float | None,
+    refs: manifest.References,
+) -> Path:
+    """Write the report card of ``args.method`` from its runs so far against ``refs``; its
+    folder."""
     folder = method_folder(args, args.method)
     configs = args.out / "configs"
     records = planned_records(protocol, args.tier, args.method, folder / "results.jsonl", configs)
@@ -209,7 +276,7 @@ def make_report(args: BenchmarkArgs, protocol: protocols.Protocol, wall: float |
             f"no runs of {args.method!r} under protocol {protocol.version} tier {args.tier}'s "
             f"current settings in {folder}: run it first"
         )
-    references = load_references(protocol, args.tier, configs, skip=args.method)
+    references = load_references(protocol, args.tier, refs, configs, skip=args.method)
     tier = protocol.tier(args.tier)
     lab = lab_rows(protocol, tier, [args.method, *references]) if args.lab else []
     versions = report.versions_of(records)
@@ -222,11 +289,14 @@ def make_report(args: BenchmarkArgs, protocol: protocols.Protocol, wall: float |
         "seeds": ", ".join(map(str, tier.seeds)),
         "package versions": json.dumps(versions),
         "references": ", ".join(f"{n} ({len(r)} runs)" for n, r in references.items()) or "none",
+        "reference files": refs.status,
         "git commit": report.git_commit(Path(__file__).parent),
         "hardware": report.hardware(),
         "wall time": f"{sum(r['wall_time'] for r in records):.0f} s of training in the runs"
         + (f", {wall:.0f} s for this command" if wall is not None else ""),
     }
+    if not refs.verified:
+        header = {"unverified references": refs.status, **header}
     if any(v not in versions for v in ref_versions):
         header["note"] = "some references were made with other package versions: " + json.dumps(
             [v for v in ref_versions if v not in versions]
@@ -245,31 +315,98 @@ def make_report(args: BenchmarkArgs, protocol: protocols.Protocol, wall: float |
     return folder / "report"
 
 
-def references(args: BenchmarkArgs, protocol: protocols.Protocol) -> dict[str, Any]:
-    """List the shipped references of the tier; with ``--compute`` run them first."""
-    tier = protocol.tier(args.tier)
-    if args.compute:
-        for method in args.methods:
-            path = sweep.reference_path(protocol, args.tier, method)
-            jobs = sweep.plan(protocol, tier, method, args.out / "configs", args.env_id or None)
-            sweep.run_method(jobs, path, args.workers, args.progress, backend=args)
-    listed, shipped = {}, {}
+def list_references(
+    protocol: protocols.Protocol, tier: str, folder: Path, configs: Path
+) -> tuple[dict[str, int], dict[str, list[dict[str, Any]]]]:
+    """Print how many runs of each reference method ``folder`` holds (read only); the counts
+    and the records of the methods that have runs."""
+    listed, found = {}, {}
+    runs = protocol.tier(tier).num_runs_per_method
     for method in protocols.REFERENCE_METHODS:
-        every = load_records(sweep.reference_path(protocol, args.tier, method))
-        jobs = sweep.plan(protocol, tier, method, args.out / "configs")
+        every = load_records(folder / f"{sweep.method_slug(method)}.jsonl", read_only=True)
+        jobs = sweep.plan(protocol, protocol.tier(tier), method, configs)
         records = sweep.current_records(every, jobs)  # each file read and planned once
         listed[method] = len(records)
         if records:
-            shipped[method] = records
+            found[method] = records
         stale = len(every) - len(records)
         note = f" ({stale} rows of other settings ignored)" if stale else ""
-        print(f"{method:<16} {len(records):>4} of {tier.num_runs_per_method} runs{note}")
-    if shipped:
-        path = sweep.reference_path(protocol, args.tier, "x").parent / "LEADERBOARD.md"
-        text = report.leaderboard(protocol.version, args.tier, tier.num_runs_per_method, shipped)
-        path.write_text(text)
-        print(f"\n{text}\nwrote {path}")
+        print(f"{method:<16} {len(records):>4} of {runs} runs{note}")
+    return listed, found
+
+
+def leaderboard_text(
+    protocol: protocols.Protocol,
+    tier: str,
+    refs: manifest.References,
+    found: dict[str, list[dict[str, Any]]],
+) -> str:
+    """The leaderboard of ``found`` (records by method), marked when ``refs`` are unverified."""
+    return report.leaderboard(
+        protocol.version,
+        tier,
+        protocol.tier(tier).num_runs_per_method,
+        found,
+        unverified=None if refs.verified else refs.status,
+    )
+
+
+def references(args: BenchmarkArgs, protocol: protocols.Protocol) -> dict[str, Any]:
+    """List the references of the tier and print their leaderboard (writing nothing); with
+    ``--compute`` run them into a folder of your own first; with ``--write-manifest`` write
+    the manifest of a references folder."""
+    if args.write_manifest:
+        folder = args.references_dir or manifest.shipped_folder(protocol.version, args.tier)
+        path, digest = manifest.write_manifest(folder)
+        print(
+            f"wrote {path} ({len(manifest.reference_files(folder))} files); to ship them, pin "
+            f"REFERENCE_MANIFESTS[{protocol.version!r}][{args.tier!r}] = {digest!r} in "
+            "baselines/experiments/benchmark/protocol.py"
+        )
+        return {"manifest": path, "sha256": digest}
+    tier = protocol.tier(args.tier)
+    if args.compute:
+        folder = args.references_dir or args.out / "references" / protocol.version / args.tier
+        cli.check_output_folder(folder, "--references-dir")
+        for method in args.methods:
+            jobs = sweep.plan(protocol, tier, method, args.out / "configs", args.env_id or None)
+            path = folder / f"{sweep.method_slug(method)}.jsonl"
+            sweep.run_method(jobs, path, args.workers, args.progress, backend=args)
+        listed, _ = list_references(protocol, args.tier, folder, args.out / "configs")
+        print(
+            f"\ncomputed references in {folder} (not shipped). To ship them: copy its .jsonl "
+            f"files into {manifest.shipped_folder(protocol.version, args.tier)}, run "
+            f"`python -m baselines.benchmark references --write-manifest --tier {args.tier}` "
+            "and pin the SHA-256 it prints (docs/benchmark.md)"
+        )
+        return listed
+    refs = open_references(args, protocol, args.tier)
+    with tempfile.TemporaryDirectory() as configs:  # planning only: nothing written to --out
+        listed, found = list_references(protocol, args.tier, refs.folder, Path(configs))
+    print(f"references in {refs.folder}: {refs.status}")
+    if found:
+        print(f"\n{leaderboard_text(protocol, args.tier, refs, found)}")
+        print(
+            "to write it to a file: python -m baselines.benchmark leaderboard "
+            f"--tier {args.tier} --out DIR"
+        )
     return listed
+
+
+def write_leaderboard(args: BenchmarkArgs, protocol: protocols.Protocol) -> Path:
+    """Write the leaderboard of the tier's references to
+    ``<out>/<version>/<tier>/LEADERBOARD.md``; its path."""
+    refs = open_references(args, protocol, args.tier)
+    folder = args.out / protocol.version / args.tier
+    cli.check_output_folder(folder)
+    with tempfile.TemporaryDirectory() as configs:
+        found = load_references(protocol, args.tier, refs, Path(configs))
+    if not found:
+        raise ValueError(f"no reference runs of tier {args.tier} in {refs.folder}")
+    path = folder / "LEADERBOARD.md"
+    write_atomic(path, leaderboard_text(protocol, args.tier, refs, found))
+    print(f"wrote {path} (references: {refs.status})")
+    return path
 
 
 def plan_costs(args: BenchmarkArgs, protocol: protocols.Protocol) -> dict[str, Any]:
@@ -277,14 +414,21 @@ def plan_costs(args: BenchmarkArgs, protocol: protocols.Protocol) -> dict[str, A
     steps and CPU time, and the wall time on each of ``args.cores`` cores."""
     if any(n < 1 for n in args.cores):
         raise ValueError(f"--cores must be >= 1, got {args.cores}")
-    shipped = load_references(protocol, "lite", args.out / "configs")
+    refs = open_references(args, protocol, "lite")
+    with tempfile.TemporaryDirectory() as configs:  # planning only: nothing written to --out
+        return price_tier(args, protocol, refs, Path(configs))
+
+
+def price_tier(
+    args: BenchmarkArgs, protocol: protocols.Protocol, refs: manifest.References, configs: Path
+) -> dict[str, Any]:
+    """:func:`plan_costs` with the lite references ``refs``, planning in ``configs``."""
+    shipped = load_references(protocol, "lite", refs, configs)
     per_step = cost.seconds_per_step(shipped)
     tier = protocol.tier(args.tier)
     methods = [args.method] if args.method else []
     costs = {
-        m: cost.sweep_cost(
-            sweep.plan(protocol, tier, m, args.out / "configs", args.env_id or None), m, per_step
-        )
+        m: cost.sweep_cost(sweep.plan(protocol, tier, m, configs, args.env_id or None), m, per_step)
         for m in dict.fromkeys([*methods, *protocols.REFERENCE_METHODS])
     }
     everything = cost.combined([costs[m] for m in protocols.REFERENCE_METHODS])
@@ -294,7 +438,9 @@ def plan_costs(args: BenchmarkArgs, protocol: protocols.Protocol) -> dict[str, A
     }
     print(
         f"protocol {protocol.version} tier {args.tier}; seconds per step measured in the lite "
-        f"references ({sum(len(r) for r in shipped.values())} runs of {len(shipped)} methods)\n"
+        f"references ({sum(len(r) for r in shipped.values())} runs of {len(shipped)} methods"
+        + ("" if refs.verified else f"; {refs.status}")
+        + ")\n"
     )
     print("| sweep | runs | steps | CPU | longest run |\n|---|---|---|---|---|")
     for name, c in {**costs, "all references": everything}.items():
@@ -311,20 +457,33 @@ def plan_costs(args: BenchmarkArgs, protocol: protocols.Protocol) -> dict[str, A
 def main(args: BenchmarkArgs) -> Any:
     protocol = protocols.load_protocol(args.protocol)
     tier = protocol.tier(args.tier)
+    if args.command in ("run", "report") and not args.method:
+        raise ValueError(f"{args.command} needs --method")
+    from baselines.lib.config import check_method
+
+    # every method spec is checked first: a bad one is refused before any folder is made
+    for method in [args.method] if args.method else []:
+        check_method(method)
+    if args.command == "references" and args.compute:
+        for method in args.methods:
+            check_method(method)
+    if args.command in ("run", "report") or (args.command == "references" and args.compute):
+        cli.check_output_folder(args.out)  # before any config or result is written
     if args.command == "references":
         return references(args, protocol)
+    if args.command == "leaderboard":
+        return write_leaderboard(args, protocol)
     if args.command == "plan":
         return plan_costs(args, protocol)
-    if not args.method:
-        raise ValueError(f"{args.command} needs --method")
+    refs = open_references(args, protocol, args.tier)  # refused before any training
     if args.command == "run":
         start = time.perf_counter()
         folder = method_folder(args, args.method)
         jobs = sweep.plan(protocol, tier, args.method, args.out / "configs", args.env_id or None)
         sweep.run_method(jobs, folder / "results.jsonl", args.workers, args.progress, backend=args)
-        path = make_report(args, protocol, time.perf_counter() - start)
+        path = make_report(args, protocol, time.perf_counter() - start, refs)
     else:
-        path = make_report(args, protocol, None)
+        path = make_report(args, protocol, None, refs)
     print(f"report card: {path / 'report.md'}")
     return path
 

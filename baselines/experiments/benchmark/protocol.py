@@ -5,7 +5,11 @@ the evaluation schedule, the target and the hyperparameters (the same for every 
 environment, with per-method exceptions listed in the file). A file says ``status: draft`` until
 its references ship; a released file (``status: released``) is never edited: :data:`RELEASED`
 pins each released version's SHA-256, and loading a file whose hash differs, or a file that
-claims to be released without a pinned hash, is refused (a change makes a new version).
+claims to be released without a pinned hash, is refused (a change makes a new version). Beside
+it, :data:`REFERENCE_MANIFESTS` pins the SHA-256 of each tier's reference manifest, which lists
+the SHA-256 of every shipped reference file (:mod:`~baselines.experiments.benchmark.manifest`).
+A file that is not a well-formed protocol (malformed YAML, a list, a missing or mistyped
+entry) is refused with one line naming the file.
 """
 
 from __future__ import annotations
@@ -23,6 +27,15 @@ RELEASED: dict[str, str] = {
 }
 """SHA-256 of each released protocol file (checked on load): a released file is never edited,
 a change is a new version."""
+REFERENCE_MANIFESTS: dict[str, dict[str, str]] = {
+    "rb1": {"lite": "33ac3eb7776e2371b6b4922f32d000c069faa2b8ad236e7a75a9d57356655c1a"},
+}
+"""SHA-256 of the manifest of each version's shipped reference tiers
+(``baselines/references/<version>/<tier>/MANIFEST.sha256``, checked before any reference is
+read): the references are read-only; shipping new ones is a new manifest and a new pin
+(docs/benchmark.md)."""
+MAX_PROTOCOL_BYTES = 1_000_000
+"""A protocol file larger than this is refused before it is parsed."""
 REFERENCE_METHODS = (
     "ppo",
     "trajectory_mc",
@@ -111,34 +124,68 @@ def load_protocol(version: str = "rb1", path: Path | None = None) -> Protocol:
     """The protocol ``version`` from ``baselines/protocols/<version>.yaml`` (or ``path``).
 
     Raises:
-        ValueError: an unknown version, or a released version whose file was changed.
+        ValueError: an unknown version, a released version whose file was changed, or a file
+            that is not a well-formed protocol (one line naming the file).
     """
     path = path or PROTOCOL_DIR / f"{version}.yaml"
     if not path.is_file():
         known = sorted(p.stem for p in PROTOCOL_DIR.glob("*.yaml"))
         raise ValueError(f"--protocol {version!r}: no such protocol; known: {known}")
+    if path.stat().st_size > MAX_PROTOCOL_BYTES:
+        raise ValueError(f"{path}: {path.stat().st_size} bytes, more than a protocol holds")
     digest = file_sha256(path)
-    data = yaml.safe_load(path.read_text())
+    if version in RELEASED and RELEASED[version] != digest:  # before parsing: never read it
+        raise ValueError(
+            f"{path} differs from released protocol {version} (sha256 {digest[:12]}..., "
+            f"released {RELEASED[version][:12]}...): a released protocol never changes; write "
+            "the change as a new version"
+        )
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path}: not valid YAML: {' '.join(str(err).split())[:300]}") from None
+    if not isinstance(data, dict):
+        raise ValueError(
+            f"{path}: a protocol is a YAML mapping (version, status, tiers, ...), "
+            f"got a {type(data).__name__}"
+        )
     status = data.get("status")
     if status not in ("draft", "released"):
         raise ValueError(f"{path}: status must be 'draft' or 'released', got {status!r}")
-    if (status == "released" or version in RELEASED) and RELEASED.get(version) != digest:
+    if status == "released" and RELEASED.get(version) != digest:
         raise ValueError(
-            f"{path} differs from released protocol {version} (sha256 {digest[:12]}..., "
-            f"released {RELEASED.get(version, 'not pinned')[:12]}...): a released protocol "
-            "never changes; write the change as a new version"
+            f"{path} says it is released protocol {version}, whose hash is not pinned (sha256 "
+            f"{digest[:12]}...): a released protocol never changes; write the change as a "
+            "new version"
         )
     if data.get("version") != version:
         raise ValueError(f"{path} says version {data.get('version')!r}, expected {version!r}")
+    try:
+        return _parse_protocol(data, version, status, digest, path)
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        what = f"missing entry {err}" if isinstance(err, KeyError) else str(err)
+        raise ValueError(f"{path}: not a well-formed protocol: {what[:300]}") from None
+
+
+def _parse_protocol(
+    data: dict[str, Any], version: str, status: str, digest: str, path: Path
+) -> Protocol:
+    """The :class:`Protocol` of a parsed file (``KeyError``/``TypeError``/``ValueError`` where
+    an entry is missing or of the wrong kind)."""
+    hyperparameters = data["hyperparameters"]
+    if not isinstance(hyperparameters, dict) or not all(
+        isinstance(v, dict) and isinstance(v.get("common"), dict) for v in hyperparameters.values()
+    ):
+        raise TypeError("hyperparameters must map each env id to a mapping with 'common'")
     tiers = {
-        name: Tier(
-            name=name,
+        str(name): Tier(
+            name=str(name),
             seeds=tuple(int(s) for s in tier["seeds"]),
             settings=tuple(
                 Setting(
-                    env_id=s["env_id"],
+                    env_id=str(s["env_id"]),
                     env_kwargs=dict(s.get("env_kwargs") or {}),
-                    density_kwarg=s["density_kwarg"],
+                    density_kwarg=str(s["density_kwarg"]),
                     values=tuple(int(v) for v in s["values"]),
                     budget_episodes=int(s["budget_episodes"]),
                     min_budget_steps=int(s["min_budget_steps"]),
@@ -153,7 +200,7 @@ def load_protocol(version: str = "rb1", path: Path | None = None) -> Protocol:
         status=status,
         target=float(data["target"]),
         eval_points=int(data["eval_points"]),
-        hyperparameters=data["hyperparameters"],
+        hyperparameters=hyperparameters,
         tiers=tiers,
         sha256=digest,
         path=path,

@@ -4,6 +4,7 @@ wall time, against the shipped references."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import platform
@@ -14,6 +15,8 @@ from typing import Any
 import numpy as np
 
 from baselines.experiments.benchmark import scores
+from baselines.lib import plotting
+from baselines.lib.results import write_atomic
 from baselines.lib.tables import pyplot, write_csv
 
 Record = dict[str, Any]
@@ -50,6 +53,14 @@ def versions_of(records: list[Record]) -> list[dict[str, Any]]:
     return seen
 
 
+def save_figure(fig: Any, path: Path) -> None:
+    """Save a matplotlib figure as PNG at ``path``, all or nothing (a full disk leaves no
+    truncated image)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110)
+    write_atomic(path, buffer.getvalue())
+
+
 def curves_by(records: list[Record]) -> dict[tuple[str, int], tuple[np.ndarray, np.ndarray]]:
     """IQM success curve per (setting, density value): ``(timesteps, iqm success)``."""
     out: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
@@ -82,9 +93,18 @@ def plot_curves(
                 ax.axis("off")
                 continue
             key = (setting, values[col])
-            for name, curves in ref_curves.items():
-                if key in curves:
-                    ax.plot(*curves[key], lw=0.9, alpha=0.7, label=name)
+            here = {n: c[key] for n, c in ref_curves.items() if key in c}
+            same = plotting.same_as(
+                {method[:40]: mine[key], **{n[:40]: c for n, c in here.items()}}
+            )
+            for index, (name, curve) in enumerate(here.items()):
+                ax.plot(
+                    *curve,
+                    lw=0.9,
+                    alpha=0.7,
+                    linestyle=plotting.LINESTYLES[index % len(plotting.LINESTYLES)],
+                    label=plotting.label(name[:40], same),
+                )
             ax.plot(*mine[key], lw=2.2, color="black", label=method[:40])
             ax.set_title(f"{setting[:40]} {values[col]}", fontsize=7)
             ax.set_ylim(-0.02, 1.02)
@@ -93,7 +113,7 @@ def plot_curves(
     fig.supxlabel("environment steps")
     fig.supylabel("exact success probability (IQM over seeds)")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path)
     plt.close(fig)
 
 
@@ -108,11 +128,19 @@ def plot_against_rho(
     for ax, setting in zip(axes[0], settings, strict=True):
         entries = {**{n: r["settings"].get(setting) for n, r in references.items()}}
         entries[method] = mine["settings"][setting]
-        for name, entry in entries.items():
-            if entry is None:
-                continue
-            rows = sorted(entry["rows"], key=lambda r: r["rho"])
-            x = [r["rho"] for r in rows]
+        shown = {
+            n: sorted(e["rows"], key=lambda r: r["rho"])
+            for n, e in entries.items()
+            if e is not None
+        }
+        same = plotting.same_as(
+            {
+                n[:40]: ([r["rho"] for r in rs], [r["steps_iqm"] for r in rs])
+                for n, rs in shown.items()
+            }
+        )
+        for index, (name, rows) in enumerate(shown.items()):
+            x = plotting.dodged([r["rho"] for r in rows], index, len(shown))
             y = np.array([r["steps_iqm"] for r in rows])
             err = [y - [r["steps_low"] for r in rows], [r["steps_high"] for r in rows] - y]
             bold = name == method
@@ -123,19 +151,21 @@ def plot_against_rho(
                 lw=2.2 if bold else 1,
                 color="black" if bold else None,
                 capsize=2,
-                label=name[:40],
+                ms=4,
+                label=plotting.label(name[:40], same),
+                **plotting.style(index),
             )
-            for r in rows:
+            for xi, r in zip(x, rows, strict=True):
                 if r["steps_bound"] != "exact":
-                    ax.plot(r["rho"], r["steps_iqm"], "^", mfc="none", color=line[0].get_color())
+                    ax.plot(xi, r["steps_iqm"], "^", mfc="none", color=line[0].get_color())
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_title(setting[:50], fontsize=8)
-        ax.set_xlabel("decision density rho")
+        ax.set_xlabel(f"decision density rho{plotting.dodge_note(len(shown))}", fontsize=7)
     axes[0][0].set_ylabel("steps to target (IQM; ^ = censored, lower bound)")
     axes[0][0].legend(fontsize=6)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path)
     plt.close(fig)
 
 
@@ -171,7 +201,8 @@ def markdown(
     lab: list[dict[str, Any]],
 ) -> str:
     """The report card's text."""
-    lines = [f"# Report card: `{header['method']}` on protocol {header['protocol']}", ""]
+    marked = " (unverified references)" if "unverified references" in header else ""
+    lines = [f"# Report card: `{header['method']}` on protocol {header['protocol']}{marked}", ""]
     lines += [f"- **{k}**: {v}" for k, v in header.items() if k not in ("method",)]
     lines.append("")
     lines.append(
@@ -223,11 +254,15 @@ def markdown(
         lines += ["", "## Gradient SNR and exact bias at initialization (the lab)", ""]
         lines.append(
             "Uniform policy (over valid actions), tabular; SNR per episode for a batch "
-            "of one group of 8; relative bias `||E g - grad J|| / ||grad J||`."
+            "of one group of 8; relative bias `||E g - grad J|| / ||grad J||`. Relative bias "
+            "and cosine are estimates with 95% jackknife intervals; the cosine is clipped to "
+            "[-1, 1] (its raw estimate, `cosine_raw` in `scores.json`, can exceed 1: "
+            "docs/estimators.md)."
         )
         lines += [
             "",
-            "| setting | rho | estimator | SNR [CI] | relative bias [CI] | cosine |",
+            "| setting | rho | estimator | SNR [CI] | relative bias, estimate [CI] | "
+            "cosine, estimate [CI] |",
             "|---|---|---|---|---|---|",
         ]
         for r in lab:
@@ -235,7 +270,7 @@ def markdown(
                 f"| {r['setting']} | {r['rho']:.3g} | {r['estimator']} | {r['snr']:.3g} "
                 f"[{r['snr_low']:.3g}, {r['snr_high']:.3g}] | {r['relative_bias']:.3g} "
                 f"[{r['relative_bias_low']:.3g}, {r['relative_bias_high']:.3g}] | "
-                f"{r['cosine']:.3f} |"
+                f"{r['cosine']:.3f} [{r['cosine_low']:.3f}, {r['cosine_high']:.3f}] |"
             )
     lines += [
         "",
@@ -266,7 +301,8 @@ def write_report(
         rows += [
             {"setting": s, **row} for s, e in sc["settings"].items() for row in score_rows(name, e)
         ]
-    write_csv(folder / "scores.csv", rows)
+    verified = "unverified" if "unverified references" in header else "verified"
+    write_csv(folder / "scores.csv", [{**row, "references": verified} for row in rows])
     result = {
         "header": header,
         "method": mine,
@@ -274,21 +310,29 @@ def write_report(
         "ratios": ratios,
         "lab": lab,
     }
-    (folder / "scores.json").write_text(json.dumps(result, indent=1, allow_nan=False))
-    (folder / "report.md").write_text(markdown(header, mine, ref_scores, ratios, lab))
+    write_atomic(folder / "scores.json", json.dumps(result, indent=1, allow_nan=False))
+    write_atomic(folder / "report.md", markdown(header, mine, ref_scores, ratios, lab))
     plot_curves(header["method"], records, references, folder / "learning_curves.png")
     plot_against_rho(header["method"], mine, ref_scores, folder / "steps_vs_rho.png")
     return result
 
 
 def leaderboard(
-    version: str, tier: str, runs_per_method: int, references: dict[str, list[Record]]
+    version: str,
+    tier: str,
+    runs_per_method: int,
+    references: dict[str, list[Record]],
+    unverified: str | None = None,
 ) -> str:
     """The references' scores as one Markdown table per setting: the dilution exponent, steps
     to target at the highest and the lowest density, their ratio to ``ppo``'s (the learned
-    critic) at the lowest density, and the mean normalized AUC."""
+    critic) at the lowest density, and the mean normalized AUC. ``unverified``: why the
+    references are not the shipped ones (the title and a first line say so)."""
     computed = {name: scores.method_scores(recs) for name, recs in references.items()}
-    lines = [f"# Leaderboard: protocol {version}, tier {tier}", ""]
+    marked = " (unverified references)" if unverified else ""
+    lines = [f"# Leaderboard: protocol {version}, tier {tier}{marked}", ""]
+    if unverified:
+        lines += [f"**Unverified references**: {unverified}", ""]
     lines.append(
         "Scores as defined in docs/benchmark.md (IQM over seeds, 95% bootstrap intervals; "
         "`>=`/`<=`: bounds from censored runs). Runs per method: "

@@ -20,6 +20,7 @@ from typing import Any
 from baselines.experiments.benchmark.protocol import Protocol, Tier
 from baselines.experiments.compare import sweep as compare
 from baselines.lib.backend import BackendArgs
+from baselines.lib.results import write_atomic
 from baselines.lib.runner import run_resumable
 
 REFERENCE_DIR = Path(__file__).resolve().parents[2] / "references"
@@ -64,14 +65,15 @@ def reference_path(protocol: Protocol, tier: str, method: str) -> Path:
 
 def write_configs(protocol: Protocol, folder: Path) -> dict[str, Path]:
     """The protocol's hyperparameters as one YAML config per environment in ``folder`` (what the
-    workers' ``baselines.train`` reads); ``{env_id: path}``."""
+    workers' ``baselines.train`` reads), each written atomically (a full disk leaves no empty
+    config); ``{env_id: path}``."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = {}
     for env_id in protocol.hyperparameters:
         path = folder / f"{protocol.version}-{env_id}.yml"
         text = protocol.config_text(env_id)
-        if not path.exists() or path.read_text() != text:
-            path.write_text(text)
+        if not path.is_file() or path.read_text() != text:
+            write_atomic(path, text)
         paths[env_id] = path
     return paths
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from baselines.lib import plotting
 from baselines.lib.stats import STATISTICS, bootstrap_ci, first_crossing
 from baselines.lib.tables import format_table, pyplot, write_csv
 
@@ -229,16 +230,29 @@ def plot_learning_curves(rows: list[Row], path: Path, statistic: str = "iqm") ->
     fig, axes = plt.subplots(1, len(lengths), figsize=(4.2 * len(lengths), 3.4), squeeze=False)
     for ax, length in zip(axes[0], lengths, strict=True):
         sub = [r for r in rows if r["routine_length"] == length]
-        for method in sorted({r["method"] for r in sub}):
-            pts = [r for r in sub if r["method"] == method]
+        methods = sorted({r["method"] for r in sub})
+        curves = {m: [r for r in sub if r["method"] == m] for m in methods}
+        same = plotting.same_as(
+            {m: ([r["timesteps"] for r in p], [r[statistic] for r in p]) for m, p in curves.items()}
+        )
+        for index, (method, pts) in enumerate(curves.items()):
             t = [r["timesteps"] for r in pts]
-            ax.plot(t, [r[statistic] for r in pts], label=method)
+            every = max(len(curves), len(t) // 6, 1)  # markers of different series at other steps
+            ax.plot(
+                t,
+                [r[statistic] for r in pts],
+                label=plotting.label(method, same),
+                linestyle=plotting.LINESTYLES[index % len(plotting.LINESTYLES)],
+                markevery=(index % every, every),
+                ms=4,
+                **plotting.style(index),
+            )
             ax.fill_between(t, [r["low"] for r in pts], [r["high"] for r in pts], alpha=0.2)
         ax.set_title(f"L = {length} (rho = {sub[0]['rho']:.3g}), {sub[0]['seeds']} seeds")
         ax.set_xlabel("environment steps")
         ax.set_ylim(-0.02, 1.02)
     axes[0][0].set_ylabel(f"success ({statistic.upper()}, 95% CI)")
-    axes[0][-1].legend(fontsize=8)
+    plotting.legend_below(axes[0][0], below=0.24)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -267,43 +281,62 @@ def mark_bounds(ax: Any, x: list[float], y: Any, bounds: list[str], color: Any) 
 def plot_steps_to_target(rows: list[Row], ratio_rows: list[Row], path: Path) -> None:
     """Left: steps to target against rho (log-log) per method; right: ratio to the baseline."""
     plt = pyplot()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
-    for method in sorted({r["method"] for r in rows}):
-        pts = sorted((r for r in rows if r["method"] == method), key=lambda r: r["rho"])
-        rho = [r["rho"] for r in pts]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 5.0))
+    methods = sorted({r["method"] for r in rows})
+    by_method = {
+        m: sorted((r for r in rows if r["method"] == m), key=lambda r: r["rho"]) for m in methods
+    }
+    same = plotting.same_as(
+        {m: ([r["rho"] for r in p], [r["mean_steps"] for r in p]) for m, p in by_method.items()}
+    )
+    for index, (method, pts) in enumerate(by_method.items()):
+        rho = list(plotting.dodged([r["rho"] for r in pts], index, len(methods)))
         y = np.array([r["mean_steps"] for r in pts])
         err = [y - [r["low"] for r in pts], [r["high"] for r in pts] - y]
-        line = left.errorbar(rho, y, yerr=err, marker="o", capsize=3, label=method)
+        line = left.errorbar(
+            rho, y, yerr=err, capsize=3, label=plotting.label(method, same), **plotting.style(index)
+        )
         mark_bounds(left, rho, y, [r["mean_steps_is"] for r in pts], line.lines[0].get_color())
     left.set_xscale("log")
     left.set_yscale("log")
-    left.set_xlabel("decision density rho")
+    left.set_xlabel(f"decision density rho{plotting.dodge_note(len(methods))}", fontsize=8)
     left.set_ylabel("steps to target (mean, 95% CI; ^ >=: censored)")
-    left.legend(fontsize=8)
-    for method in sorted({r["method"] for r in ratio_rows}):
-        pts = sorted((r for r in ratio_rows if r["method"] == method), key=lambda r: r["rho"])
+    plotting.legend_below(left)
+    ratio_methods = sorted({r["method"] for r in ratio_rows})
+    by_method = {
+        m: sorted((r for r in ratio_rows if r["method"] == m), key=lambda r: r["rho"])
+        for m in ratio_methods
+    }
+    names = {m: f"{m} / {p[0]['baseline']}" for m, p in by_method.items()}
+    same = plotting.same_as(
+        {names[m]: ([r["rho"] for r in p], [r["ratio"] for r in p]) for m, p in by_method.items()}
+    )
+    for index, (method, pts) in enumerate(by_method.items()):
+        x = list(plotting.dodged([r["rho"] for r in pts], index, len(ratio_methods)))
         y = np.array([r["ratio"] for r in pts])
         err = [y - [r["low"] for r in pts], [r["high"] for r in pts] - y]
         line = right.errorbar(
-            [r["rho"] for r in pts],
+            x,
             y,
             yerr=err,
-            marker="o",
             capsize=3,
-            label=f"{method} / {pts[0]['baseline']}",
+            label=plotting.label(names[method], same),
+            **plotting.style(index),
         )
         mark_bounds(
             right,
-            [r["rho"] for r in pts],
+            x,
             y,
             [r["ratio_is"] for r in pts],
             line.lines[0].get_color(),
         )
     right.axhline(1.0, color="gray", lw=0.8)
     right.set_xscale("log")
-    right.set_xlabel("decision density rho")
+    right.set_xlabel(
+        f"decision density rho{plotting.dodge_note(max(1, len(ratio_methods)))}", fontsize=8
+    )
     right.set_ylabel("steps-to-target ratio")
-    right.legend(fontsize=8)
+    plotting.legend_below(right)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -16,6 +16,7 @@ rho, the ratio trajectory-level / turn-level per rho, and a bsuite-style summary
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import json
 from collections.abc import Callable
@@ -327,16 +328,22 @@ def cli_main(argv: list[str] | None = None) -> dict[str, list[dict[str, Any]]]:
     return cli.run_main(main, parse_args(argv))
 
 
-def parse_args(argv: list[str] | None = None) -> SweepArgs:
-    """The settings of a sweep from the command line: ``--sweep NAME`` starts from a named
-    sweep of :data:`SWEEPS` (output in ``results/compare/NAME``), other flags override it."""
-    parser = cli.settings_parser(SweepArgs, description=__doc__.splitlines()[0])
+def add_sweep_argument(parser: argparse.ArgumentParser) -> None:
+    """``--sweep NAME``, the flag beside :class:`SweepArgs`' own (a named sweep of
+    :data:`SWEEPS` as the base of the other flags)."""
     parser.add_argument(
         "--sweep",
         choices=sorted(SWEEPS),
         default=None,
         help="a named sweep; other flags override its settings",
     )
+
+
+def parse_args(argv: list[str] | None = None) -> SweepArgs:
+    """The settings of a sweep from the command line: ``--sweep NAME`` starts from a named
+    sweep of :data:`SWEEPS` (output in ``results/compare/NAME``), other flags override it."""
+    parser = cli.settings_parser(SweepArgs, description=__doc__.splitlines()[0])
+    add_sweep_argument(parser)
     given = vars(parser.parse_args(argv))
     sweep = given.pop("sweep")
     base = SweepArgs()

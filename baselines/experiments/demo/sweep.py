@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,32 +47,66 @@ class DemoArgs(BackendArgs):
     seed: int = field(default=0, metadata={"help": "seed of the episodes and the policy"})
     compare: bool = field(default=True, metadata={"help": "run the short training comparison"})
     snr_episodes: int = field(default=20_000, metadata={"help": "episodes per rho-law setting"})
+    workers: int = field(
+        default=2,
+        metadata={"help": "processes of the rho law and of the comparison's runs", "min": 1},
+    )
 
 
-def show_episode(out: Path, seed: int) -> None:
-    """Play a short episode with a random policy, printing the text rendering at each door."""
+def show_episode(out: Path, seed: int) -> dict[str, float]:
+    """Play a short episode with a random policy, printing the text rendering at each door.
+
+    The picture's title shows the configured rho ``1 / (1 + L)``; the episode-end info's
+    ``decision_density`` is the share of critical steps this episode visited, lower after a wrong
+    door under the success reward (the later doors are routine then). Both are printed, named,
+    with the reason they differ. Returns ``{"configured_rho", "visited_rho", "doors",
+    "routine_doors"}``.
+    """
     env = gym.make("DilutedDoors-v1", routine_length=3, render_mode="ansi")
     rgb = gym.make("DilutedDoors-v1", routine_length=3, render_mode="rgb_array")
     rng = np.random.default_rng(seed)
     _, info = env.reset(seed=seed)
     rgb.reset(seed=seed)
     frames = [rgb.render()]  # one frame at each door, and the last one
+    configured = env.unwrapped.decision_density
     print("== 1. A Diluted Doors episode (3 floors, 3 doors, L = 3; uniform random policy)")
+    print(
+        f"The picture's rho={configured:.4f} is the configured rho 1/(1+L), every door critical;"
+        f"\nthe episode-end decision_density is the share of critical steps this episode visited:"
+        f"\nunder the success reward, doors after a wrong one are routine (the episode has failed"
+        f"\nwhatever they choose), so it is lower after a mistake."
+    )
     print(env.render())
-    done, step = False, 0
+    done, step, doors, routine_doors = False, 0, 0, 0
     while not done:
         action = int(rng.integers(env.action_space.n))
         kind = "critical" if info["critical"] else "routine "
+        at_door = env.unwrapped.state.position == 0
+        doors += at_door
+        routine_doors += at_door and not info["critical"]
         _, reward, terminated, truncated, info = env.step(action)
         rgb.step(action)
         if rgb.unwrapped.state.position == 0:
             frames.append(rgb.render())
         step += 1
-        print(f"step {step:>2}  {kind} state  action {action}  reward {reward}")
+        note = "  (a door after a wrong one)" if at_door and kind == "routine " else ""
+        print(f"step {step:>2}  {kind} state  action {action}  reward {reward}{note}")
         done = terminated or truncated
     print(env.render())
     end = {k: info[k] for k in routine_envs.annotations.EPISODE_END_KEYS}
-    print(f"episode-end info: {end}\n")
+    print(f"episode-end info: {end}")
+    visited = info["decision_density"]
+    why = (
+        f"{routine_doors} of the {doors} doors came after a wrong one and "
+        f"{'was' if routine_doors == 1 else 'were'} routine"
+        if routine_doors
+        else "no door came after a wrong one"
+    )
+    relation = "=" if math.isclose(visited, configured) else "<"
+    print(
+        f"visited rho = {info['num_critical']} critical / {info['episode_length']} steps = "
+        f"{visited:.4f} {relation} configured rho 1/(1+L) = {configured:.4f}: {why}\n"
+    )
     gap = np.full((6, frames[0].shape[1], 3), 255, dtype=np.uint8)
     frame = np.concatenate([x for f in frames for x in (f, gap)][:-1])
     try:
@@ -83,6 +118,12 @@ def show_episode(out: Path, seed: int) -> None:
         plt.imsave(out / "episode.png", np.kron(frame, np.ones((4, 4, 1), dtype=np.uint8)))
     except ImportError:  # pragma: no cover - matplotlib is part of the baselines extra
         print("(matplotlib not installed: episode.png not written)")
+    return {
+        "configured_rho": configured,
+        "visited_rho": visited,
+        "doors": doors,
+        "routine_doors": routine_doors,
+    }
 
 
 def measure_rho(args: DemoArgs) -> list[dict[str, float]]:
@@ -146,7 +187,7 @@ def print_table(rows: list[dict]) -> None:
 
 
 def main(args: DemoArgs) -> None:
-    args.out.mkdir(parents=True, exist_ok=True)
+    cli.check_output_folder(args.out)  # before any work
     show_episode(args.out, args.seed)
 
     print(f"== 2. Decision density rho, {args.episodes} episodes per L (uniform random policy)")
@@ -164,7 +205,12 @@ def main(args: DemoArgs) -> None:
     print("\n== 4. The rho law: SNR(perfect critic) / SNR(trajectory advantage) against rho")
     from baselines.experiments.snr_lab import sweep as snr_lab
 
-    lab = snr_lab.LabArgs(out=args.out / "snr", episodes=args.snr_episodes, **backend_fields(args))
+    lab = snr_lab.LabArgs(
+        out=args.out / "snr",
+        episodes=args.snr_episodes,
+        workers=args.workers,
+        **backend_fields(args),
+    )
     start = time.perf_counter()
     summary = snr_lab.rho_law(lab)
     columns = ("routine_length", "rho", "ratio", "ratio_low", "ratio_high", "theory_ratio")
@@ -187,7 +233,12 @@ def main(args: DemoArgs) -> None:
         print("\n== 5. PPO (turn-level, learned critic) vs TrajectoryAdvantagePPO (trajectory_mc)")
         from baselines.experiments.compare import sweep as compare
 
-        settings = {**compare.SWEEPS["demo"], "out": args.out / "compare", **backend_fields(args)}
+        settings = {
+            **compare.SWEEPS["demo"],
+            "out": args.out / "compare",
+            "workers": args.workers,
+            **backend_fields(args),
+        }
         compare.main(cli.settings_from(compare.SweepArgs, settings))
 
 

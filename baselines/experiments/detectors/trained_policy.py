@@ -9,6 +9,7 @@ on every decision state) as a ``.npy`` table ``(num_states, num_actions)``, whic
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from baselines.lib import cli
+from baselines.lib.results import write_atomic
 
 
 @dataclass
@@ -45,6 +47,9 @@ def main(args: PolicyArgs) -> dict[str, Any]:
 
     if args.out.suffix != ".npy":
         raise ValueError(f"--out must end in .npy, got {args.out}")
+    if args.out.is_dir():
+        raise ValueError(f"--out {args.out}: a folder is in the way (give a .npy file)")
+    cli.check_output_folder(args.out.parent)  # before training
     train = TrainArgs(
         env_id=args.env_id,
         env_kwargs=args.env_kwargs,
@@ -56,8 +61,9 @@ def main(args: PolicyArgs) -> dict[str, Any]:
     algo, eval_env, hyper = build(train)
     algo.learn(args.total_timesteps)
     table = policy_table(algo.policy, eval_env)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    np.save(args.out, table)
+    buffer = io.BytesIO()
+    np.save(buffer, table)
+    write_atomic(args.out, buffer.getvalue())
     about = {
         "env_id": args.env_id,
         "env_kwargs": args.env_kwargs,
@@ -67,7 +73,7 @@ def main(args: PolicyArgs) -> dict[str, Any]:
         "hyperparameters": hyper,
         "success_probability": float(eval_env.unwrapped.success_probability(table)),
     }
-    args.out.with_suffix(".json").write_text(json.dumps(about, indent=2, default=str))
+    write_atomic(args.out.with_suffix(".json"), json.dumps(about, indent=2, default=str))
     print(json.dumps(about, default=str))
     return about
 

@@ -17,7 +17,10 @@ policy:
 
 One job per density value, each measuring every estimator on the same episodes sampled from the
 exact model; results go to ``<out>/results.jsonl`` (resumable), then ``measure.csv``,
-``measure.png`` and ``summary.json``. Estimators that need values (``gae``) get the exact
+``measure.md``, ``measure.png`` and ``summary.json``. Relative bias and cosine are estimates,
+shown with their 95% jackknife intervals; every table shows the cosine clipped to [-1, 1], and
+the JSON records keep the raw estimate (``cosine_raw``, which can exceed 1: see
+:attr:`routine_envs.snr.SNRResult.cosine_raw`). Estimators that need values (``gae``) get the exact
 ``V^pi``: named so in the output (``values: exact V^pi``).
 """
 
@@ -367,7 +370,7 @@ def flat_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     rec["density_kwarg"]: rec["density_value"],
                     "rho": rec["rho"],
                     "policy": rec["policy"]["spec"],
-                    **res,
+                    **analysis.table_fields(res),
                     "ratio_to_reference": ratio[0],
                     "ratio_low": ratio[1],
                     "ratio_high": ratio[2],
@@ -377,20 +380,6 @@ def flat_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 }
             )
     return rows
-
-
-TABLE_COLUMNS = (
-    "rho",
-    "estimator",
-    "snr",
-    "snr_low",
-    "snr_high",
-    "relative_bias",
-    "relative_bias_low",
-    "relative_bias_high",
-    "cosine",
-    "mse",
-)
 
 
 def main(args: MeasureArgs) -> dict[str, Any]:
@@ -409,6 +398,13 @@ def main(args: MeasureArgs) -> dict[str, Any]:
     )
     rows = flat_rows(records)
     write_csv(args.out / "measure.csv", rows)
+    density_kwarg = settings[0]["density_kwarg"]
+    table = analysis.estimate_rows(rows, density_kwarg)
+    (args.out / "measure.md").write_text(
+        f"{args.env_id}, policy {args.policy}, {args.episodes} episodes per setting, groups of "
+        f"{args.group_size}, seed {args.seed}; {analysis.ESTIMATE_NOTE}.\n\n"
+        + analysis.markdown_table(table)
+    )
     analysis.plot_measure(rows, args.out / "measure.png", f"{args.env_id}, policy {args.policy}")
     summary = {
         "env_id": args.env_id,
@@ -423,10 +419,12 @@ def main(args: MeasureArgs) -> dict[str, Any]:
         "values": "exact V^pi (for estimators that read values, e.g. gae)",
         "snr_unit": "per episode (a batch of one group, divided by sqrt(group_size))",
         "mse_unit": "E||g - grad J||^2 for a batch of one group",
+        "estimates": analysis.ESTIMATE_NOTE,
     }
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False))
-    print(format_table(rows, list(TABLE_COLUMNS)))
-    print(f"\nwrote {args.out}/: results.jsonl, measure.csv, measure.png, summary.json")
+    print(format_table(table))
+    print(f"({analysis.ESTIMATE_NOTE})")
+    print(f"\nwrote {args.out}/: results.jsonl, measure.csv, measure.md, measure.png, summary.json")
     return {"summary": summary, "rows": rows}
 
 

@@ -89,12 +89,12 @@ def parse_args(argv: list[str] | None = None) -> NetworkArgs:
 def main(args: NetworkArgs) -> dict[str, Any]:
     """Measure every routine length, write ``network.csv``, ``network.png`` and
     ``summary.json`` into ``args.out``, print and return the summary."""
+    cli.check_output_folder(args.out)  # before any work
     start = time.perf_counter()
     rows = [
         measure(length, args.episodes, args.group_size, args.net_arch, args.seed)
         for length in args.routine_lengths
     ]
-    args.out.mkdir(parents=True, exist_ok=True)
     write_csv(args.out / "network.csv", rows)
     slope, _, r2 = snr.fit_loglog([r["rho"] for r in rows], [r["ratio"] for r in rows])
     summary = {

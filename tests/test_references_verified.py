@@ -1,0 +1,244 @@
+"""Shipped references are read-only and verified (issue 23): a manifest of SHA-256 per
+reference file, its own hash pinned beside the protocol's; an edited row is refused with the
+file's name, or used only when asked and then marked; reading never writes into the package;
+a protocol file that is not a protocol is one line naming it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from baselines.experiments.benchmark import command, manifest, protocol, scores, sweep
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = ROOT / "baselines" / "references" / "rb1" / "lite"
+
+
+def test_the_shipped_references_match_their_pinned_manifest():
+    pinned = protocol.REFERENCE_MANIFESTS["rb1"]["lite"]
+    listing = SHIPPED / manifest.MANIFEST_NAME
+    assert manifest.file_sha256(listing) == pinned
+    entries = manifest.read_manifest(listing)
+    shipped = {f"{sweep.method_slug(m)}.jsonl" for m in protocol.REFERENCE_METHODS}
+    assert set(entries) == shipped  # every reference method, nothing else
+    assert manifest.problems(SHIPPED, pinned) == []
+    # the format is sha256sum's: the standard tool checks the same files
+    check = subprocess.run(
+        ["sha256sum", "-c", manifest.MANIFEST_NAME], cwd=SHIPPED, capture_output=True, text=True
+    )
+    assert check.returncode == 0 and check.stdout.count(": OK") == len(shipped)
+    refs = manifest.open_references(protocol.load_protocol("rb1"), "lite")
+    assert refs.verified and refs.folder == SHIPPED and "verified" in refs.status
+
+
+@pytest.fixture
+def shipped_copy(tmp_path, monkeypatch):
+    """A copy of the shipped references that the commands read as the shipped ones."""
+    root = tmp_path / "references"
+    shutil.copytree(SHIPPED, root / "rb1" / "lite")
+    monkeypatch.setattr(sweep, "REFERENCE_DIR", root)
+    return root / "rb1" / "lite"
+
+
+def edit_one_success(folder: Path) -> None:
+    """The issue's reproducer: one ppo.jsonl row's success set to 1.0."""
+    path = folder / "ppo.jsonl"
+    rows = path.read_text().splitlines()
+    row = json.loads(rows[0])
+    row["success"] = [1.0] * len(row["success"])
+    rows[0] = json.dumps(row)
+    path.write_text("\n".join(rows) + "\n")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["references", "--tier", "lite"],
+        ["leaderboard", "--tier", "lite"],
+        ["plan", "--tier", "lite"],
+        ["report", "--method", "trajectory_mc", "--tier", "lite"],
+        ["run", "--method", "trajectory_mc", "--tier", "lite"],
+    ],
+    ids=lambda a: a[0],
+)
+def test_an_edited_reference_row_is_refused_naming_the_file(argv, shipped_copy, tmp_path, capsys):
+    edit_one_success(shipped_copy)
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as end:
+        command.cli_main([*argv, "--out", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert end.value.code == 2, err
+    assert len(err.splitlines()) == 1 and str(shipped_copy / "ppo.jsonl") in err
+    assert "changed" in err and "--unverified-references" in err
+    assert not (out / "rb1").exists()  # refused before any run, report or leaderboard
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["add a row", "delete a file", "add a file", "edit the manifest", "re-list the manifest"],
+)
+def test_every_change_to_the_shipped_files_is_caught(damage, shipped_copy):
+    ppo = shipped_copy / "ppo.jsonl"
+    if damage == "add a row":
+        ppo.write_text(ppo.read_text() + ppo.read_text().splitlines()[0] + "\n")
+    elif damage == "delete a file":
+        ppo.unlink()
+    elif damage == "add a file":
+        (shipped_copy / "ppo.jsonl").rename(shipped_copy / "spare.jsonl")
+        shutil.copy(shipped_copy / "spare.jsonl", shipped_copy / "ppo.jsonl")
+        (shipped_copy / manifest.MANIFEST_NAME).write_text(
+            manifest.manifest_text(shipped_copy).replace("ppo.jsonl", "nothing.jsonl")
+        )
+    elif damage == "edit the manifest":
+        listing = shipped_copy / manifest.MANIFEST_NAME
+        listing.write_text(listing.read_text().replace("ppo.jsonl", "ppo2.jsonl"))
+    else:  # the edit, and a manifest regenerated to match it: the pin still catches it
+        edit_one_success(shipped_copy)
+        manifest.write_manifest(shipped_copy)
+    with pytest.raises(manifest.UnverifiedReferences, match="--unverified-references"):
+        manifest.open_references(protocol.load_protocol("rb1"), "lite")
+
+
+def test_unverified_references_are_used_only_when_asked_and_every_output_says_so(
+    shipped_copy, tmp_path, monkeypatch
+):
+    """With --unverified-references the edited row is used (the ppo interval changes) and the
+    leaderboard, the report card, its scores.json and scores.csv all say so."""
+    monkeypatch.setattr(protocol, "REFERENCE_METHODS", ("ppo",))  # one method: fast
+    monkeypatch.setattr(scores, "RESAMPLES", 200)
+    out = tmp_path / "out"
+    clean = command.cli_main(["leaderboard", "--tier", "lite", "--out", str(tmp_path / "clean")])
+    assert "unverified" not in clean.read_text()
+    edit_one_success(shipped_copy)
+    flag = ["--unverified-references", "--out", str(out)]
+    board = command.cli_main(["leaderboard", "--tier", "lite", *flag])
+    text = board.read_text()
+    assert board == out / "rb1" / "lite" / "LEADERBOARD.md"
+    assert text.splitlines()[0].endswith("(unverified references)")
+    assert "**Unverified references**" in text and "ppo.jsonl: changed" in text
+    assert text.split("\n", 3)[3] != clean.read_text().split("\n", 1)[1]  # the edit counts
+    # a report card against them: the method's own runs are a copy of trajectory_mc's refs
+    mine = out / "rb1" / "lite" / "trajectory_mc" / "results.jsonl"
+    mine.parent.mkdir(parents=True)
+    shutil.copy(shipped_copy / "trajectory_mc.jsonl", mine)
+    card = command.cli_main(
+        ["report", "--method", "trajectory_mc", "--tier", "lite", "--no-lab", *flag]
+    )
+    report_md = (card / "report.md").read_text()
+    assert report_md.splitlines()[0].endswith("(unverified references)")
+    assert "**unverified references**: UNVERIFIED REFERENCES" in report_md
+    assert (
+        "ppo.jsonl: changed"
+        in json.loads((card / "scores.json").read_text())["header"]["unverified references"]
+    )
+    rows = (card / "scores.csv").read_text().splitlines()
+    assert rows[0].split(",")[-1] == "references"
+    assert {r.split(",")[-1] for r in rows[1:]} == {"unverified"}
+
+
+def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
+    return {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(folder.iterdir())}
+
+
+def test_reading_the_references_writes_nothing_into_the_package(
+    shipped_copy, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setattr(protocol, "REFERENCE_METHODS", ("ppo", "oracle"))
+    monkeypatch.setattr(scores, "RESAMPLES", 100)
+    monkeypatch.chdir(tmp_path)
+    before = snapshot(shipped_copy)
+    listed = command.cli_main(["references", "--tier", "lite"])
+    assert listed == {"ppo": 120, "oracle": 120}
+    printed = capsys.readouterr().out
+    assert "# Leaderboard: protocol rb1, tier lite" in printed and "| oracle |" in printed
+    command.cli_main(["plan", "--tier", "lite"])
+    assert snapshot(shipped_copy) == before  # LEADERBOARD.md included: nothing rewritten
+    assert list(tmp_path.glob("results")) == []  # nor anything in the working folder
+    path = command.cli_main(["leaderboard", "--tier", "lite", "--out", str(tmp_path / "board")])
+    assert path.parent == tmp_path / "board" / "rb1" / "lite" and snapshot(shipped_copy) == before
+
+
+def test_the_manifest_a_maintainer_writes_is_the_shipped_one(shipped_copy, capsys):
+    (shipped_copy / manifest.MANIFEST_NAME).unlink()
+    result = command.cli_main(["references", "--write-manifest", "--tier", "lite"])
+    assert result["sha256"] == protocol.REFERENCE_MANIFESTS["rb1"]["lite"]
+    assert result["manifest"].read_bytes() == (SHIPPED / manifest.MANIFEST_NAME).read_bytes()
+    assert result["sha256"] in capsys.readouterr().out  # the value to pin, printed
+
+
+def fake_run(job):
+    """A stand-in for a training run: the job plus a flat success curve (no training)."""
+    points = job["budget"] // job["eval_every"] + 1
+    return {
+        **job,
+        "timesteps": [i * job["eval_every"] for i in range(points)],
+        "success": [0.5] * points,
+        "steps_to_target": None,
+        "steps_trained": job["budget"],
+        "wall_time": 0.0,
+    }
+
+
+def test_computed_references_go_to_a_folder_you_name_not_the_package(
+    shipped_copy, tmp_path, monkeypatch, capsys
+):
+    from baselines.experiments.compare import sweep as compare
+
+    monkeypatch.setattr(compare, "run_job", fake_run)
+    out = tmp_path / "out"
+    argv = ["references", "--compute", "--tier", "smoke", "--methods", "ppo", "--workers", "1"]
+    command.cli_main([*argv, "--out", str(out), "--no-progress"])
+    computed = out / "references" / "rb1" / "smoke" / "ppo.jsonl"
+    assert (
+        len(computed.read_text().splitlines())
+        == protocol.load_protocol("rb1").tier("smoke").num_runs_per_method
+    )
+    assert not (shipped_copy.parent / "smoke").exists()
+    assert "--write-manifest" in capsys.readouterr().out  # how to ship them
+    named = tmp_path / "mine"
+    command.cli_main([*argv, "--out", str(out), "--references-dir", str(named), "--no-progress"])
+    assert (named / "ppo.jsonl").exists()
+    with pytest.raises(SystemExit) as end:  # reading them back is a local experiment
+        command.cli_main(["references", "--tier", "smoke", "--references-dir", str(named)])
+    assert end.value.code == 2 and "not the shipped references" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------ protocol files
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("- a\n- b\n", "a YAML mapping .* got a list"),
+        ("just a string\n", "a YAML mapping .* got a str"),
+        ("version: [unclosed\n", "not valid YAML"),
+        ("version: rbx\nstatus: draft\n", "missing entry 'hyperparameters'"),
+        (
+            "version: rbx\nstatus: draft\nhyperparameters: {}\ntiers: [1]\ntarget: 0.9\n"
+            "eval_points: 2\n",
+            "not a well-formed protocol",
+        ),
+    ],
+)
+def test_a_protocol_file_that_is_not_a_protocol_is_one_line_naming_it(
+    text, match, tmp_path, monkeypatch, capsys
+):
+    path = tmp_path / "rbx.yaml"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=match) as err:
+        protocol.load_protocol("rbx", path)
+    assert str(path) in str(err.value)
+    monkeypatch.setattr(protocol, "PROTOCOL_DIR", tmp_path)
+    with pytest.raises(SystemExit) as end:
+        command.cli_main(["plan", "--protocol", "rbx"])
+    line = capsys.readouterr().err.strip()
+    assert end.value.code == 2 and len(line.splitlines()) == 1 and str(path) in line
+
+
+def test_a_released_protocol_is_checked_against_its_pin_before_it_is_parsed(tmp_path, monkeypatch):
+    path = tmp_path / "rb1.yaml"
+    path.write_text("- an edited released file that is not even a mapping\n")
+    with pytest.raises(ValueError, match="never changes"):
+        protocol.load_protocol("rb1", path)
