@@ -111,8 +111,8 @@ class BenchArgs:
     memory_tier: str = field(
         default="",
         metadata={
-            "help": "instead of timing: peak memory of the batched trainer's largest batch on "
-            "each setting of this tier of --protocol (e.g. full)"
+            "help": "instead of timing: peak memory of every batch the batched trainer forms "
+            "from this tier of --protocol (e.g. full), with the first --methods"
         },
     )
 
