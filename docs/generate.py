@@ -201,9 +201,15 @@ ENTRY_POINTS: list[tuple[str, str, Callable[[], type] | None, Callable[..., None
     ),
     _dataclass_entry(
         "python -m baselines.bench_training",
-        "training throughput of the SB3 methods",
+        "CPU per environment step of SB3 and of the batched trainer (docs/batched.md)",
         "baselines.experiments.bench_training.sweep",
         "BenchArgs",
+    ),
+    _dataclass_entry(
+        "python -m baselines.equivalence",
+        "the batched trainer against the SB3 references of rb1 (docs/batched.md)",
+        "baselines.experiments.equivalence.sweep",
+        "EquivalenceArgs",
     ),
     _dataclass_entry(
         "python -m baselines.bench_backends",

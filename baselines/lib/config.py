@@ -21,8 +21,9 @@ from routine_envs.plugins import Spec, brief, parse_spec
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 TURN_LEVEL_METHODS = ("ppo",)
 """Methods trained by SB3's own PPO (MaskablePPO where the env has action masks)."""
-EXTRA_KEYS = {"n_envs", "estimator_kwargs"}
-"""Keys that are not ``PPO.__init__`` arguments: the vector env size and estimator arguments."""
+EXTRA_KEYS = {"n_envs", "estimator_kwargs", "policy"}
+"""Keys that are not ``PPO.__init__`` arguments: the vector env size, estimator arguments and
+the policy (``mlp``, SB3's, the default; ``transformer``: the batched trainer's only)."""
 
 
 DEFAULT_CONFIG: dict[str, Any] = {
