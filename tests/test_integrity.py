@@ -492,7 +492,9 @@ def test_diagnose_cli_errors_are_one_line_before_any_work(capsys, tmp_path):
     refused(capsys, diagnose, ["DilutedDoors-v0", "--seed", "-1"], "--seed", ">= 0")
     refused(capsys, diagnose, ["DilutedDoors-v0", "--json", str(tmp_path / "no" / "r.json")],
             "--json", "no such folder")  # fmt: skip
-    refused(capsys, diagnose, ["DilutedDoors-v0", "--kwargs", '{"nope": 1}'], "--kwargs", "nope")
+    refused(
+        capsys, diagnose, ["DilutedDoors-v0", "--env-kwargs", '{"nope": 1}'], "--env-kwargs", "nope"
+    )
     refused(capsys, diagnose, ["DilutedDoors-v0", "--kwargs", "{oops"], "--kwargs", "JSON object")
     refused(capsys, diagnose, ["no_such_module:Env-v0"], "no_such_module")
 

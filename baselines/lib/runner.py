@@ -22,6 +22,8 @@ from typing import Any
 
 from baselines.lib.backend import BackendArgs, check_backend
 from baselines.lib.results import Check, Claim, Position, ResultsFile, Schema
+from routine_envs.cli import CommandFailed
+from routine_envs.cli import Interrupted as CommandInterrupted
 
 WAIT_SECONDS = 0.5
 """How often a runner looks again at the runs other processes hold (seconds)."""
@@ -29,12 +31,12 @@ WAIT_SECONDS = 0.5
 Task = tuple[Callable[[dict[str, Any]], dict[str, Any]], str, dict[str, Any]]
 
 
-class RunFailed(RuntimeError):
+class RunFailed(CommandFailed):
     """Runs of a sweep failed; the message names each (env, kwargs, method, seed) and its
     error. The runs that finished are in the results file."""
 
 
-class Interrupted(KeyboardInterrupt):
+class Interrupted(CommandInterrupted):
     """Ctrl-C during a sweep: the runs in progress were stopped; the message says how many runs
     are saved and where (a rerun resumes from there)."""
 

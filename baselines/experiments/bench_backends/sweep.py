@@ -114,17 +114,19 @@ def measure(out: Path, backend: str, workers: int, args: BenchArgs) -> dict[str,
 
 def parse_args(argv: list[str] | None = None) -> BenchArgs:
     """The settings from the command line (one flag per :class:`BenchArgs` field)."""
-    return cli.parse_settings(BenchArgs, argv, description=__doc__.splitlines()[0])
+    from baselines.commands import settings_of
+
+    return settings_of("bench_backends", argv)
 
 
-def main(args: BenchArgs, argv: list[str] | None = None) -> dict[str, Any]:
+def main(args: BenchArgs) -> dict[str, Any]:
     """Time every backend x worker count (alternately, in that order), print the table and the
     ratios, and return them; inside a loopback-only namespace unless ``args.namespace`` is off."""
     if args.namespace and not os.environ.get(INSIDE):
         reason = loopback.unavailable()
         if reason:
             cli.fail(f"no loopback-only network namespace ({reason}); --no-namespace to run here")
-        again = [sys.executable, "-m", "baselines.bench_backends", *(argv or sys.argv[1:])]
+        again = [sys.executable, "-m", "baselines", "bench_backends", *cli.to_argv(args)]
         outcome = loopback.run(
             again, env={**os.environ, INSIDE: "1"}, timeout=3 * 3600, capture=False
         )

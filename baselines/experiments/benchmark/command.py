@@ -481,9 +481,14 @@ def main(args: BenchmarkArgs) -> Any:
 
 
 def parse_args(argv: list[str] | None = None) -> BenchmarkArgs:
-    return cli.parse_settings(BenchmarkArgs, argv, description=__doc__.splitlines()[0])
+    """The settings of ``benchmark COMMAND ...`` (``argv[0]`` is the command)."""
+    from baselines.commands import settings_of
+
+    return settings_of("benchmark", argv)
 
 
 def cli_main(argv: list[str] | None = None) -> Any:
     """``python -m baselines.benchmark``: bad settings are one line on stderr, exit status 2."""
-    return cli.run_main(main, parse_args(argv))
+    from baselines.commands import script
+
+    return script("benchmark")(argv)

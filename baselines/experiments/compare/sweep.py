@@ -16,7 +16,6 @@ rho, the ratio trajectory-level / turn-level per rho, and a bsuite-style summary
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 from collections.abc import Callable
@@ -325,30 +324,41 @@ def main(args: SweepArgs) -> dict[str, list[dict[str, Any]]]:
 def cli_main(argv: list[str] | None = None) -> dict[str, list[dict[str, Any]]]:
     """``python -m baselines.compare``: bad settings are one line on stderr and exit status 2,
     before any training; a failed run names itself (exit status 1, the runs done kept)."""
-    return cli.run_main(main, parse_args(argv))
+    from baselines.commands import script
+
+    return script("compare")(argv)
 
 
-def add_sweep_argument(parser: argparse.ArgumentParser) -> None:
-    """``--sweep NAME``, the flag beside :class:`SweepArgs`' own (a named sweep of
-    :data:`SWEEPS` as the base of the other flags)."""
-    parser.add_argument(
-        "--sweep",
-        choices=sorted(SWEEPS),
+@dataclass
+class CompareCommand(SweepArgs):
+    """A comparison sweep: density values x methods x seeds of one environment, each run one
+    training of an SB3 method, resumable; then learning curves, steps to the target, the ratio
+    of each method to the turn-level baseline and summary scores (docs/baselines.md)."""
+
+    sweep: str | None = field(
         default=None,
-        help="a named sweep; other flags override its settings",
+        metadata={
+            "help": "a named sweep (results in results/compare/NAME); other flags override its "
+            "settings",
+            "choices": sorted(SWEEPS),
+        },
+    )
+
+
+def named_sweep(given: dict[str, Any]) -> CompareCommand:
+    """The base of the flags ``given``: the named sweep of :data:`SWEEPS` they choose (output in
+    ``results/compare/NAME``), or the defaults."""
+    name = given.get("sweep")
+    if not name:
+        return CompareCommand()
+    return cli.settings_from(
+        CompareCommand, {"out": Path("results/compare") / name, **SWEEPS[name]}
     )
 
 
 def parse_args(argv: list[str] | None = None) -> SweepArgs:
     """The settings of a sweep from the command line: ``--sweep NAME`` starts from a named
     sweep of :data:`SWEEPS` (output in ``results/compare/NAME``), other flags override it."""
-    parser = cli.settings_parser(SweepArgs, description=__doc__.splitlines()[0])
-    add_sweep_argument(parser)
-    given = vars(parser.parse_args(argv))
-    sweep = given.pop("sweep")
-    base = SweepArgs()
-    if sweep:
-        base = cli.settings_from(
-            SweepArgs, {"out": Path("results/compare") / sweep, **SWEEPS[sweep]}
-        )
-    return cli.settings_from(SweepArgs, given, base)
+    from baselines.commands import settings_of
+
+    return settings_of("compare", argv)

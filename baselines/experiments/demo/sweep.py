@@ -256,4 +256,6 @@ def read_csv(path: Path) -> list[dict]:
 
 def parse_args(argv: list[str] | None = None) -> DemoArgs:
     """Command-line flags, one per :class:`DemoArgs` field."""
-    return cli.parse_settings(DemoArgs, argv, description=__doc__.splitlines()[0])
+    from baselines.commands import settings_of
+
+    return settings_of("demo", argv)

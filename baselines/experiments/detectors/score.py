@@ -366,9 +366,13 @@ def main(args: ScoreArgs) -> dict[str, Any]:
 
 def parse_args(argv: list[str] | None = None) -> ScoreArgs:
     """The settings from the command line (one flag per :class:`ScoreArgs` field)."""
-    return cli.parse_settings(ScoreArgs, argv, description=__doc__.splitlines()[0])
+    from baselines.commands import settings_of
+
+    return settings_of("detectors score", argv)
 
 
 def cli_main(argv: list[str] | None = None) -> dict[str, Any]:
     """``python -m baselines.detectors score``: bad settings are one line on stderr, exit 2."""
-    return cli.run_main(main, parse_args(argv))
+    from baselines.commands import script
+
+    return script("detectors score")(argv)

@@ -15,7 +15,6 @@ from typing import Any
 
 from baselines.experiments.compare import analysis
 from baselines.experiments.compare import sweep as compare
-from baselines.lib import cli
 from baselines.lib.runner import run_resumable
 from routine_envs.multiagent.turn_based import TEAM_ENVS, TurnBasedTeamEnv
 
@@ -120,9 +119,13 @@ def main(args: TeamSweepArgs) -> dict[str, list[dict[str, Any]]]:
 def cli_main(argv: list[str] | None = None) -> dict[str, list[dict[str, Any]]]:
     """``python -m baselines.multiagent``: bad settings are one line on stderr and exit status 2,
     before any training; a failed run names itself (exit status 1, the runs done kept)."""
-    return cli.run_main(main, parse_args(argv))
+    from baselines.commands import script
+
+    return script("multiagent")(argv)
 
 
 def parse_args(argv: list[str] | None = None) -> TeamSweepArgs:
     """The settings of a team sweep from the command line (one flag per field)."""
-    return cli.parse_settings(TeamSweepArgs, argv, description=__doc__.splitlines()[0])
+    from baselines.commands import settings_of
+
+    return settings_of("multiagent", argv)

@@ -430,9 +430,13 @@ def main(args: MeasureArgs) -> dict[str, Any]:
 
 def parse_args(argv: list[str] | None = None) -> MeasureArgs:
     """The settings from the command line (one flag per :class:`MeasureArgs` field)."""
-    return cli.parse_settings(MeasureArgs, argv, description=__doc__.splitlines()[0])
+    from baselines.commands import settings_of
+
+    return settings_of("snr_lab measure", argv)
 
 
 def cli_main(argv: list[str] | None = None) -> dict[str, Any]:
     """``python -m baselines.snr_lab measure``: bad settings are one line on stderr, exit 2."""
-    return cli.run_main(main, parse_args(argv))
+    from baselines.commands import script
+
+    return script("snr_lab measure")(argv)

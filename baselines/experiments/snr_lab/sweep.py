@@ -510,8 +510,14 @@ class LabCommand(LabArgs):
 
 def parse_args(argv: list[str] | None = None) -> LabCommand:
     """The experiment and its settings from the command line (one flag per field)."""
-    parser = cli.settings_parser(LabCommand, description=__doc__.splitlines()[0])
-    args = cli.settings_from(LabCommand, vars(parser.parse_args(argv)))
+    from baselines.commands import settings_of
+
+    return settings_of("snr_lab", argv)
+
+
+def check_command(args: LabCommand, parser: Any) -> None:
+    """Refuse what the flags alone cannot (``parser.error``: one line, exit status 2): fewer
+    episodes than the SNR's jackknife needs, an ``--out`` that is a file."""
     for name in ("episodes", "mc_episodes"):
         if getattr(args, name) < 40 * args.group_size:  # the SNR's jackknife needs 40 groups
             flag = "--" + name.replace("_", "-")
@@ -521,13 +527,14 @@ def parse_args(argv: list[str] | None = None) -> LabCommand:
             )
     if args.out.exists() and not args.out.is_dir():
         parser.error(f"argument --out: {args.out} is a file; give a folder")
-    return args
 
 
 def cli_main(argv: list[str] | None = None) -> dict[str, Any]:
     """``python -m baselines.snr_lab``: bad settings are one line on stderr and exit status 2,
     before any work."""
-    return cli.run_main(main, parse_args(argv))
+    from baselines.commands import script
+
+    return script("snr_lab")(argv)
 
 
 def main(args: LabCommand) -> dict[str, Any]:

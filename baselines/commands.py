@@ -1,0 +1,223 @@
+"""Every command of the project in one tree: ``python -m baselines COMMAND`` and the
+``routine-envs`` console script (``routine-envs benchmark run ...``, ``routine-envs train ...``,
+``routine-envs diagnose ...``). ``--help`` lists them, one line each.
+
+Each command is a row: its settings dataclass and the function that runs it, as
+``"module:name"`` strings, loaded only when the command runs (so the listing, and ``diagnose``,
+import neither torch nor SB3). Flags come from the settings' fields through the one generator,
+:mod:`routine_envs.cli`; ``python -m baselines.<script>`` runs the same rows
+(:func:`script`).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from routine_envs import commands as core
+from routine_envs.cli import Command, Group, parse
+from routine_envs.cli import main as run_tree
+
+BACKEND_FIELDS = ("backend", "address", "max_in_flight", "retries")
+REFERENCES_FIELDS = ("protocol", "tier", "references_dir", "unverified_references")
+_BENCH = "baselines.experiments.benchmark.command"
+_LAB = "baselines.experiments.snr_lab.sweep"
+
+
+def _benchmark(name: str, summary: str, *fields: str) -> Command:
+    """A subcommand of ``benchmark``: the fields of ``BenchmarkArgs`` it reads."""
+    return Command(
+        name,
+        summary,
+        f"{_BENCH}:BenchmarkArgs",
+        f"{_BENCH}:main",
+        include=(*fields, *REFERENCES_FIELDS),
+        fixed={"command": name},
+        description=f"{summary[0].upper()}{summary[1:]} (docs/benchmark.md).",
+    )
+
+
+def _lab(name: str, summary: str) -> Command:
+    """One of the SNR lab's experiments (``all``: every one)."""
+    return Command(
+        name,
+        summary,
+        f"{_LAB}:LabCommand",
+        f"{_LAB}:main",
+        fixed={"experiment": name},
+        check=f"{_LAB}:check_command",
+        description=f"{summary[0].upper()}{summary[1:]} (docs/reproducing.md).",
+    )
+
+
+BENCHMARK = Group(
+    "benchmark",
+    "score a credit-assignment method on a versioned protocol against the shipped references",
+    (
+        _benchmark(
+            "run",
+            "every run of a tier for a method (resumable), then its report card",
+            "method",
+            "env_id",
+            "workers",
+            "out",
+            "lab",
+            "progress",
+            *BACKEND_FIELDS,
+        ),
+        _benchmark("report", "the report card from the runs done so far", "method", "out", "lab"),
+        _benchmark(
+            "references",
+            "what ships (verified) and its leaderboard; --compute runs the reference methods",
+            "compute",
+            "methods",
+            "write_manifest",
+            "env_id",
+            "workers",
+            "out",
+            "progress",
+            *BACKEND_FIELDS,
+        ),
+        _benchmark(
+            "leaderboard", "write the references' leaderboard to <out>/<version>/<tier>/", "out"
+        ),
+        _benchmark(
+            "plan",
+            "what a tier costs (runs, steps, CPU time) and its wall time on N cores",
+            "method",
+            "env_id",
+            "cores",
+        ),
+    ),
+    description="Score a credit-assignment method on a versioned protocol against the shipped "
+    "references (docs/benchmark.md).",
+)
+SNR_LAB = Group(
+    "snr_lab",
+    "gradient SNR experiments of the paper, and the open lab (measure)",
+    (
+        _lab("rho-law", "the rho law: perfect critic over the trajectory advantage against rho"),
+        _lab("critic", "noisy and Monte-Carlo critics against rho"),
+        _lab("beyond", "trajectory_mc, rloo, gigpo, routine_masked, mc_rollout and the oracle"),
+        _lab("all", "rho-law, critic and beyond"),
+        Command(
+            "measure",
+            "SNR, exact bias, cosine and MSE of any estimators on any environment and policy",
+            "baselines.experiments.snr_lab.measure:MeasureArgs",
+            "baselines.experiments.snr_lab.measure:main",
+        ),
+    ),
+    default="all",
+    description='Reproducing "Drowning in Routine" (docs/reproducing.md), and the open lab.',
+)
+DETECTORS = Group(
+    "detectors",
+    "criticality detectors scored against the annotations, and a policy to score them under",
+    (
+        Command(
+            "score",
+            "detectors scored against the annotations (AUC, AP, implied rho, cost)",
+            "baselines.experiments.detectors.score:ScoreArgs",
+            "baselines.experiments.detectors.score:main",
+        ),
+        Command(
+            "policy",
+            "a short training run's policy table as .npy, to score detectors under",
+            "baselines.experiments.detectors.trained_policy:PolicyArgs",
+            "baselines.experiments.detectors.trained_policy:main",
+        ),
+    ),
+)
+BASELINES: tuple[Command | Group, ...] = (
+    Command(
+        "demo",
+        "the main job (make demo): an episode, rho against 1/(1+L), the rho law, a comparison",
+        "baselines.experiments.demo.sweep:DemoArgs",
+        "baselines.experiments.demo.sweep:main",
+    ),
+    Command(
+        "train",
+        "one training run of an SB3 method (PPO, or TrajectoryAdvantagePPO with an estimator)",
+        "baselines.lib.training:TrainArgs",
+        "baselines.lib.training:train_command",
+    ),
+    Command(
+        "compare",
+        "a comparison sweep: density values x methods x seeds, with curves and ratios",
+        "baselines.experiments.compare.sweep:CompareCommand",
+        "baselines.experiments.compare.sweep:main",
+        base="baselines.experiments.compare.sweep:named_sweep",
+    ),
+    Command(
+        "multiagent",
+        "parameter-shared training on the team environments, PPO beside trajectory methods",
+        "baselines.experiments.multiagent.sweep:TeamSweepArgs",
+        "baselines.experiments.multiagent.sweep:main",
+    ),
+    BENCHMARK,
+    SNR_LAB,
+    Command(
+        "snr_network",
+        "gradient SNR of a neural policy (SB3's MlpPolicy at initialization)",
+        "baselines.experiments.snr_network.sweep:NetworkArgs",
+        "baselines.experiments.snr_network.sweep:main",
+    ),
+    DETECTORS,
+    Command(
+        "bench_training",
+        "training throughput of the SB3 methods",
+        "baselines.experiments.bench_training.sweep:BenchArgs",
+        "baselines.experiments.bench_training.sweep:main",
+    ),
+    Command(
+        "bench_backends",
+        "one sweep on the process pool and on Ray, timed",
+        "baselines.experiments.bench_backends.sweep:BenchArgs",
+        "baselines.experiments.bench_backends.sweep:main",
+    ),
+)
+"""The baselines' commands, in the order ``--help`` lists them."""
+
+
+def tree(prog: str = "python -m baselines") -> Group:
+    """The whole tree: the baselines' commands, then the core package's (``diagnose``,
+    ``bench``)."""
+    return Group(
+        prog,
+        "routine-envs: environments, baselines, experiments and the benchmark",
+        (*BASELINES, *core.COMMANDS),
+        description="Every command of routine-envs (docs/cli.md lists every flag).",
+    )
+
+
+def settings_of(path: str, argv: Sequence[str] | None = None) -> Any:
+    """The settings the command ``path`` (``"benchmark run"``) parses from ``argv``."""
+    words = [*path.split(), *(sys.argv[1:] if argv is None else argv)]
+    return parse(tree(), words)[1]
+
+
+def script(path: str) -> Callable[[Sequence[str] | None], Any]:
+    """``main(argv)`` of ``python -m baselines.<script>``: the command ``path`` of the tree
+    (a group: its subcommand is the first word of ``argv``)."""
+
+    def main(argv: Sequence[str] | None = None) -> Any:
+        words = list(sys.argv[1:] if argv is None else argv)
+        return run_tree(tree(), [*path.split(), *words])
+
+    main.__doc__ = f"Parse ``argv`` and run ``python -m baselines {path}``."
+    return main
+
+
+def main(argv: Sequence[str] | None = None) -> Any:
+    """The ``routine-envs`` console script and ``python -m baselines``: parse ``argv`` and run
+    the command it names; its result."""
+    prog = "routine-envs" if sys.argv[0].endswith("routine-envs") else "python -m baselines"
+    return run_tree(tree(prog), argv)
+
+
+def console() -> None:
+    """The ``routine-envs`` console script: exit status of the command (0 unless it returns an
+    ``int``)."""
+    result = main()
+    sys.exit(result if isinstance(result, int) else 0)
