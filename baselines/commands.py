@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from routine_envs import commands as core
-from routine_envs.cli import Command, Group, parse
+from routine_envs.cli import Command, Group, arguments, parse
 from routine_envs.cli import main as run_tree
 
 BACKEND_FIELDS = ("backend", "address", "max_in_flight", "retries")
@@ -193,8 +194,7 @@ def tree(prog: str = "python -m baselines") -> Group:
 
 def settings_of(path: str, argv: Sequence[str] | None = None) -> Any:
     """The settings the command ``path`` (``"benchmark run"``) parses from ``argv``."""
-    words = [*path.split(), *(sys.argv[1:] if argv is None else argv)]
-    return parse(tree(), words)[1]
+    return parse(tree(), [*path.split(), *arguments(argv)])[1]
 
 
 def script(path: str) -> Callable[[Sequence[str] | None], Any]:
@@ -202,8 +202,7 @@ def script(path: str) -> Callable[[Sequence[str] | None], Any]:
     (a group: its subcommand is the first word of ``argv``)."""
 
     def main(argv: Sequence[str] | None = None) -> Any:
-        words = list(sys.argv[1:] if argv is None else argv)
-        return run_tree(tree(), [*path.split(), *words])
+        return run_tree(tree(), [*path.split(), *arguments(argv)])
 
     main.__doc__ = f"Parse ``argv`` and run ``python -m baselines {path}``."
     return main
@@ -212,7 +211,7 @@ def script(path: str) -> Callable[[Sequence[str] | None], Any]:
 def main(argv: Sequence[str] | None = None) -> Any:
     """The ``routine-envs`` console script and ``python -m baselines``: parse ``argv`` and run
     the command it names; its result."""
-    prog = "routine-envs" if sys.argv[0].endswith("routine-envs") else "python -m baselines"
+    prog = "routine-envs" if Path(sys.argv[0]).name == "routine-envs" else "python -m baselines"
     return run_tree(tree(prog), argv)
 
 

@@ -19,7 +19,7 @@ from routine_envs import cli, commands
 
 
 def main(argv: Sequence[str] | None = None) -> Any:
-    """Parse ``argv`` (default: ``sys.argv[1:]``) and run the command; what it returns (the
+    """Parse ``argv`` (default: this process's arguments) and run the command; what it returns (the
     exit status for ``diagnose``). Bad settings: one line, exit status 2."""
     return cli.main(commands.tree(), argv)
 

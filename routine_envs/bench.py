@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import copy
 import platform
-import sys
 import time
 import timeit
 from collections.abc import Callable, Sequence
@@ -409,7 +408,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     and run every table; ``{"single", "vector", "deepcopy", "model", "goals"}``."""
     from routine_envs import cli, commands
 
-    return cli.main(commands.tree(), ["bench", *(sys.argv[1:] if argv is None else argv)])
+    return cli.main(commands.tree(), ["bench", *cli.arguments(argv)])
 
 
 def run(args: BenchSettings) -> dict[str, Any]:

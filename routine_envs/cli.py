@@ -325,9 +325,9 @@ def to_argv(settings: Any) -> list[str]:
         elif isinstance(value, (list, tuple)):
             words += [flag, *(str(v) for v in value)]
         elif isinstance(value, dict):
-            words += [flag, json.dumps(value)]
-        elif value is not None:
-            words += [flag, str(value)]
+            words.append(f"{flag}={json.dumps(value)}")
+        elif value is not None:  # FLAG=VALUE: a value may start with a minus sign
+            words.append(f"{flag}={value}")
     return words
 
 
@@ -483,10 +483,15 @@ def parse(tree: Group, argv: Sequence[str], prog: str | None = None) -> tuple[Co
     return command, settings
 
 
+def arguments(argv: Sequence[str] | None = None) -> list[str]:
+    """``argv``, or this process's command-line arguments (``sys.argv[1:]``) when ``None``."""
+    return list(sys.argv[1:] if argv is None else argv)
+
+
 def main(tree: Group, argv: Sequence[str] | None = None, prog: str | None = None) -> Any:
     """Parse ``argv`` (default: ``sys.argv[1:]``) against ``tree`` and run the command it
     names (every way it can end is one line: :func:`run_main`); the command's result."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = arguments(argv)
     try:
         command, settings = parse(tree, argv, prog)
         run = load(command.run)

@@ -16,9 +16,10 @@ from typing import Any
 
 import yaml
 
+from baselines.lib import data
 from routine_envs.plugins import Spec, brief, parse_spec
 
-CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
+CONFIG_DIR = data.CONFIGS
 TURN_LEVEL_METHODS = ("ppo",)
 """Methods trained by SB3's own PPO (MaskablePPO where the env has action masks)."""
 EXTRA_KEYS = {"n_envs", "estimator_kwargs"}

@@ -100,11 +100,11 @@ def measure(out: Path, backend: str, workers: int, args: BenchArgs) -> dict[str,
     """:func:`time_sweep` in a fresh interpreter (a cold start, as a user's command)."""
     code = (
         "import json, sys; from baselines.experiments.bench_backends import sweep; "
-        "print('RESULT ' + json.dumps(sweep.time_sweep(json.loads(sys.argv[1]))))"
+        "print('RESULT ' + json.dumps(sweep.time_sweep(json.loads(sys.stdin.read()))))"
     )
     settings = json.dumps(sweep_settings(out, backend, workers, args))
     proc = subprocess.run(
-        [sys.executable, "-c", code, settings], capture_output=True, text=True, check=False
+        [sys.executable, "-c", code], input=settings, capture_output=True, text=True, check=False
     )
     lines = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
     if proc.returncode != 0 or not lines:

@@ -459,6 +459,10 @@ def main(args: BenchmarkArgs) -> Any:
     tier = protocol.tier(args.tier)
     if args.command in ("run", "report") and not args.method:
         raise ValueError(f"{args.command} needs --method")
+    if args.command in ("run", "report"):
+        from baselines.lib.config import check_method
+
+        check_method(args.method)  # a bad method is refused before any folder is made
     if args.command in ("run", "report") or (args.command == "references" and args.compute):
         cli.check_output_folder(args.out)  # before any config or result is written
     if args.command == "references":

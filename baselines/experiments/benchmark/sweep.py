@@ -19,11 +19,12 @@ from typing import Any
 
 from baselines.experiments.benchmark.protocol import Protocol, Tier
 from baselines.experiments.compare import sweep as compare
+from baselines.lib import data
 from baselines.lib.backend import BackendArgs
 from baselines.lib.results import write_atomic
 from baselines.lib.runner import run_resumable
 
-REFERENCE_DIR = Path(__file__).resolve().parents[2] / "references"
+REFERENCE_DIR = data.REFERENCES
 KEY_FIELDS = (*compare.KEY_FIELDS, "protocol", "tier")
 """A benchmark run's identity: the comparison run's key fields (every setting the run depends
 on: environment and its arguments, method spec and code fingerprint, seed, budget, schedule,

@@ -30,12 +30,12 @@ import numpy as np
 
 import routine_envs
 from baselines.experiments.snr_lab.measure import lab_policy
-from baselines.experiments.snr_lab.measure import policy_identity as lab_policy_identity
 from baselines.lib import cli, provenance
 from baselines.lib.runner import run_resumable
 from baselines.lib.tables import format_table, write_csv
 from routine_envs import credit, detectors, plugins
 from routine_envs.detectors import scoring
+from routine_envs.policy_specs import parse_policy
 from routine_envs.sampler import ModelSampler
 
 gym.register_envs(routine_envs)
@@ -100,16 +100,18 @@ class ScoreArgs:
 
 # ------------------------------------------------------------------------------- policies
 def policy_identity(text: str) -> dict[str, Any]:
-    """What the policy spec ``text`` stands for in a run key (the spec, a file's hash); the
-    SNR lab's policies (:func:`baselines.experiments.snr_lab.measure.policy_identity`)."""
-    return lab_policy_identity(text)
+    """What the policy spec ``text`` stands for in a run key (the spec, a file's hash, outside
+    code's fingerprint: :func:`routine_envs.policy_specs.parse_policy`)."""
+    return parse_policy(text, "--policies").identity
 
 
 def policy_table(env: Any, text: str) -> np.ndarray:
-    """The probability table ``(num_states, num_actions)`` the policy spec ``text`` names."""
-    if text.strip() == "uniform":
-        return detectors.uniform_policy(env)
-    return lab_policy(env, text)[0].probs()
+    """The probability table ``(num_states, num_actions)`` the policy spec ``text`` names (an
+    SB3 network through the lab's Jacobian-free probabilities)."""
+    spec = parse_policy(text, "--policies")
+    if spec.kind == "model":
+        return lab_policy(env, text)[0].probs()
+    return spec.table(env)
 
 
 def make_env(setting: dict[str, Any]) -> Any:

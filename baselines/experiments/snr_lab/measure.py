@@ -26,7 +26,6 @@ the JSON records keep the raw estimate (``cosine_raw``, which can exceed 1: see
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import time
@@ -44,12 +43,12 @@ from baselines.lib import cli, provenance
 from baselines.lib.backend import BackendArgs
 from baselines.lib.runner import run_resumable
 from baselines.lib.tables import format_table, write_csv
-from routine_envs import credit, plugins, snr
+from routine_envs import credit, snr
+from routine_envs.policy_specs import parse_policy
 from routine_envs.sampler import ModelSampler
 
 gym.register_envs(routine_envs)
 
-POLICY_KINDS = ("uniform", "random", "mixture")
 PILOT_EPISODES = 4096
 """Episodes of a separate pilot sample that estimates ``std(R)`` (the unit of ``oracle:C``'s
 noise, ``sigma = C std(R)``)."""
@@ -101,83 +100,21 @@ class MeasureArgs(BackendArgs):
 
 
 # ------------------------------------------------------------------------------- policies
-def file_digest(path: Path) -> str:
-    """A short hash of a file's bytes (a saved policy is part of a setting's identity)."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-
-
 def policy_identity(text: str) -> dict[str, Any]:
-    """What the policy spec ``text`` stands for in a run key: the spec, and a file's hash."""
-    spec = plugins.parse_spec(text, "--policy")
-    if spec.target == "mixture":
-        eps = spec.kwargs.get("eps")
-        if set(spec.kwargs) != {"eps"} or not isinstance(eps, (int, float)) or not 0 <= eps <= 1:
-            raise ValueError(f"--policy {text!r}: a mixture is 'mixture{{\"eps\": E}}', 0<=E<=1")
-    if spec.target in POLICY_KINDS:
-        return {"spec": spec.text}
-    path = Path(spec.target)
-    if path.suffix not in (".npy", ".zip"):
-        raise ValueError(
-            f"--policy {text!r}: expected 'uniform', 'random{{...}}', a .npy table or an SB3 .zip"
-        )
-    if not path.is_file():
-        raise ValueError(f"--policy {text!r}: no file at {path}")
-    return {"spec": spec.text, "sha256": file_digest(path)}
-
-
-def masked_logits(env: Any, logits: np.ndarray) -> np.ndarray:
-    """``logits`` with the invalid actions of each state at ``-inf`` where the env has masks
-    (states without a valid action are left alone: they are never decided)."""
-    if not env.has_action_masks:
-        return logits
-    mask = env.dynamics.mask_table()
-    decided = mask.any(axis=1)
-    return np.where(~mask & decided[:, None], -np.inf, logits)
+    """What the policy spec ``text`` stands for in a run key (the one policy grammar,
+    :func:`routine_envs.policy_specs.parse_policy`: the spec, a file's hash, outside code's
+    fingerprint)."""
+    return parse_policy(text).identity
 
 
 def lab_policy(env: Any, text: str) -> tuple[snr.TabularSoftmax, np.ndarray | None]:
     """The per-state softmax policy ``text`` names (see the module docstring) and, for an SB3
     network, the metric ``J J^T`` of its logits' Jacobian."""
-    spec = plugins.parse_spec(text, "--policy")
+    spec = parse_policy(text)
     num_states, num_actions = env.num_states, env.num_actions
-    if spec.target == "uniform":
-        if spec.kwargs:
-            raise ValueError(f"--policy {text!r}: 'uniform' takes no arguments")
-        logits = np.zeros((num_states, num_actions))
-        return snr.TabularSoftmax.per_state(
-            num_states, num_actions, masked_logits(env, logits)
-        ), None
-    if spec.target == "random":
-        unknown = set(spec.kwargs) - {"seed", "scale"}
-        if unknown:
-            raise ValueError(f"--policy {text!r}: unknown arguments {sorted(unknown)}")
-        rng = np.random.default_rng(int(spec.kwargs.get("seed", 0)))
-        scale = float(spec.kwargs.get("scale", 1.0))
-        logits = scale * rng.standard_normal((num_states, num_actions))
-        return snr.TabularSoftmax.per_state(
-            num_states, num_actions, masked_logits(env, logits)
-        ), None
-    if spec.target == "mixture":
-        from routine_envs.detectors import mixture_policy
-
-        policy_identity(text)
-        with np.errstate(divide="ignore"):
-            logits = np.log(mixture_policy(env, float(spec.kwargs["eps"])))
-        return snr.TabularSoftmax.per_state(num_states, num_actions, logits), None
-    policy_identity(text)  # the file exists and has a known suffix
-    path = Path(spec.target)
-    if path.suffix == ".npy":
-        table = np.load(path)
-        if table.shape != (num_states, num_actions):
-            raise ValueError(
-                f"--policy {path}: a table of shape ({num_states}, {num_actions}) is needed, "
-                f"got {table.shape}"
-            )
-        if np.any(table < 0) or not np.allclose(table.sum(axis=1), 1.0, atol=1e-6):
-            raise ValueError(f"--policy {path}: rows must be probabilities (>= 0, summing to 1)")
-        with np.errstate(divide="ignore"):
-            logits = np.log(table)
-        return snr.TabularSoftmax.per_state(num_states, num_actions, logits), None
+    if spec.kind != "model":
+        return snr.TabularSoftmax.per_state(num_states, num_actions, spec.logits(env)), None
+    path = spec.path
     if env.has_action_masks:
         raise ValueError(
             f"--policy {path}: an SB3 network policy is measured through its logits' Jacobian, "
