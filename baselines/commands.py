@@ -21,7 +21,7 @@ from routine_envs.cli import Command, Group, arguments, parse
 from routine_envs.cli import main as run_tree
 
 BACKEND_FIELDS = ("backend", "address", "max_in_flight", "retries")
-REFERENCES_FIELDS = ("protocol", "tier", "references_dir", "unverified_references")
+REFERENCES_FIELDS = ("protocol", "tier", "out", "references_dir", "unverified_references")
 _BENCH = "baselines.experiments.benchmark.command"
 _LAB = "baselines.experiments.snr_lab.sweep"
 
@@ -62,12 +62,11 @@ BENCHMARK = Group(
             "method",
             "env_id",
             "workers",
-            "out",
             "lab",
             "progress",
             *BACKEND_FIELDS,
         ),
-        _benchmark("report", "the report card from the runs done so far", "method", "out", "lab"),
+        _benchmark("report", "the report card from the runs done so far", "method", "lab"),
         _benchmark(
             "references",
             "what ships (verified) and its leaderboard; --compute runs the reference methods",
@@ -76,13 +75,10 @@ BENCHMARK = Group(
             "write_manifest",
             "env_id",
             "workers",
-            "out",
             "progress",
             *BACKEND_FIELDS,
         ),
-        _benchmark(
-            "leaderboard", "write the references' leaderboard to <out>/<version>/<tier>/", "out"
-        ),
+        _benchmark("leaderboard", "write the references' leaderboard to <out>/<version>/<tier>/"),
         _benchmark(
             "plan",
             "what a tier costs (runs, steps, CPU time) and its wall time on N cores",
