@@ -11,6 +11,7 @@ import neither torch nor SB3). Flags come from the settings' fields through the 
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -186,6 +187,32 @@ def tree(prog: str = "python -m baselines") -> Group:
         (*BASELINES, *core.COMMANDS),
         description="Every command of routine-envs (docs/cli.md lists every flag).",
     )
+
+
+def find(path: str) -> Command:
+    """The command ``path`` (``"snr_lab rho-law"``) of the tree; ``KeyError`` when none is."""
+    found = {name: command for name, command in tree().walk()}
+    if path not in found:
+        raise KeyError(f"no command {path!r}; commands: {sorted(found)}")
+    return found[path]
+
+
+def run_command(path: str, settings: Any) -> Any:
+    """Run the command ``path`` with ``settings`` (an instance of its settings class, with its
+    ``fixed`` fields set), without a command line: how one experiment runs another by name (the
+    demo runs the rho law and the comparison), never importing it."""
+    from routine_envs.cli import load
+
+    command = find(path)
+    settings = dataclasses.replace(settings, **command.fixed) if command.fixed else settings
+    return load(command.run)(settings)
+
+
+def settings_class(path: str) -> type:
+    """The settings dataclass of the command ``path``."""
+    from routine_envs.cli import load
+
+    return load(find(path).settings)
 
 
 def settings_of(path: str, argv: Sequence[str] | None = None) -> Any:

@@ -151,9 +151,12 @@ def test_duplicate_values_in_settings_are_refused_before_any_run(tmp_path):
 def good_row(key="a", **changes):
     row = {
         "key": key,
+        "env_id": "DilutedDoors-v1",
+        "env_kwargs": {"routine_length": 1},
         "method": "ppo",
         "seed": 0,
-        "routine_length": 1,
+        "density_kwarg": "routine_length",
+        "density_value": 1,
         "rho": 0.5,
         "timesteps": [0, 100],
         "success": [0.0, 1.0],
@@ -200,7 +203,8 @@ def test_snr_loader_rejects_a_row_without_its_ratios(tmp_path):
 
     row = {
         "key": "k",
-        "routine_length": 1,
+        "density_kwarg": "routine_length",
+        "density_value": 1,
         "rho": 0.5,
         "estimators": ["oracle", "trajectory_exact"],
         "reference": "trajectory_exact",
@@ -414,7 +418,7 @@ def curve_record(method, seed, success, length=0, grid=(0, 100, 200, 300)):
 
 
 def test_steps_to_target_interpolates_the_first_crossing():
-    from baselines.experiments.compare import analysis
+    from baselines.lib import curves as analysis
 
     assert analysis.steps_to_target(curve_record("a", 0, [0.1, 0.5, 1.0, 0.2])) == 180.0
     assert analysis.steps_to_target(curve_record("a", 0, [0.95, 0.5, 1.0, 1.0])) == 0.0
@@ -427,7 +431,7 @@ def test_steps_to_target_interpolates_the_first_crossing():
 
 
 def test_censored_ratios_are_bounds_in_tables_and_csv(tmp_path, capsys):
-    from baselines.experiments.compare import analysis
+    from baselines.lib import curves as analysis
 
     reached = [curve_record("ppo", s, [0.1, 0.5, 1.0, 1.0]) for s in range(3)]
     never = [curve_record("traj", s, [0.1] * 4) for s in range(3)]
@@ -509,7 +513,7 @@ def test_compare_refuses_a_density_kwarg_also_swept_and_a_baseline_not_run(tmp_p
 
 # ------------------------------------------------------------ privileged grouping is named
 def test_gigpo_grouping_by_state_id_is_named_privileged_in_tables(tmp_path, monkeypatch):
-    from baselines.experiments.compare import analysis
+    from baselines.lib import curves as analysis
     from baselines.lib import config
 
     monkeypatch.setattr(config, "CONFIG_DIR", tmp_path)

@@ -70,19 +70,32 @@ def sweep_settings(out: Path, backend: str, workers: int, args: BenchArgs) -> di
 
 def time_sweep(settings: dict[str, Any]) -> dict[str, Any]:
     """Run the sweep (in a fresh interpreter: see :func:`measure`); its wall time, Ray's
-    start-up, the mean training time per run and the records without timings."""
-    from baselines.experiments.compare import sweep as compare
+    start-up, the mean training time per run and the records without timings. The sweep is
+    the library's training sweep (:mod:`baselines.lib.training_runs`), as ``compare`` runs
+    it."""
+    from baselines.lib import training_runs
+    from baselines.lib.experiment import Experiment, run_experiment
 
-    args = cli.settings_from(compare.SweepArgs, {**settings, "out": Path(settings["out"])})
-    jobs = compare.plan(args)
+    args = cli.settings_from(
+        training_runs.SweepArgs, {**settings, "out": Path(settings["out"]), "baseline": "ppo"}
+    )
+    training_runs.check_sweep(args, "routine_length")
+    jobs = training_runs.jobs_of(args, "routine_length")
+    sweep = Experiment(
+        "bench_backends",
+        lambda _: jobs,
+        training_runs.run_key,
+        training_runs.run_training,
+        training_runs.TrainingRecord,
+    )
     start = time.perf_counter()
     startup = 0.0
     if args.backend == "ray":
         from baselines.lib import ray_backend
 
-        ray_backend.connect(args, args.workers, ray_backend.packages_of(compare.run_job))
+        ray_backend.connect(args, args.workers, ray_backend.packages_of(sweep.run))
         startup = time.perf_counter() - start
-    records = compare.run_sweep(args, progress=False)
+    records = run_experiment(sweep, args, progress=False)
     wall = time.perf_counter() - start
     assert len(records) == len(jobs)
     return {

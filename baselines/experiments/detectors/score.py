@@ -18,22 +18,23 @@ One job per (density value, policy); results go to ``<out>/results.jsonl`` (resu
 
 from __future__ import annotations
 
-import inspect
 import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 
 import routine_envs
-from baselines.experiments.snr_lab.measure import lab_policy
 from baselines.lib import cli, provenance
-from baselines.lib.runner import run_resumable
+from baselines.lib.experiment import Experiment, run_experiment
+from baselines.lib.lab import policy_table
+from baselines.lib.records import Record
+from baselines.lib.specs import parse_detector
 from baselines.lib.tables import format_table, write_csv
-from routine_envs import credit, detectors, plugins
+from routine_envs import credit, detectors
 from routine_envs.detectors import scoring
 from routine_envs.policy_specs import parse_policy
 from routine_envs.sampler import ModelSampler
@@ -103,15 +104,6 @@ def policy_identity(text: str) -> dict[str, Any]:
     """What the policy spec ``text`` stands for in a run key (the spec, a file's hash, outside
     code's fingerprint: :func:`routine_envs.policy_specs.parse_policy`)."""
     return parse_policy(text, "--policies").identity
-
-
-def policy_table(env: Any, text: str) -> np.ndarray:
-    """The probability table ``(num_states, num_actions)`` the policy spec ``text`` names (an
-    SB3 network through the lab's Jacobian-free probabilities)."""
-    spec = parse_policy(text, "--policies")
-    if spec.kind == "model":
-        return lab_policy(env, text)[0].probs()
-    return spec.table(env)
 
 
 def make_env(setting: dict[str, Any]) -> Any:
@@ -189,7 +181,26 @@ def setting_key(setting: dict[str, Any]) -> str:
     return json.dumps({k: setting[k] for k in KEY_FIELDS}, sort_keys=True)
 
 
-REQUIRED = {"key": "str", "density_value": "int", "detectors": "list", "results": "list"}
+@dataclass
+class DetectorRecord(Record):
+    """One (density value, policy): every detector's scores on the same batches (``results``),
+    the policy's exact success probability; the setting's other fields in ``extra``."""
+
+    env_id: str
+    detectors: list[Any]
+    results: list[Any]
+    success_probability: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    unit: ClassVar[str] = "setting"
+
+    @staticmethod
+    def check(record: dict[str, Any]) -> None:
+        """One result per detector, each with its numbers."""
+        check_record(record)
+
+
+REQUIRED = {"key": "str", **DetectorRecord.schema()}
 SCORE_COLUMNS = ("auc", "ap", "rho", "rho_implied", "rho_error", "cost_per_step")
 
 
@@ -206,10 +217,9 @@ def check_record(record: dict[str, Any]) -> None:
 
 def detector_code(spec: str) -> str:
     """The fingerprint of a detector's code: its module's whole source (helpers included),
-    with the scoring module's and the sampler's (branching rollouts live there)."""
-    obj = detectors.resolve_detector(plugins.parse_spec(spec, "--detectors").target)
-    parts = (inspect.getmodule(obj) or obj, scoring, ModelSampler)
-    return "+".join(provenance.code_fingerprint(p) for p in parts)
+    with the scoring module's and the sampler's (:func:`~baselines.lib.specs.parse_detector`,
+    parsed once)."""
+    return parse_detector(spec).code
 
 
 def plan(args: ScoreArgs) -> list[dict[str, Any]]:
@@ -332,16 +342,7 @@ TABLE_COLUMNS = (
 def main(args: ScoreArgs) -> dict[str, Any]:
     """Score what is missing, write the tables and the summary; return them."""
     settings = plan(args)
-    records = run_resumable(
-        settings,
-        setting_key,
-        score_setting,
-        args.out / "results.jsonl",
-        args.workers,
-        required=REQUIRED,
-        check=check_record,
-        unit="setting",
-    )
+    records = run_experiment(EXPERIMENT, args, settings)
     rows = flat_rows(records)
     density_kwarg = settings[0]["density_kwarg"]
     write_csv(args.out / "detectors.csv", rows)
@@ -364,6 +365,10 @@ def main(args: ScoreArgs) -> dict[str, Any]:
     print(format_table(rows, [density_kwarg, *TABLE_COLUMNS]))
     print(f"\nwrote {args.out}/: results.jsonl, detectors.csv, detectors.md, summary.json")
     return {"summary": summary, "rows": rows}
+
+
+EXPERIMENT = Experiment("detectors score", plan, setting_key, score_setting, DetectorRecord)
+"""Detectors scored against the annotations (the analysis is :func:`main`'s tables)."""
 
 
 def parse_args(argv: list[str] | None = None) -> ScoreArgs:

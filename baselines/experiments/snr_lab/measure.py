@@ -31,17 +31,18 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 
 import routine_envs
 from baselines.experiments.snr_lab import analysis
-from baselines.experiments.snr_lab.sweep import estimator_code, lab_estimator
 from baselines.lib import cli, provenance
 from baselines.lib.backend import BackendArgs
-from baselines.lib.runner import run_resumable
+from baselines.lib.experiment import Experiment, run_experiment
+from baselines.lib.lab import estimator_code, lab_estimator, lab_policy
+from baselines.lib.records import Record
 from baselines.lib.tables import format_table, write_csv
 from routine_envs import credit, snr
 from routine_envs.policy_specs import parse_policy
@@ -105,30 +106,6 @@ def policy_identity(text: str) -> dict[str, Any]:
     :func:`routine_envs.policy_specs.parse_policy`: the spec, a file's hash, outside code's
     fingerprint)."""
     return parse_policy(text).identity
-
-
-def lab_policy(env: Any, text: str) -> tuple[snr.TabularSoftmax, np.ndarray | None]:
-    """The per-state softmax policy ``text`` names (see the module docstring) and, for an SB3
-    network, the metric ``J J^T`` of its logits' Jacobian."""
-    spec = parse_policy(text)
-    num_states, num_actions = env.num_states, env.num_actions
-    if spec.kind != "model":
-        return snr.TabularSoftmax.per_state(num_states, num_actions, spec.logits(env)), None
-    path = spec.path
-    if env.has_action_masks:
-        raise ValueError(
-            f"--policy {path}: an SB3 network policy is measured through its logits' Jacobian, "
-            f"which assumes no action masks; {env.spec.id if env.spec else env} has them "
-            "(save its probability table as .npy instead)"
-        )
-    from stable_baselines3 import PPO
-
-    from baselines.lib.network import logits_and_jacobian
-
-    model = PPO.load(path, device="cpu")
-    logits, jac = logits_and_jacobian(model.policy, env)
-    log_probs = logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)
-    return snr.TabularSoftmax.per_state(num_states, num_actions, log_probs), jac @ jac.T
 
 
 # ------------------------------------------------------------------------------- a setting
@@ -209,15 +186,28 @@ def setting_key(setting: dict[str, Any]) -> str:
     return json.dumps({k: setting[k] for k in KEY_FIELDS}, sort_keys=True)
 
 
-REQUIRED = {
-    "key": "str",
-    "density_value": "int",
-    "rho": "number",
-    "estimators": "list",
-    "reference": "str",
-    "results": "list",
-    "ratios": "dict",
-}
+@dataclass
+class MeasureRecord(Record):
+    """One density value of the open lab: every estimator's SNR, bias, cosine and MSE on the
+    same episodes (``results``), the ratio of each SNR to the reference's (``ratios``); the
+    setting's other fields (env, policy identity, sample, code) in ``extra``."""
+
+    env_id: str
+    estimators: list[Any]
+    reference: str
+    results: list[Any]
+    ratios: dict[str, Any]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    unit: ClassVar[str] = "setting"
+
+    @staticmethod
+    def check(record: dict[str, Any]) -> None:
+        """One result per estimator, each with its SNR and bias columns."""
+        check_record(record)
+
+
+REQUIRED = {"key": "str", **MeasureRecord.schema()}
 
 
 def check_record(record: dict[str, Any]) -> None:
@@ -322,17 +312,7 @@ def flat_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def main(args: MeasureArgs) -> dict[str, Any]:
     """Measure what is missing, write the table, the figure and the summary; return it."""
     settings = plan(args)
-    records = run_resumable(
-        settings,
-        setting_key,
-        measure_setting,
-        args.out / "results.jsonl",
-        args.workers,
-        required=REQUIRED,
-        check=check_record,
-        unit="setting",
-        backend=args,
-    )
+    records = run_experiment(EXPERIMENT, args, settings)
     rows = flat_rows(records)
     write_csv(args.out / "measure.csv", rows)
     density_kwarg = settings[0]["density_kwarg"]
@@ -363,6 +343,10 @@ def main(args: MeasureArgs) -> dict[str, Any]:
     print(f"({analysis.ESTIMATE_NOTE})")
     print(f"\nwrote {args.out}/: results.jsonl, measure.csv, measure.md, measure.png, summary.json")
     return {"summary": summary, "rows": rows}
+
+
+EXPERIMENT = Experiment("snr_lab measure", plan, setting_key, measure_setting, MeasureRecord)
+"""The open lab (its analysis is :func:`main`'s tables, figure and summary)."""
 
 
 def parse_args(argv: list[str] | None = None) -> MeasureArgs:
