@@ -513,8 +513,8 @@ def test_compare_refuses_a_density_kwarg_also_swept_and_a_baseline_not_run(tmp_p
 
 # ------------------------------------------------------------ privileged grouping is named
 def test_gigpo_grouping_by_state_id_is_named_privileged_in_tables(tmp_path, monkeypatch):
-    from baselines.lib import curves as analysis
     from baselines.lib import config
+    from baselines.lib import curves as analysis
 
     monkeypatch.setattr(config, "CONFIG_DIR", tmp_path)
     (tmp_path / f"{tiny(tmp_path).env_id}.yml").write_text(
