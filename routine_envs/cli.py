@@ -307,7 +307,8 @@ def parse_settings(
 
 def to_argv(settings: Any) -> list[str]:
     """The flags that parse back into ``settings``: one per field whose value differs from its
-    default (positional fields always), the inverse of :func:`parse_settings`."""
+    default (positional fields always), the inverse of :func:`parse_settings` (but for a text
+    value ``--``, which argparse reads as the end of the options)."""
     words: list[str] = []
     for f in dataclasses.fields(settings):
         if not f.init:

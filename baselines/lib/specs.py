@@ -126,13 +126,12 @@ def _parse_method(text: str, registered: Any) -> MethodSpec:
         if spec.kwargs:
             raise ValueError(f"method {brief(spec.text)}: ppo takes no estimator arguments")
         return MethodSpec(spec.text, spec.target, {}, None)
-    try:
-        found = credit.resolve_estimator(spec.target)
-    except ValueError as err:
-        if spec.is_import_path:
-            raise
-        raise ValueError(f"unknown method {brief(text)}; known: {known_methods()} {err}") from None
-    credit.check_estimator_spec(spec, "method")
+    if not spec.is_import_path and spec.target not in credit.ESTIMATORS:
+        raise ValueError(
+            f"unknown method {brief(text)}; known: {known_methods()}, or an import path "
+            "'package.module:Name' of your own"
+        )
+    found = credit.check_estimator_spec(spec, "method")  # resolved (imported) and checked once
     return MethodSpec(spec.text, spec.target, dict(spec.kwargs), found)
 
 

@@ -9,7 +9,7 @@ sweep killed halfway and started again runs only what is missing, and never dupl
 corrupt or partial line (a crash mid-write) is reported, moved to ``results.rejected.jsonl`` and
 its run done again.
 
-Then the analysis (:mod:`baselines.experiments.compare.analysis`) writes, as CSV and PNG beside
+Then the analysis (:mod:`baselines.lib.curves`) writes, as CSV and PNG beside
 the results: learning curves with bootstrap bands, steps to the target success per method and
 rho, the ratio trajectory-level / turn-level per rho, and a bsuite-style summary score per method.
 """
