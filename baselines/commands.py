@@ -40,7 +40,7 @@ def _benchmark(name: str, summary: str, *fields: str) -> Command:
     )
 
 
-def _lab(name: str, summary: str) -> Command:
+def _lab(name: str, summary: str, description: str) -> Command:
     """One of the SNR lab's experiments (``all``: every one)."""
     return Command(
         name,
@@ -49,7 +49,9 @@ def _lab(name: str, summary: str) -> Command:
         f"{_LAB}:main",
         fixed={"experiment": name},
         check=f"{_LAB}:check_command",
-        description=f"{summary[0].upper()}{summary[1:]} (docs/reproducing.md).",
+        description=f"{description} Diluted Doors (success reward, 3 floors, 3 doors) at every "
+        "routine length, the uniform policy; results.jsonl (resumable), tables (CSV), figures "
+        "(PNG) and summary.json under --out (docs/reproducing.md).",
     )
 
 
@@ -95,10 +97,26 @@ SNR_LAB = Group(
     "snr_lab",
     "gradient SNR experiments of the paper, and the open lab (measure)",
     (
-        _lab("rho-law", "the rho law: perfect critic over the trajectory advantage against rho"),
-        _lab("critic", "noisy and Monte-Carlo critics against rho"),
-        _lab("beyond", "trajectory_mc, rloo, gigpo, routine_masked, mc_rollout and the oracle"),
-        _lab("all", "rho-law, critic and beyond"),
+        _lab(
+            "rho-law",
+            "the rho law: perfect critic over the trajectory advantage against rho",
+            "The rho law: gradient SNR of the perfect critic over that of the trajectory "
+            "advantage against rho, its log-log fit beside the closed form, for one logit vector "
+            "per state and per floor.",
+        ),
+        _lab(
+            "critic",
+            "noisy and Monte-Carlo critics against rho",
+            "Imperfect critics: the oracle with noise (sigma a multiple of std(R)) and the "
+            "Monte-Carlo critic with k rollouts, their SNR ratio to the trajectory advantage.",
+        ),
+        _lab(
+            "beyond",
+            "trajectory_mc, rloo, gigpo, routine_masked, mc_rollout and the oracle",
+            "Beyond the paper: trajectory_mc, rloo, gigpo, routine_masked, mc_rollout and the "
+            "oracle on the same axes, with the environment steps each estimate costs.",
+        ),
+        _lab("all", "rho-law, critic and beyond", "The rho law, the critics and beyond, in turn."),
         Command(
             "measure",
             "SNR, exact bias, cosine and MSE of any estimators on any environment and policy",
@@ -133,12 +151,21 @@ BASELINES: tuple[Command | Group, ...] = (
         "the main job (make demo): an episode, rho against 1/(1+L), the rho law, a comparison",
         "baselines.experiments.demo.sweep:DemoArgs",
         "baselines.experiments.demo.sweep:main",
+        description="The main job (make demo): a rendered Diluted Doors episode, the measured "
+        "rho against 1/(1+L), the oracle's advantages under the uniform policy (zero on routine "
+        "states), the rho law of gradient SNR with its fit, and a short PPO vs "
+        "TrajectoryAdvantagePPO comparison; tables (CSV) and plots (PNG) under --out.",
     ),
     Command(
         "train",
         "one training run of an SB3 method (PPO, or TrajectoryAdvantagePPO with an estimator)",
         "baselines.lib.training:TrainArgs",
         "baselines.lib.training:train_command",
+        description="One training run: SB3's PPO ('ppo', MaskablePPO where the env has action "
+        "masks) or TrajectoryAdvantagePPO with any estimator (a name or 'package.module:Name', "
+        "with JSON arguments), on the env's hyperparameters (baselines/configs/<env id>.yml); "
+        "the success rate at every evaluation (exact where the env has a model) goes to "
+        "<out>/success.csv (docs/baselines.md).",
     ),
     Command(
         "compare",
@@ -152,6 +179,9 @@ BASELINES: tuple[Command | Group, ...] = (
         "parameter-shared training on the team environments, PPO beside trajectory methods",
         "baselines.experiments.multiagent.sweep:TeamSweepArgs",
         "baselines.experiments.multiagent.sweep:main",
+        description="Parameter-shared training on a team environment through the turn-based "
+        "adapter: PPO beside TrajectoryAdvantagePPO at several routine lengths and seeds, "
+        "resumable, with the comparison's tables and plots (docs/multiagent.md).",
     ),
     BENCHMARK,
     SNR_LAB,

@@ -37,6 +37,7 @@ import json
 import shlex
 import sys
 import tempfile
+import textwrap
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -261,7 +262,8 @@ def add_settings_arguments(
 
 
 def description_of(settings_cls: type) -> str:
-    """A command's description: the whole docstring of its settings class (paragraphs kept)."""
+    """A command's description: the whole docstring of its settings class (paragraphs kept,
+    each filled to the terminal's usual width)."""
     return inspect.cleandoc(settings_cls.__doc__ or settings_cls.__name__)
 
 
@@ -272,7 +274,9 @@ def settings_parser(
     include: Sequence[str] | None = None,
 ) -> SettingsParser:
     """A :class:`SettingsParser` with one argument per field of ``settings_cls``."""
-    parser = SettingsParser(prog=prog, description=description or description_of(settings_cls))
+    text = description or description_of(settings_cls)
+    paragraphs = [textwrap.fill(" ".join(p.split()), 88) for p in text.split("\n\n")]
+    parser = SettingsParser(prog=prog, description="\n\n".join(paragraphs))
     add_settings_arguments(parser, settings_cls, include)
     return parser
 
