@@ -150,6 +150,7 @@ def score_setting(setting: dict[str, Any]) -> dict[str, Any]:
         rows.append({"detector": spec, **result.as_row(), "seconds": time.perf_counter() - began})
     return {
         **setting,
+        "rho": float(env.decision_density),
         "success_probability": float(env.success_probability(table)),
         "results": rows,
         "seconds": time.perf_counter() - start,
