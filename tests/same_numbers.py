@@ -9,11 +9,14 @@ Every command is run as ``python -m baselines.<script>`` with the source tree fi
 and as the working folder, so each run uses that tree's code. Compared: every CSV, Markdown,
 PNG and ``summary.json`` (the tables, figures and summaries); the JSON-lines records are
 compared after dropping what measures time (``wall_time``, ``seconds``) and what names the
-code (``key``, ``code``: fingerprints and run keys change when the code moves, by design).
+code (``key``, ``code``: fingerprints and run keys change when the code moves, by design), and
+so is a CSV with a time column (the detectors' ``seconds``), without it; any other CSV, every
+Markdown table, figure and summary byte for byte.
 """
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import os
@@ -66,6 +69,14 @@ def run(source: Path, out: Path, names: list[str]) -> None:
 def stable(path: Path) -> bytes:
     """What is compared of a file: its bytes, or, for JSON lines, each record without the
     :data:`VOLATILE` fields (sorted by the rest, as runs finish in any order)."""
+    if path.suffix == ".csv":  # a time column (the detectors' seconds) is never the same
+        lines = path.read_text().splitlines(keepends=True)
+        header = next(csv.reader(lines[:1]), [])
+        if not VOLATILE & set(header):
+            return path.read_bytes()
+        keep = [i for i, name in enumerate(header) if name not in VOLATILE]
+        rows = [[row[i] for i in keep] for row in csv.reader(lines)]
+        return json.dumps(rows).encode()
     if path.suffix != ".jsonl":
         return path.read_bytes()
     rows = []
