@@ -2,6 +2,8 @@
 
 Importing this package registers every environment with Gymnasium (from the table in
 :mod:`routine_envs.registration`); it imports neither torch nor PettingZoo and prints nothing.
+An environment of your own is a dynamics class and one call, ``register_dynamics("My-v0",
+MyDynamics)`` (``docs/contributing-an-env.md``).
 
     import gymnasium as gym
     import routine_envs
@@ -13,7 +15,7 @@ Importing this package registers every environment with Gymnasium (from the tabl
 from routine_envs import annotations
 from routine_envs.envs import DilutedDoorsEnv, InvalidActionError, RoutineEnv
 from routine_envs.oracle import OracleValues, TabularModel
-from routine_envs.registration import ENVIRONMENTS, register_all
+from routine_envs.registration import ENVIRONMENTS, register_all, register_dynamics
 
 __version__ = "0.1.0"
 
@@ -28,4 +30,5 @@ __all__ = [
     "TabularModel",
     "__version__",
     "annotations",
+    "register_dynamics",
 ]

@@ -136,6 +136,46 @@ def decision_density(critical: Sequence[bool] | np.ndarray) -> float:
     return float(flags.sum() / flags.size)
 
 
+def episode_end_info(
+    success: bool | np.ndarray,
+    num_critical: int | np.ndarray,
+    episode_length: int | np.ndarray,
+    *,
+    ended: np.ndarray | None = None,
+    num_invalid_turns: int | None = None,
+) -> dict[str, Any]:
+    """The keys added to ``info`` at an episode's end, in :data:`EPISODE_END_KEYS` order: the
+    one definition every env, vector env, team env and the text env build them from.
+
+    Args:
+        success: the episode reached the goal (``bool(success)`` is reported).
+        num_critical: steps (turns) taken in a critical state, int.
+        episode_length: steps (turns) of the episode, int >= 1.
+        ended: for a vector env, a bool array ``(num_envs,)``: the other arguments are then
+            arrays of that shape (kept as they are), and ``decision_density`` is their float64
+            ratio where ``ended`` (0 elsewhere).
+        num_invalid_turns: the text interface's count of invalid turns, added last when given.
+
+    Returns:
+        ``{success, num_critical, episode_length, decision_density[, num_invalid_turns]}``.
+    """
+    if ended is None:
+        success = bool(success)
+        density: float | np.ndarray = num_critical / episode_length
+    else:
+        density = np.zeros(np.shape(ended))
+        np.divide(num_critical, episode_length, out=density, where=ended)
+    info: dict[str, Any] = {
+        SUCCESS: success,
+        NUM_CRITICAL: num_critical,
+        EPISODE_LENGTH: episode_length,
+        DECISION_DENSITY: density,
+    }
+    if num_invalid_turns is not None:
+        info[NUM_INVALID_TURNS] = num_invalid_turns
+    return info
+
+
 def check_step_info(info: Mapping[str, Any], num_states: int | None = None) -> None:
     """Raise ``ValueError`` when ``info`` breaks the per-step contract (a key missing or wrong)."""
     for key in STEP_KEYS:

@@ -10,16 +10,20 @@ exact-model layer (:mod:`routine_envs.oracle`) and the model sampler can share o
 FrozenLake's public ``P`` and MiniGrid's ``Grid``/``MiniGridEnv`` split are the anchors: the
 thin Gymnasium env (:class:`routine_envs.envs.base.RoutineEnv`) holds only the episode.
 
-A new environment writes a frozen dataclass subclass with its configuration as fields and
-implements the abstract methods; everything else (``is_critical``, the exact model, the oracle,
-the success probability, a text picture) is derived. See ``docs/contributing-an-env.md``.
+A new environment writes a frozen dataclass subclass with its configuration as fields (their
+defaults are the environment's, written once) and implements the abstract methods; everything
+else (``is_critical``, the exact model, the oracle, the success probability, a text picture, a
+text view for language-model agents) is derived. The class also states what the registry and the
+tests read: the keyword that sets rho (:attr:`Dynamics.density_kwarg`), a small configuration
+(:attr:`Dynamics.small_config`), its renderer and its text view. One call registers it
+(:func:`routine_envs.registration.register_dynamics`). See ``docs/contributing-an-env.md``.
 """
 
 from __future__ import annotations
 
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -37,6 +41,7 @@ from routine_envs.oracle import (
     optimal_values,
     success_values,
 )
+from routine_envs.rendering.text_view import TextView, describe_render, describe_view
 
 StateType = TypeVar("StateType", bound=Hashable)
 
@@ -45,6 +50,11 @@ StateType = TypeVar("StateType", bound=Hashable)
 MAX_MODEL_STATES = 20_000_000
 MAX_MODEL_PAIRS = 200_000_000
 ObsType = TypeVar("ObsType")
+
+Renderer = Callable[[Any, Any, Any, str], "str | np.ndarray"]
+"""``renderer(dynamics, state, history, mode)``: a text picture (``"ansi"``) or an
+``(H, W, 3)`` uint8 image (``"rgb_array"``) of ``state`` (``history``: the episode's
+``states`` and ``actions`` so far)."""
 
 
 class _StepMemo(dict):
@@ -81,7 +91,28 @@ class Dynamics(ABC, Generic[StateType, ObsType]):
     Derived (override only where cheaper, a test checks the two agree): :meth:`is_critical` and
     :meth:`action_gap` from the exact model, :meth:`describe`, :meth:`action_mask`,
     :meth:`model`, :meth:`oracle`, :meth:`optimal`, :meth:`success_probability`.
+
+    Stated once, for the env, the registry and the tests (class attributes, all optional):
+    :attr:`density_kwarg` and :attr:`density_rule`, :attr:`small_config`, :attr:`renderer` and
+    :attr:`render_modes`, :attr:`text_kwargs`; and the hooks :meth:`action_names` and
+    :meth:`build_text_view` (the default view is built from :meth:`describe`).
     """
+
+    #: the field that sets the decision density (the experiments sweep it), or ``None``.
+    density_kwarg: ClassVar[str | None] = None
+    #: how :attr:`density_kwarg` sets rho, for the registry and the docs
+    #: (``"routine_length L: rho = 1/(1+L)"``).
+    density_rule: ClassVar[str] = ""
+    #: a small configuration (field values over the defaults) whose episodes take a few steps:
+    #: the tests' Monte-Carlo checks run on it for every id registered with these dynamics.
+    small_config: ClassVar[Mapping[str, Any]] = {}
+    #: keyword arguments the env must be made with for its text view (``make_text_env`` passes
+    #: them unless given; e.g. CodeFix's ``{"obs_mode": "text"}``).
+    text_kwargs: ClassVar[Mapping[str, Any]] = {}
+    #: the render modes :attr:`renderer` draws (``"human"`` prints the ``"ansi"`` picture).
+    render_modes: ClassVar[tuple[str, ...]] = ("ansi", "human")
+    #: draws a state (:data:`Renderer`); the default writes its description.
+    renderer: ClassVar[Renderer] = staticmethod(describe_render)
 
     #: ``critical`` is ``action_gap > critical_tolerance`` (0: exact routine).
     critical_tolerance: ClassVar[float] = 0.0
@@ -206,8 +237,29 @@ class Dynamics(ABC, Generic[StateType, ObsType]):
         return np.asarray(flat, dtype=np.int64).reshape(ids.shape)
 
     def describe(self, state: StateType) -> str:
-        """A short text description of ``state``, as an agent would be told it."""
+        """A short text description of ``state``, as an agent would be told it: what its
+        observation shows and nothing it hides (the default text view tells the agent this)."""
         return repr(state)
+
+    # ----------------------------------------------------------------------- text view
+    def action_names(self) -> tuple[str, ...]:
+        """A name per action, lower-case words with underscores (``("forward", "pick_up")``):
+        the tools of the default text view. Default: ``action_0``, ``action_1``, ..."""
+        return tuple(f"action_{a}" for a in range(self.num_actions))
+
+    def text_view(self) -> TextView:
+        """What a language-model agent is told (:mod:`routine_envs.text`): the task, the rules,
+        the actions as tools and every observation as text (built once by
+        :meth:`build_text_view`, kept on these dynamics)."""
+        return self._cached("text_view", self.build_text_view)
+
+    def build_text_view(self) -> TextView:
+        """Build the text view; override with words of your own. The default
+        (:func:`~routine_envs.rendering.text_view.describe_view`): an observation is told as
+        :meth:`describe` of the state it comes from (its numbers when :meth:`describe` is not
+        overridden), the actions are :meth:`action_names`, the task and rules are the class
+        docstring's Description, Rewards and Episode End."""
+        return describe_view(self, describes_states=type(self).describe is not Dynamics.describe)
 
     # ---------------------------------------------------------------------- exact model
     def model(self) -> TabularModel:

@@ -18,7 +18,8 @@ from routine_envs import annotations as keys
 from routine_envs.annotations import ACTION_MASK, INVALID_ACTION
 from routine_envs.envs import CodeFixEnv, CodeState, InvalidActionError
 from routine_envs.envs.code_fix import CodeFixDynamics
-from routine_envs.envs.code_fix_text import (
+from routine_envs.rendering.code_fix import EXAMPLE_KWARGS, example_transcript
+from routine_envs.rendering.code_fix_text import (
     DONE,
     MODULE_NAMES,
     NAVIGATE,
@@ -33,7 +34,6 @@ from routine_envs.envs.code_fix_text import (
     TESTED,
     TRIAGE,
 )
-from routine_envs.rendering.code_fix import EXAMPLE_KWARGS, example_transcript
 from tests.strategies import code_fix_configs
 from tests.utils import continue_episode, run_episode, sample_states, tabular_sampler
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import routine_envs  # noqa: F401  (registers the ids)
 from routine_envs.envs import CodeFixEnv, CodeState
 from routine_envs.envs.code_fix import CodeFixDynamics
-from routine_envs.envs.code_fix_text import (
+from routine_envs.rendering.code_fix_text import (
     ARBITRARY_PATCHES,
     ARBITRARY_SYMPTOMS,
     DONE,

@@ -1,8 +1,10 @@
-"""The contract every environment of the suite keeps, checked over *cases*: every id the package
-registers with its default kwargs (the rows of ``ENVIRONMENTS`` and the turn-based team adapters
-of ``TEAM_ADAPTERS``), the extra configurations of :data:`EXTRA_CONFIGS` and the worked example
-of docs/contributing-an-env.md. Cases are labelled by id and configuration, so a new row (or a
-new configuration) is tested without a new test. The team adapters are adapters, not dynamics:
+"""The contract every environment of the suite keeps, checked over *cases*: every registered id
+with its default kwargs (from the registry: the rows of ``ENVIRONMENTS``, the turn-based team
+adapters of ``TEAM_ADAPTERS`` and the ids outside code registers with ``register_dynamics``:
+``tests/conftest.py`` imports ``tests/contributed/`` and the worked example of
+docs/contributing-an-env.md), its small configuration (the registry's) and the extra
+configurations of :data:`EXTRA_CONFIGS`. Cases are labelled by id and configuration, so a new id
+(or a new configuration) is tested without a new test. The team adapters are adapters, not dynamics:
 the checks of an env's dynamics object skip them (``tests/test_contract_team.py`` checks the
 team envs' own dynamics); every other check runs on them too.
 
@@ -34,27 +36,18 @@ from tests.utils import (
     assert_oracle_matches_rollouts,
     counterfactual_returns,
     has_pettingzoo,
-    register_contributed_example,
     registry_ids,
     run_episode,
     sample_states,
+    small_config,
     tabular_sampler,
     uniform_policy,
 )
 
 # ------------------------------------------------------------------------------ the cases
-#: a small configuration per id (its defaults where none is listed) keeps the Monte-Carlo checks
-#: cheap; each is also a case of its own.
-SMALL_CONFIGS: dict[str, dict] = {
-    "DilutedDoors-v0": {"num_floors": 2, "routine_length": (0, 2), "reward": "fraction"},
-    "RoutineGrid-v0": {"num_junctions": 2, "corridor_length": 2},
-    "RoutineGridSoft-v0": {"num_junctions": 2, "corridor_length": 2},
-    "CodeFix-v0": {"num_modules": 2, "num_patches": 2, "routine_length": 3},
-    "CodeFix-v1": {"num_modules": 2, "num_patches": 2, "routine_length": 3},
-    "TeamDilutedDoors-v0": {"num_floors": 2, "routine_length": (0, 2)},
-    # (two branches: under a random policy three make success too rare for the Monte-Carlo checks)
-    "TeamRoutineGrid-v0": {"num_junctions": 2, "branching": 2, "corridor_length": 2},
-}
+#: the small configuration of every id (the registry's: its dynamics class's ``small_config``)
+#: keeps the Monte-Carlo checks cheap.
+SMALL_CONFIGS: dict[str, dict] = {env_id: small_config(env_id) for env_id in registry_ids()}
 #: configurations checked beside each id's defaults: the small ones of the Monte-Carlo checks and
 #: those the per-environment files used for generic checks (ranges of routine lengths, fraction
 #: rewards, soft routine, image and text modes, retries, layout seeds).
@@ -124,11 +117,10 @@ def case_id(case: tuple[str, dict]) -> str:
     return env_id + "".join(f"-{k}={v}" for k, v in kwargs.items())
 
 
-#: every registered id (defaults), its extra configurations, and the contributed example
+#: every registered id (defaults, outside code's included) and the extra configurations
 CASES = [
     *[(env_id, {}) for env_id in registry_ids()],
     *[(env_id, kw) for env_id, configs in EXTRA_CONFIGS.items() for kw in configs],
-    (register_contributed_example(), {}),
 ]
 LABELS = {case_id(case): case for case in CASES}
 assert len(LABELS) == len(CASES), "a configuration is listed twice"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -16,25 +18,61 @@ def load_generator():
 
 
 def test_environment_pages_are_generated_from_docstrings():
-    for path, text in load_generator().pages().items():
-        assert path.exists(), f"{path} is missing: run python docs/generate.py"
-        assert path.read_text() == text, f"{path} is stale: run python docs/generate.py"
+    """Every environment class of the package has its page, as ``docs/generate.py`` writes it
+    now, and no page is left that none has; a failure names the command that fixes it."""
+    generator = load_generator()
+    pages = generator.pages()
+    for path, text in pages.items():
+        assert path.exists(), f"{path} is missing: run {generator.COMMAND}"
+        assert path.read_text() == text, f"{path} is stale: run {generator.COMMAND}"
+    left = sorted(set((ROOT / "docs" / "envs").glob("*.md")) - set(pages))
+    assert not left, (
+        f"no environment has the pages {left}: delete them, then run {generator.COMMAND}"
+    )
+
+
+def test_a_stale_page_names_the_command_that_fixes_it(tmp_path, monkeypatch):
+    """The check above fails with the command to run when a page differs from its docstring."""
+    generator = load_generator()
+    path, text = next(iter(generator.pages().items()))
+    stale = tmp_path / path.name
+    stale.write_text(text.replace("## Description", "## Old description", 1))
+    monkeypatch.setattr(generator, "pages", lambda: {stale: text})
+    monkeypatch.setattr("tests.test_docs.load_generator", lambda: generator)
+    with pytest.raises(AssertionError, match=r"is stale: run python docs/generate\.py"):
+        test_environment_pages_are_generated_from_docstrings()
+
+
+def test_the_contributing_example_has_its_checklists_sections():
+    """The worked example of docs/contributing-an-env.md has every docstring section its own
+    checklist asks for and registers with one call."""
+    page = (ROOT / "docs" / "contributing-an-env.md").read_text()
+    checklist = " ".join(page.split("- **Docstring sections**", 1)[1].split("\n- ", 1)[0].split())
+    code = python_blocks(ROOT / "docs" / "contributing-an-env.md")[0]
+    for section in SECTIONS:
+        assert section in checklist, section
+        assert f"## {section}" in code, section
+    assert code.count("register_dynamics(") == 1 and "gym.register(" not in code
+
+
+#: the docstring sections of an environment (Gymnasium's toy-text envs)
+SECTIONS = (
+    "Description",
+    "Action Space",
+    "Observation Space",
+    "Rewards",
+    "Starting State",
+    "Episode End",
+    "Information",
+    "Arguments",
+    "Version History",
+)
 
 
 def test_docstrings_have_gymnasium_sections():
-    sections = [
-        "Description",
-        "Action Space",
-        "Observation Space",
-        "Rewards",
-        "Episode End",
-        "Information",
-        "Arguments",
-        "Version History",
-    ]
     for path in (ROOT / "docs" / "envs").glob("*.md"):
         text = path.read_text()
-        for section in sections:
+        for section in SECTIONS:
             assert f"## {section}" in text, (path.name, section)
 
 
@@ -158,3 +196,21 @@ def test_pages_with_training_code_say_to_use_one_torch_thread():
             pages.append(path.name)
             assert "torch.set_num_threads(1)" in path.read_text(), path.name
     assert {"estimators.md", "integrations.md"} <= set(pages)
+
+
+def test_every_keyword_of_every_env_is_documented():
+    """The Arguments section of every registered environment's docstring names every keyword
+    argument its env class takes (its ``inspect.signature``: the dynamics' fields, then its
+    options), so the docs pages show the real parameters."""
+    import inspect
+
+    from routine_envs import registration
+    from routine_envs.envs.base import env_class
+
+    for row in registration.entries():
+        if row.dynamics is None:  # (a team adapter: its team env's docs, docs/multiagent.md)
+            continue
+        cls = env_class(row.dynamics)
+        arguments = inspect.getdoc(cls).split("## Arguments", 1)[1].split("## ", 1)[0]
+        for name in inspect.signature(cls).parameters:
+            assert f"``{name}``" in arguments, (row.id, name)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import dataclass
 
 import gymnasium as gym
 import numpy as np
@@ -15,9 +16,10 @@ from hypothesis import strategies as st
 
 import routine_envs  # noqa: F401
 from routine_envs import annotations as keys
+from routine_envs.dynamics import Dynamics
 from routine_envs.envs.diluted_doors_v1 import DilutedDoorsV1Env
 from routine_envs.envs.routine_grid import RoutineGridEnv
-from routine_envs.registration import ENVIRONMENTS, TEAM_ADAPTERS
+from routine_envs.registration import TEAM_ADAPTERS
 from routine_envs.text import (
     TextEnv,
     make_group,
@@ -26,25 +28,18 @@ from routine_envs.text import (
     spread_advantages,
     view_for,
 )
+from tests.utils import registry_ids, small_config
 
-#: small configurations, so that an episode is a few dozen turns.
-SMALL = {
-    "DilutedDoors-v0": {"routine_length": 2},
-    "DilutedDoors-v1": {"routine_length": 2},
-    "RoutineGrid-v0": {"corridor_length": 2},
-    "RoutineGridSoft-v0": {"corridor_length": 2},
-    "CodeFix-v0": {"routine_length": 4},
-    "CodeFix-v1": {"routine_length": 4},
-    "TeamDilutedDoors-v0": {"routine_length": 1, "num_floors": 2},
-    "TeamRoutineGrid-v0": {"corridor_length": 2},
-}
-ALL_IDS = [row.id for row in (*ENVIRONMENTS, *TEAM_ADAPTERS)]
+#: every registered id, outside code's included (the registry's)
+ALL_IDS = registry_ids()
 
 
 def make(env_id: str, **kwargs) -> TextEnv:
-    if env_id.startswith("Team"):
+    """The text env of ``env_id`` at its small configuration (the registry's: an episode is a
+    few dozen turns), updated with ``kwargs``."""
+    if env_id in {row.id for row in TEAM_ADAPTERS}:
         pytest.importorskip("pettingzoo")
-    return make_text_env(env_id, **{**SMALL[env_id], **kwargs})
+    return make_text_env(env_id, **{**small_config(env_id), **kwargs})
 
 
 def reply_forms(env: TextEnv, action: int) -> list[str]:
@@ -366,3 +361,82 @@ def test_docs_first_example_runs() -> None:
     namespace: dict = {}
     exec(compile(code, "docs/text.md", "exec"), namespace)
     assert namespace["info"][keys.PARSED_ACTION] == 2
+
+
+# ------------------------------------------------------------- the default view of a dynamics
+@dataclass(frozen=True)
+class HiddenCoinDynamics(Dynamics):
+    """## Description
+    Guess a coin tossed at the start, which the observation never shows.
+
+    ## Rewards
+    1 for the right guess.
+    """
+
+    leaky: bool = False
+
+    num_states = property(lambda self: 4)
+    num_actions = property(lambda self: 2)
+    observation_space = property(lambda self: gym.spaces.Box(0, 1, (1,), np.float32))
+    decision_density = property(lambda self: 1.0)
+    max_episode_length = property(lambda self: 1)
+
+    def initial_outcomes(self):
+        return ((0.5, 0), (0.5, 1))
+
+    def outcomes(self, state, action):
+        return ((1.0, 2 + (action == state), float(action == state), True),)
+
+    def state_id(self, state):
+        return state
+
+    def state_from_id(self, state_id):
+        if not 0 <= state_id < 4:
+            raise ValueError(f"state_id must be in [0, 4), got {state_id}")
+        return state_id
+
+    def observe(self, state):
+        return np.array([state >= 2], dtype=np.float32)
+
+    def is_success(self, state):
+        return state == 3
+
+    def action_names(self):
+        return ("heads", "tails")
+
+    def describe(self, state):
+        if state >= 2:
+            return "won" if state == 3 else "lost"
+        return f"the coin shows {'heads' if state == 0 else 'tails'}" if self.leaky else "tossed"
+
+
+def test_the_default_view_tells_what_describe_says_of_the_observation() -> None:
+    view = HiddenCoinDynamics().text_view()
+    assert view.task == "Guess a coin tossed at the start, which the observation never shows."
+    assert view.rules[0] == "Reward: 1 for the right guess."
+    assert view.action_texts() == ["heads", "tails"] and view.calls[1] == ("tails", ())
+    assert view.observation_text(np.zeros(1, np.float32)) == "tossed"
+    # the two ends share an observation and differ in words: the text cannot say which
+    assert view.observation_text(np.ones(1, np.float32)) == "The episode is over."
+    assert view.observation_text(np.full(1, 0.5, np.float32)) == "Observation: [0.5]"
+    assert HiddenCoinDynamics().text_view() is not view  # (one per dynamics object)
+
+
+def test_the_default_view_refuses_a_describe_that_tells_what_is_hidden() -> None:
+    with pytest.raises(ValueError, match=r"tells apart states 0 and 1, whose observations are"):
+        HiddenCoinDynamics(leaky=True).text_view()
+
+
+def test_without_describe_the_default_view_shows_the_numbers() -> None:
+    from routine_envs.envs.diluted_doors import DoorsDynamics
+
+    class Plain(HiddenCoinDynamics):
+        describe = Dynamics.describe  # (repr of the state: may hold what is hidden)
+
+    view = dataclass(frozen=True)(Plain)().text_view()
+    assert view.observation_text(np.zeros(1, np.float32)) == "Observation: [0]"
+    assert DoorsDynamics.action_names(DoorsDynamics()) == ("action_0", "action_1", "action_2")
+    with pytest.raises(ValueError, match="action_names"):
+        from routine_envs.rendering.text_view import check_action_names
+
+        check_action_names(["Open door"], 1)

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
 
+import routine_envs
 from routine_envs import annotations as keys
 from routine_envs.envs import DilutedDoorsEnv, InvalidActionError
 from routine_envs.envs.model_vector import ModelVectorEnv
-from tests.utils import all_env_ids
 
 ENV_ID = "DilutedDoors-v0"
 CONFIGS = [
@@ -437,7 +437,7 @@ def test_bench_smoke(capsys):
         ]
     )
     out = capsys.readouterr().out
-    for env_id in all_env_ids():
+    for env_id in [row.id for row in routine_envs.ENVIRONMENTS]:  # (the package's ids)
         assert f"{env_id} unwrapped" in results["single"] and env_id in out
     assert "FrozenLake-v1" in out and "CartPole-v1 native" in out
     assert set(results["vector"]) == {

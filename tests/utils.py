@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 import routine_envs
+from routine_envs import registration
 from routine_envs.registration import TEAM_ADAPTERS
 
 gym.register_envs(routine_envs)
@@ -18,10 +20,15 @@ gym.register_envs(routine_envs)
 Policy = Callable[[int, np.random.Generator], int]
 """A test policy: ``(state_id, rng) -> action``."""
 
+CONTRIBUTED = Path(__file__).resolve().parent / "contributed"
+"""Environments of outside code, one module each: :func:`register_outside_envs` imports them."""
+
 
 def all_env_ids() -> list[str]:
-    """Every id of the environments built on dynamics (:data:`routine_envs.ENVIRONMENTS`)."""
-    return [entry.id for entry in routine_envs.ENVIRONMENTS]
+    """Every registered id of an environment built on dynamics: the package's
+    (:data:`routine_envs.ENVIRONMENTS`), then those of outside code
+    (:func:`~routine_envs.registration.register_dynamics`), from the registry."""
+    return [row.id for row in registration.entries() if row.dynamics is not None]
 
 
 def team_adapter_ids() -> list[str]:
@@ -30,9 +37,20 @@ def team_adapter_ids() -> list[str]:
 
 
 def registry_ids() -> list[str]:
-    """Every id the package registers with Gymnasium: :func:`all_env_ids`, then
-    :func:`team_adapter_ids`."""
+    """Every registered id: :func:`all_env_ids`, then :func:`team_adapter_ids`."""
     return [*all_env_ids(), *team_adapter_ids()]
+
+
+def outside_ids() -> list[str]:
+    """The ids registered by outside code (not by the package's tables)."""
+    package = {row.id for row in (*registration.ENVIRONMENTS, *TEAM_ADAPTERS)}
+    return [row.id for row in registration.entries() if row.id not in package]
+
+
+def small_config(env_id: str) -> dict[str, Any]:
+    """The small configuration of ``env_id`` (its registry row's: the dynamics class's
+    ``small_config``, or a team adapter's), for the Monte-Carlo checks."""
+    return dict(registration.entry(env_id).small_kwargs)
 
 
 def has_pettingzoo() -> bool:
@@ -182,18 +200,17 @@ def assert_oracle_matches_rollouts(
     return checked
 
 
-CONTRIBUTED_ID = "ContributedButton-v0"
-"""The worked example of ``docs/contributing-an-env.md``, registered by
-:func:`register_contributed_example` so the contract suite runs over it too."""
+CONTRIBUTED_ID = "Button-v0"
+"""The worked example of ``docs/contributing-an-env.md`` (its code registers this id)."""
 
 
 def register_contributed_example() -> str:
-    """Execute the first Python block of ``docs/contributing-an-env.md`` as a module and register
-    its env as :data:`CONTRIBUTED_ID` (idempotent); returns the id."""
+    """Execute the first Python block of ``docs/contributing-an-env.md`` as a module (its last
+    line registers :data:`CONTRIBUTED_ID` with ``register_dynamics``); idempotent, returns the
+    id."""
     import re
     import sys
     import types
-    from pathlib import Path
 
     if CONTRIBUTED_ID in gym.registry:
         return CONTRIBUTED_ID
@@ -202,5 +219,17 @@ def register_contributed_example() -> str:
     module = types.ModuleType("contributed_button")
     sys.modules[module.__name__] = module  # so dataclasses and pickle can find it
     exec(compile(code, str(page), "exec"), module.__dict__)
-    gym.register(CONTRIBUTED_ID, entry_point=module.ButtonEnv)
     return CONTRIBUTED_ID
+
+
+def register_outside_envs() -> list[str]:
+    """Register the environments of outside code: import every module of :data:`CONTRIBUTED`
+    (each registers its ids with ``register_dynamics`` when imported) and run the worked example
+    of ``docs/contributing-an-env.md``. Called by ``tests/conftest.py`` before the tests are
+    collected, so every test that reads the registry takes them. Returns :func:`outside_ids`."""
+    import importlib
+
+    for path in sorted(CONTRIBUTED.glob("*.py")):
+        importlib.import_module(f"tests.contributed.{path.stem}")
+    register_contributed_example()
+    return outside_ids()

@@ -16,8 +16,11 @@ Monte-Carlo rollouts branched with ``copy.deepcopy``.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
-from collections.abc import Callable, Hashable, Sequence
+import inspect
+import sys
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -29,6 +32,7 @@ from routine_envs import annotations as keys
 from routine_envs.dynamics import Dynamics
 from routine_envs.envs import validation
 from routine_envs.oracle import OracleValues, PolicyLike, TabularModel
+from routine_envs.rendering.text_view import TextView
 
 # the step path's info keys, bound once (a module attribute read per key costs on every step)
 _CRITICAL, _STATE_ID, _ANCHOR = keys.CRITICAL, keys.STATE_ID, keys.ANCHOR
@@ -115,15 +119,6 @@ StepKeys = tuple[int, int, bool, "float | None", "np.ndarray | None"]
 critical, action_gap, action_mask)`` (the gap ``None`` unless reported, the mask ``None``
 without action masks; ``critical`` before an episode end sets it to False)."""
 
-Renderer = Callable[[Any, Any, EpisodeHistory, str], "str | np.ndarray"]
-"""``renderer(dynamics, state, history, mode)``: a text picture (``"ansi"``) or an
-``(H, W, 3)`` uint8 image (``"rgb_array"``)."""
-
-
-def describe_render(dynamics: Any, state: Any, history: EpisodeHistory, mode: str) -> str:
-    """The default text picture of an env without a renderer: the state's description."""
-    return f"step {len(history.actions)}: {dynamics.describe(state)}\n"
-
 
 class FromDynamics:
     """A public name of an env read from its ``dynamics``: ``env.num_floors`` is
@@ -159,32 +154,83 @@ def forward_to_dynamics(env_class: type, dynamics: Any) -> None:
             setattr(env_class, name, FromDynamics(name))
 
 
+#: the env class of every dynamics class that has one (see :func:`env_class`).
+_ENV_CLASSES: dict[type, type] = {}
+
+
 class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
     """Base class: an annotated, branchable episode on exact, shared dynamics.
 
-    A subclass's ``__init__`` builds its dynamics from its keyword arguments and calls
-    ``super().__init__(dynamics, render_mode=...)``; it sets :attr:`renderer` (and ``metadata``)
-    when it has a picture of its own. Public attributes the env does not define are read from
-    its dynamics (``env.unwrapped.num_floors`` is ``env.unwrapped.dynamics.num_floors``).
+    ``RoutineEnv(dynamics, render_mode=None, max_steps=None)`` holds an episode on the given
+    dynamics. An env class *for* a dynamics class, ``class DoorsEnv(RoutineEnv,
+    dynamics=DoorsDynamics)`` (a docstring is all it needs; :func:`env_class` builds a generic
+    one), builds its dynamics from its keyword arguments instead: the dynamics' fields (their
+    defaults are the env's), then ``max_steps`` and ``render_mode``. Its ``__signature__`` says
+    so (``inspect.signature``, which the command lines' keyword checks and the docs read), its
+    ``metadata["render_modes"]`` are the dynamics' :attr:`~Dynamics.render_modes` and its
+    pictures the dynamics' :attr:`~Dynamics.renderer`. A subclass with options of its own
+    writes an ``__init__`` whose keyword-only parameters are those options, builds the dynamics
+    with :meth:`make_dynamics` and calls ``RoutineEnv.__init__`` (CodeFix's ``obs_mode``).
+
+    Public attributes the env does not define are read from its dynamics
+    (``env.unwrapped.num_floors`` is ``env.unwrapped.dynamics.num_floors``).
     """
 
     metadata: ClassVar[dict[str, Any]] = {
         "render_modes": validation.RenderModes(["ansi", "human"]),
         "render_fps": 4,
     }
-    #: draws the state; the default describes it in text.
-    renderer: ClassVar[Renderer] = staticmethod(describe_render)
+    #: the dynamics class this env class builds from its keyword arguments (``None``: the env
+    #: is given its dynamics).
+    dynamics_class: ClassVar[type[Dynamics] | None] = None
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        """A subclass's own ``metadata["render_modes"]`` becomes a
+    def __init_subclass__(cls, dynamics: type[Dynamics] | None = None, **kwargs: Any) -> None:
+        """``dynamics=``: the env class of that dynamics class (see the class docstring). A
+        subclass's own ``metadata["render_modes"]`` becomes a
         :class:`~routine_envs.envs.validation.RenderModes`, so that ``gym.make`` refuses a
         non-string ``render_mode`` with a ``ValueError`` naming it (before the env is called)."""
         super().__init_subclass__(**kwargs)
+        if dynamics is not None:
+            if not (isinstance(dynamics, type) and issubclass(dynamics, Dynamics)):
+                raise ValueError(f"dynamics must be a Dynamics subclass, got {dynamics!r}")
+            cls.dynamics_class = dynamics
+            if "metadata" not in cls.__dict__:
+                cls.metadata = {"render_modes": list(dynamics.render_modes), "render_fps": 4}
+            if "__init__" not in cls.__dict__:
+                cls.__init__ = _init_from_config  # type: ignore[method-assign]
+            if not cls.__dict__.get("__doc__"):
+                cls.__doc__ = dynamics.__doc__
+            _ENV_CLASSES.setdefault(dynamics, cls)
         own = cls.__dict__.get("metadata")
         if isinstance(own, dict) and not isinstance(
             own.get("render_modes"), (validation.RenderModes, type(None))
         ):
             cls.metadata = {**own, "render_modes": validation.RenderModes(own["render_modes"])}
+        if cls.dynamics_class is not None:
+            cls.__signature__ = config_signature(cls)  # type: ignore[attr-defined]
+
+    @classmethod
+    def make_dynamics(cls, *args: Any, **config: Any) -> Dynamics:
+        """The dynamics of a configuration: ``args`` the dynamics' positional fields in their
+        order, ``config`` fields by name (``TypeError`` for any other, as a call gives)."""
+        dynamics = cls.dynamics_class
+        if dynamics is None:
+            raise TypeError(f"{cls.__name__} is given its dynamics: RoutineEnv(dynamics, ...)")
+        names = [f.name for f in config_fields(dynamics) if not f.kw_only]
+        if len(args) > len(names):
+            raise TypeError(
+                f"{cls.__name__}() takes at most {len(names)} positional arguments (the fields "
+                f"of {dynamics.__name__}), got {len(args)}"
+            )
+        for name, value in zip(names, args, strict=False):
+            if name in config:
+                raise TypeError(f"{cls.__name__}() got multiple values for argument {name!r}")
+            config[name] = value
+        known = {f.name for f in config_fields(dynamics)}
+        for name in config:
+            if name not in known:
+                raise TypeError(f"{cls.__name__}() got an unexpected keyword argument {name!r}")
+        return dynamics(**config)
 
     def __init__(
         self, dynamics: Dynamics, render_mode: str | None = None, max_steps: int | None = None
@@ -290,7 +336,11 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
         )
         if terminated or truncated:
             self._finished = True
-            info.update(self._episode_end_info(nxt))
+            info.update(
+                keys.episode_end_info(
+                    dynamics.is_success(nxt), self._num_critical, self._episode_length
+                )
+            )
         if self.render_mode == "human":
             self.render()
         return obs, float(reward), bool(terminated), truncated, info
@@ -298,16 +348,34 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
     def render(self) -> str | np.ndarray | None:
         """``"ansi"``: a text picture; ``"rgb_array"``: an ``(H, W, 3)`` uint8 image;
         ``"human"``: prints the text picture and returns None (Gymnasium's convention: ``reset``
-        and ``step`` then call it themselves)."""
+        and ``step`` then call it themselves). The pictures are the dynamics' renderer's."""
         if self.render_mode is None:
             gym.logger.warn("render() called with render_mode=None: pass render_mode to gym.make")
             return None
         if self._state is None:
             raise gym.error.ResetNeeded("render() called before reset()")
+        dynamics = self.dynamics
         if self.render_mode == "human":
-            print(self.renderer(self.dynamics, self._state, self.history, "ansi"), flush=True)
+            print(dynamics.renderer(dynamics, self._state, self.history, "ansi"), flush=True)
             return None
-        return self.renderer(self.dynamics, self._state, self.history, self.render_mode)
+        return dynamics.renderer(dynamics, self._state, self.history, self.render_mode)
+
+    def text_view(self) -> TextView:
+        """What a language-model agent is told (the dynamics' :meth:`~Dynamics.text_view`).
+
+        Raises:
+            ValueError: the env was not made with the dynamics' ``text_kwargs`` (CodeFix's text
+                view needs ``obs_mode="text"``: its observation is then the transcript an agent
+                reads); ``make_text_env`` passes them.
+        """
+        for name, value in self.dynamics.text_kwargs.items():
+            if getattr(self, name, None) != value:
+                raise ValueError(
+                    f"{name} must be {value!r} for the text interface of "
+                    f"{type(self).__name__} (make_text_env passes it), got "
+                    f"{getattr(self, name, None)!r}"
+                )
+        return self.dynamics.text_view()
 
     # ------------------------------------------------------------------------- annotations
     @property
@@ -353,13 +421,9 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
             )
         return known
 
-    def _episode_end_info(self, state: StateType) -> dict[str, Any]:
-        return {
-            keys.SUCCESS: bool(self.dynamics.is_success(state)),
-            keys.NUM_CRITICAL: self._num_critical,
-            keys.EPISODE_LENGTH: self._episode_length,
-            keys.DECISION_DENSITY: self._num_critical / self._episode_length,
-        }
+    def describe_state(self, state_id: int) -> StateType:
+        """Inverse of ``state_id``: the state with that id (``ValueError`` outside the ids)."""
+        return self.dynamics.state_from_id(state_id)
 
     # ------------------------------------------------------- the exact model (the dynamics')
     @property
@@ -406,6 +470,115 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._step_keys = self.dynamics.step_key_cache()
+
+    def __repr__(self) -> str:
+        """``Name(field=value, ...)``: the dynamics' fields, then the options that differ from
+        their defaults (e.g. ``max_steps``)."""
+        dynamics = self.__dict__.get("dynamics")
+        if not dataclasses.is_dataclass(dynamics):
+            return f"<{type(self).__name__}>"
+        fields_ = config_fields(dynamics)
+        parts = [f"{f.name}={getattr(dynamics, f.name)!r}" for f in fields_]
+        signature = getattr(type(self), "__signature__", None)
+        options = [] if signature is None else signature.parameters.values()
+        skip = {"render_mode", *(f.name for f in fields_)}
+        for p in options:
+            if p.kind is p.KEYWORD_ONLY and p.name not in skip:
+                value = getattr(self, p.name, p.default)
+                if value != p.default:
+                    parts.append(f"{p.name}={value!r}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+
+def _init_from_config(
+    self: RoutineEnv,
+    *args: Any,
+    max_steps: int | None = None,
+    render_mode: str | None = None,
+    **config: Any,
+) -> None:
+    """``__init__`` of an env class for a dynamics class: the dynamics' fields (positional in
+    their order, or by name), then the step budget and the render mode."""
+    dynamics = type(self).make_dynamics(*args, **config)
+    RoutineEnv.__init__(self, dynamics, render_mode=render_mode, max_steps=max_steps)
+
+
+def config_fields(dynamics: Any) -> list[dataclasses.Field]:
+    """The configuration fields of a dynamics class (or object): its ``__init__`` fields, in the
+    order the classes declare them (a field that a base class declares as a class variable, as
+    ``critical_tolerance``, keeps the place of the subclass's field, not the base's)."""
+    found = {f.name: f for f in dataclasses.fields(dynamics) if f.init}
+    order: list[str] = []
+    klass = dynamics if isinstance(dynamics, type) else type(dynamics)
+    for base in reversed(klass.__mro__):
+        for name, annotation in vars(base).get("__annotations__", {}).items():
+            if name in found and name not in order and "ClassVar" not in str(annotation):
+                order.append(name)
+    order += [name for name in found if name not in order]
+    return [found[name] for name in order]
+
+
+def config_signature(cls: type[RoutineEnv]) -> inspect.Signature:
+    """The signature of an env class for a dynamics class: the dynamics' fields (keyword-only
+    where the dataclass says so) with their defaults, then the keyword-only options of the
+    class's ``__init__`` (``max_steps``, ``render_mode``, ...)."""
+    fields_ = config_fields(cls.dynamics_class)
+    params = []
+    for f in fields_:
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            default = inspect.Parameter.empty
+        kind = (
+            inspect.Parameter.KEYWORD_ONLY if f.kw_only else inspect.Parameter.POSITIONAL_OR_KEYWORD
+        )
+        params.append(inspect.Parameter(f.name, kind, default=default, annotation=f.type))
+    names = {f.name for f in fields_}
+    init = inspect.signature(cls.__init__)
+    params += [
+        p for p in init.parameters.values() if p.kind is p.KEYWORD_ONLY and p.name not in names
+    ]
+    params.sort(key=lambda p: p.kind is inspect.Parameter.KEYWORD_ONLY)  # (stable)
+    return inspect.Signature(params)
+
+
+def env_class(dynamics: type[Dynamics]) -> type[RoutineEnv]:
+    """The env class of a dynamics class: the first ``RoutineEnv`` subclass declared with
+    ``dynamics=`` it, else a generic one built once (named ``<Name>Env``, the dynamics'
+    docstring, no behaviour of its own; its instances pickle through the dynamics class)."""
+    if not (isinstance(dynamics, type) and issubclass(dynamics, Dynamics)):
+        raise ValueError(f"dynamics must be a Dynamics subclass, got {dynamics!r}"[:200])
+    found = _ENV_CLASSES.get(dynamics)
+    if found is None:
+        name = dynamics.__name__.removesuffix("Dynamics") + "Env"
+        namespace = {
+            "__module__": dynamics.__module__,
+            "__qualname__": name,
+            "__doc__": dynamics.__doc__,
+            "__reduce__": _reduce_generated,
+        }
+        found = type(name, (RoutineEnv,), namespace, dynamics=dynamics)
+    return found
+
+
+def is_module_level(cls: type) -> bool:
+    """Whether ``cls`` is its module's attribute of its name (importable as ``module:Name``)."""
+    module = sys.modules.get(cls.__module__)
+    return module is not None and getattr(module, cls.__qualname__, None) is cls
+
+
+def _reduce_generated(self: RoutineEnv) -> tuple[Any, ...]:
+    return _rebuild_env, (type(self).dynamics_class, self.__getstate__())
+
+
+def _rebuild_env(dynamics: type[Dynamics], state: dict[str, Any]) -> RoutineEnv:
+    """Unpickle an env of a generic class (:func:`env_class`), built again from its dynamics."""
+    cls = env_class(dynamics)
+    env = cls.__new__(cls)
+    env.__setstate__(state)
+    return env
 
 
 def branch_copy(obj: Any, memo: dict[int, Any], shared: Sequence[str] = ()) -> Any:

@@ -1,6 +1,6 @@
 """Code Fix: a mock multi-turn bug-fix session with tool actions, action masks, text observations
 and exact annotations of which turns matter: the public MDP :class:`CodeFixDynamics` and the env
-:class:`CodeFixEnv` (the words are in :mod:`~routine_envs.envs.code_fix_text`)."""
+:class:`CodeFixEnv` (the words are in :mod:`~routine_envs.rendering.code_fix_text`)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,13 @@ import gymnasium as gym
 import numpy as np
 
 from routine_envs.dynamics import Dynamics
-from routine_envs.envs import code_fix_text as text
 from routine_envs.envs import validation
-from routine_envs.envs.base import RoutineEnv, check_discrete_action
-from routine_envs.envs.code_fix_text import DONE, NAVIGATE, PATCH, PATCHED, TESTED, TRIAGE
+from routine_envs.envs.base import InvalidActionError, RoutineEnv, check_discrete_action
 from routine_envs.oracle import Outcome
+from routine_envs.rendering import code_fix_text as text
 from routine_envs.rendering.code_fix import render_code_fix
+from routine_envs.rendering.code_fix_text import DONE, NAVIGATE, PATCH, PATCHED, TESTED, TRIAGE
+from routine_envs.rendering.text_view import TextView
 
 OBS_MODES = ("vector", "text")
 
@@ -67,7 +68,7 @@ class CodeFixDynamics(Dynamics[CodeState, np.ndarray]):
     mask, vector observation and outcomes are computed once and kept (shared by every env).
     ``critical`` is the optimal action gap over the *valid* actions (:meth:`action_gaps`).
     ``vocabulary`` only changes the words of the symptoms and patches (``symptom_texts``,
-    ``patch_texts``; see :func:`~routine_envs.envs.code_fix_text.vocabulary_texts`): the MDP,
+    ``patch_texts``; see :func:`~routine_envs.rendering.code_fix_text.vocabulary_texts`): the MDP,
     the ids, the annotations, the masks and the vector observation are the same for both.
     """
 
@@ -81,6 +82,16 @@ class CodeFixDynamics(Dynamics[CodeState, np.ndarray]):
     vocabulary: str = "meaningful"
 
     has_action_masks: ClassVar[bool] = True
+    density_kwarg = "routine_length"
+    density_rule = "routine_length L: rho = 2/(2+L) per fix, 3/(3+L) when the log is read"
+    small_config: ClassVar[dict[str, Any]] = {
+        "num_modules": 2,
+        "num_patches": 2,
+        "routine_length": 3,
+    }
+    text_kwargs: ClassVar[dict[str, Any]] = {"obs_mode": "text"}  # the transcript is the text
+    render_modes = ("ansi", "rgb_array", "human")
+    renderer = staticmethod(render_code_fix)
 
     def __post_init__(self) -> None:
         M = validation.integer(
@@ -348,7 +359,10 @@ class CodeFixDynamics(Dynamics[CodeState, np.ndarray]):
     def parse_action(self, call: str) -> int:
         """Map a tool call written as text (``"open parser"``) to its action; a malformed call
         raises ``InvalidActionError`` naming the problem (see ``code_fix_text.parse_tool_call``)."""
-        return text.parse_tool_call(self, call)
+        try:
+            return text.parse_tool_call(self, call)
+        except text.MalformedCallError as error:
+            raise InvalidActionError(str(error)) from None
 
     def text_observation(
         self, state: CodeState, action: int | None = None, invalid: bool = False
@@ -357,8 +371,13 @@ class CodeFixDynamics(Dynamics[CodeState, np.ndarray]):
         episode start), ``invalid`` when that call was a no-op."""
         return text.text_observation(self, state, action, invalid)
 
+    def build_text_view(self) -> TextView:
+        """The tools of a session and its transcript as the text (for ``obs_mode="text"``:
+        :func:`~routine_envs.rendering.code_fix_text.code_fix_view`)."""
+        return text.code_fix_view(self)
 
-class CodeFixEnv(RoutineEnv[Any, CodeState]):
+
+class CodeFixEnv(RoutineEnv[Any, CodeState], dynamics=CodeFixDynamics):
     """## Description
 
     A mock multi-turn code-fix task: the suite's stand-in for an LLM coding agent, with the
@@ -622,28 +641,15 @@ class CodeFixEnv(RoutineEnv[Any, CodeState]):
       The dynamics, state ids, annotations, masks, rewards, info and vector observation are v0's.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {
-        "render_modes": ["ansi", "rgb_array", "human"],
-        "render_fps": 4,
-    }
-    renderer = staticmethod(render_code_fix)
-
     def __init__(
         self,
-        num_modules: int = 4,
-        num_patches: int = 3,
-        routine_length: int = 10,
-        signal_noise: float = 0.05,
-        max_attempts: int = 1,
-        step_cost: float = 0.0,
+        *args: Any,
         obs_mode: str = "vector",
         max_steps: int | None = None,
-        layout_seed: int = 0,
-        vocabulary: str = "meaningful",
         render_mode: str | None = None,
+        **config: Any,
     ) -> None:
-        config = (num_modules, num_patches, routine_length, signal_noise, max_attempts, step_cost)
-        dynamics = CodeFixDynamics(*config, layout_seed, vocabulary)
+        dynamics = self.make_dynamics(*args, **config)
         #: ``"vector"`` (``dynamics.observe``) or ``"text"`` (the transcript of the last call).
         self.obs_mode = validation.choice("obs_mode", obs_mode, OBS_MODES)
         if max_steps is None:
@@ -660,10 +666,6 @@ class CodeFixEnv(RoutineEnv[Any, CodeState]):
             return self.dynamics.observe(self._state)
         action, invalid = text.last_call(self.dynamics, self.history)
         return self.dynamics.text_observation(self._state, action, invalid)
-
-    def describe_state(self, state_id: int) -> CodeState:
-        """Inverse of ``state_id``: the :class:`CodeState` with that id."""
-        return self.dynamics.state_from_id(state_id)
 
     # ------------------------------------------------------------------ masks and tool calls
     def action_masks(self) -> np.ndarray:
@@ -683,13 +685,3 @@ class CodeFixEnv(RoutineEnv[Any, CodeState]):
     def valid_tool_calls(self) -> list[str]:
         """The text forms of the valid actions of the current state."""
         return [self.dynamics.tool_calls[a] for a in self.valid_actions()]
-
-    def __repr__(self) -> str:
-        d = self.dynamics
-        return (
-            f"CodeFixEnv(num_modules={d.num_modules}, num_patches={d.num_patches}, "
-            f"routine_length={d.routine_length}, signal_noise={d.signal_noise}, "
-            f"max_attempts={d.max_attempts}, step_cost={d.step_cost}, "
-            f"obs_mode={self.obs_mode!r}, max_steps={self.max_steps}, "
-            f"layout_seed={d.layout_seed}, vocabulary={d.vocabulary!r})"
-        )

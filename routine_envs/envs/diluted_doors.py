@@ -13,7 +13,8 @@ from routine_envs.dynamics import Dynamics
 from routine_envs.envs import validation
 from routine_envs.envs.base import RoutineEnv
 from routine_envs.oracle import Outcome, TabularModel, model_from_arrays
-from routine_envs.rendering.doors import render_doors
+from routine_envs.rendering.doors import doors_view, render_doors
+from routine_envs.rendering.text_view import TextView
 
 REWARD_MODES = ("success", "fraction")
 #: documented bounds: larger configurations are refused at construction (``ValueError``).
@@ -50,6 +51,16 @@ class DoorsDynamics(Dynamics[DoorsState, np.ndarray]):
     routine_length: int | tuple[int, int] = 10
     reward: str = "success"
     layout_seed: int = 0
+
+    density_kwarg = "routine_length"
+    density_rule = "routine_length L: rho = 1/(1+L)"
+    small_config: ClassVar[dict[str, Any]] = {
+        "num_floors": 2,
+        "routine_length": (0, 2),
+        "reward": "fraction",
+    }
+    render_modes = ("ansi", "rgb_array", "human")
+    renderer = staticmethod(render_doors)
 
     def __post_init__(self) -> None:
         floors = validation.integer("num_floors", self.num_floors, minimum=1, maximum=MAX_FLOORS)
@@ -312,8 +323,12 @@ class DoorsDynamics(Dynamics[DoorsState, np.ndarray]):
         )
         return f"floor {floor + 1} of {n}, {where}; {correct} doors correct so far"
 
+    def build_text_view(self) -> TextView:
+        """Diluted Doors v0 in words (:func:`~routine_envs.rendering.doors.doors_view`)."""
+        return doors_view(self, "v0")
 
-class DilutedDoorsEnv(RoutineEnv[np.ndarray, DoorsState]):
+
+class DilutedDoorsEnv(RoutineEnv[np.ndarray, DoorsState], dynamics=DoorsDynamics):
     """## Description
 
     The controlled environment of "Drowning in Routine: Signal Dilution in Multi-Turn Agent
@@ -362,8 +377,9 @@ class DilutedDoorsEnv(RoutineEnv[np.ndarray, DoorsState]):
 
     ## Episode End
 
-    Terminated after the last floor's corridor (``T`` steps). Never truncated: the episode length
-    is bounded by ``num_floors * (1 + high)``, so no time limit is registered.
+    Terminated after the last floor's corridor (``T`` steps). Truncated after ``max_steps`` steps
+    when it is set (default ``None``: the episode length is bounded by ``num_floors * (1 + high)``,
+    so no time limit is registered).
 
     ## Information
 
@@ -377,7 +393,7 @@ class DilutedDoorsEnv(RoutineEnv[np.ndarray, DoorsState]):
 
     ```python
     gym.make("DilutedDoors-v0", num_floors=3, num_doors=3, routine_length=10,
-             reward="success", layout_seed=0, render_mode=None)
+             reward="success", layout_seed=0, max_steps=None, render_mode=None)
     ```
 
     - ``num_floors`` (int >= 1): number of floors, i.e. of decisions per episode.
@@ -386,6 +402,7 @@ class DilutedDoorsEnv(RoutineEnv[np.ndarray, DoorsState]):
       cells after each door; a pair draws each floor's length uniformly from ``low..high``.
     - ``reward`` (``"success"`` or ``"fraction"``): see Rewards.
     - ``layout_seed`` (int >= 0): fixes the correct door of every floor.
+    - ``max_steps`` (int >= 1 or ``None``): truncate episodes after this many steps.
     - ``render_mode`` (``None``, ``"ansi"``, ``"rgb_array"`` or ``"human"``: the text picture
       printed at every reset and step).
 
@@ -401,37 +418,7 @@ class DilutedDoorsEnv(RoutineEnv[np.ndarray, DoorsState]):
     - v0: initial release.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {
-        "render_modes": ["ansi", "rgb_array", "human"],
-        "render_fps": 4,
-    }
-    renderer = staticmethod(render_doors)
-
-    def __init__(
-        self,
-        num_floors: int = 3,
-        num_doors: int = 3,
-        routine_length: int | tuple[int, int] = 10,
-        reward: str = "success",
-        layout_seed: int = 0,
-        render_mode: str | None = None,
-    ) -> None:
-        dynamics = DoorsDynamics(num_floors, num_doors, routine_length, reward, layout_seed)
-        super().__init__(dynamics, render_mode=render_mode)
-
     @property
     def reward_mode(self) -> str:
         """``"success"`` or ``"fraction"`` (the ``reward`` argument)."""
         return self.dynamics.reward
-
-    def describe_state(self, state_id: int) -> DoorsState:
-        """Inverse of ``state_id``: the :class:`DoorsState` with that id."""
-        return self.dynamics.state_from_id(state_id)
-
-    def __repr__(self) -> str:
-        d = self.dynamics
-        return (
-            f"DilutedDoorsEnv(num_floors={d.num_floors}, num_doors={d.num_doors}, "
-            f"routine_length={d.routine_length!r}, reward={d.reward!r}, "
-            f"layout_seed={d.layout_seed})"
-        )

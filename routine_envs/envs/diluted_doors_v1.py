@@ -14,7 +14,8 @@ from routine_envs.envs import validation
 from routine_envs.envs.base import RoutineEnv
 from routine_envs.envs.diluted_doors import DoorsDynamics
 from routine_envs.oracle import Outcome, TabularModel, model_from_arrays
-from routine_envs.rendering.doors import render_doors
+from routine_envs.rendering.doors import doors_view, render_doors
+from routine_envs.rendering.text_view import TextView
 
 OBSERVATIONS = ("actions", "position", "progress")
 
@@ -51,6 +52,12 @@ class PathDoorsDynamics(Dynamics[PathState, np.ndarray]):
     reward: str = "success"
     layout_seed: int = 0
     observation: str = "actions"
+
+    density_kwarg = "routine_length"
+    density_rule = "routine_length L: rho = 1/(1+L)"
+    small_config: ClassVar[dict[str, Any]] = {"num_floors": 2, "routine_length": (0, 2)}
+    render_modes = ("ansi", "rgb_array", "human")
+    renderer = staticmethod(render_doors)
 
     def __post_init__(self) -> None:
         # the layout, lengths and rewards are v0's: reuse its checks and constants
@@ -231,6 +238,11 @@ class PathDoorsDynamics(Dynamics[PathState, np.ndarray]):
             text += f"; {self.count_correct(path)} doors correct so far"
         return text
 
+    def build_text_view(self) -> TextView:
+        """Diluted Doors v1 in words, in the observation mode
+        (:func:`~routine_envs.rendering.doors.doors_view`)."""
+        return doors_view(self, "v1")
+
     # ---------------------------------------------------------------------- exact model
     def build_model(self) -> TabularModel:
         """The exact model built in bulk with numpy (the same transitions, in the same order
@@ -313,7 +325,7 @@ class PathDoorsDynamics(Dynamics[PathState, np.ndarray]):
         return model_from_arrays(self.num_states, d, 0, columns, self.state_from_id)
 
 
-class DilutedDoorsV1Env(RoutineEnv[np.ndarray, PathState]):
+class DilutedDoorsV1Env(RoutineEnv[np.ndarray, PathState], dynamics=PathDoorsDynamics):
     """## Description
 
     The controlled environment of "Drowning in Routine: Signal Dilution in Multi-Turn Agent
@@ -375,8 +387,9 @@ class DilutedDoorsV1Env(RoutineEnv[np.ndarray, PathState]):
 
     ## Episode End
 
-    Terminated after the last floor's corridor (``T`` steps). Never truncated: the episode length
-    is bounded by ``num_floors * (1 + high)``, so no time limit is registered.
+    Terminated after the last floor's corridor (``T`` steps). Truncated after ``max_steps`` steps
+    when it is set (default ``None``: the episode length is bounded by ``num_floors * (1 + high)``,
+    so no time limit is registered).
 
     ## Information
 
@@ -392,13 +405,15 @@ class DilutedDoorsV1Env(RoutineEnv[np.ndarray, PathState]):
 
     ```python
     gym.make("DilutedDoors-v1", num_floors=3, num_doors=3, routine_length=10,
-             reward="success", layout_seed=0, observation="actions", render_mode=None)
+             reward="success", layout_seed=0, observation="actions", max_steps=None,
+             render_mode=None)
     ```
 
     - ``num_floors`` (int >= 1), ``num_doors`` (int >= 2), ``routine_length`` (int >= 0 or a pair
       ``(low, high)``), ``reward`` (``"success"`` or ``"fraction"``), ``layout_seed`` (int >= 0):
       as for ``DilutedDoors-v0``.
     - ``observation`` (``"actions"``, ``"position"`` or ``"progress"``): see Observation Space.
+    - ``max_steps`` (int >= 1 or ``None``): truncate episodes after this many steps.
     - ``render_mode`` (``None``, ``"ansi"``, ``"rgb_array"`` or ``"human"``, the text picture
       printed at every reset and step): the pictures show which doors were right (a view for
       people, not for the agent).
@@ -417,39 +432,6 @@ class DilutedDoorsV1Env(RoutineEnv[np.ndarray, PathState]):
       choice); the state holds the path of doors chosen; ``observation`` chooses what is shown.
     - v0: initial release (kept registered, unchanged, for comparison).
     """
-
-    metadata: ClassVar[dict[str, Any]] = {
-        "render_modes": ["ansi", "rgb_array", "human"],
-        "render_fps": 4,
-    }
-    renderer = staticmethod(render_doors)
-
-    def __init__(
-        self,
-        num_floors: int = 3,
-        num_doors: int = 3,
-        routine_length: int | tuple[int, int] = 10,
-        reward: str = "success",
-        layout_seed: int = 0,
-        observation: str = "actions",
-        render_mode: str | None = None,
-    ) -> None:
-        dynamics = PathDoorsDynamics(
-            num_floors, num_doors, routine_length, reward, layout_seed, observation
-        )
-        super().__init__(dynamics, render_mode=render_mode)
-
-    def describe_state(self, state_id: int) -> PathState:
-        """Inverse of ``state_id``: the :class:`PathState` with that id."""
-        return self.dynamics.state_from_id(state_id)
-
-    def __repr__(self) -> str:
-        d = self.dynamics
-        return (
-            f"DilutedDoorsV1Env(num_floors={d.num_floors}, num_doors={d.num_doors}, "
-            f"routine_length={d.routine_length!r}, reward={d.reward!r}, "
-            f"layout_seed={d.layout_seed}, observation={d.observation!r})"
-        )
 
 
 __all__ = [

@@ -7,13 +7,9 @@ tables built once from ``dynamics.model()``. For the same seeds and actions it r
 bit (``tests/test_model_vector.py`` checks it step by step): the same draws from the same
 per-sub-environment generators, the same info keys and masks, the same time limit.
 
-Register it for an id with :func:`make_model_vector_env`::
-
-    gym.register("Button-v0", entry_point=ButtonEnv,
-                 vector_entry_point=make_model_vector_env(ButtonEnv))
-
-or bind ``make_model_vector_env("module:EnvClass")`` to a module-level name and give that name as
-a string ``vector_entry_point``.
+Every id registered with :func:`~routine_envs.registration.register_dynamics` has it attached
+(``gym.make_vec(id, num_envs)``); an id registered with ``gym.register`` gets it with
+``vector_entry_point=make_model_vector_env(EnvClass)`` (or ``"module:EnvClass"``).
 """
 
 from __future__ import annotations
@@ -434,15 +430,9 @@ class ModelVectorEnv(gym.vector.VectorEnv):
             success[i] = self._is_success(int(state[i]))
         episode_length = np.where(ended, self._episode_length, 0)
         num_critical = np.where(ended, self._num_critical, 0)
-        density = np.zeros(self.num_envs)
-        np.divide(num_critical, episode_length, out=density, where=ended)
+        values = keys.episode_end_info(success, num_critical, episode_length, ended=ended)
         infos: dict[str, np.ndarray] = {}
-        for key, value in (
-            (keys.SUCCESS, success),
-            (keys.NUM_CRITICAL, num_critical),
-            (keys.EPISODE_LENGTH, episode_length),
-            (keys.DECISION_DENSITY, density),
-        ):
+        for key, value in values.items():
             infos[key], infos["_" + key] = value, ended.copy()
         return infos
 

@@ -14,7 +14,16 @@ from routine_envs.dynamics import Dynamics
 from routine_envs.envs import validation
 from routine_envs.envs.base import RoutineEnv
 from routine_envs.oracle import Outcome
-from routine_envs.rendering.grid import render_grid
+from routine_envs.rendering.grid import (
+    HEADING_WORDS,
+    KIND_CHARS,
+    KIND_WORDS,
+    MINIGRID_ENCODING,
+    TURN_WORDS,
+    grid_view,
+    render_grid,
+)
+from routine_envs.rendering.text_view import TextView
 
 #: the dithering cost that ``soft_routine=True`` stands for.
 DEFAULT_SOFT_COST = 0.01
@@ -23,22 +32,10 @@ OBS_MODES = ("vector", "image")
 # Headings, MiniGrid's order: index -> (row step, column step).
 EAST, SOUTH, WEST, NORTH = 0, 1, 2, 3
 DIR_VEC = ((0, 1), (1, 0), (0, -1), (-1, 0))
-# Cell kinds, and their characters in ``GridLayout.desc``.
+# Cell kinds (their characters in ``GridLayout.desc``, ``KIND_CHARS``, and their MiniGrid codes
+# in the image observation, ``MINIGRID_ENCODING``, are in :mod:`routine_envs.rendering.grid`).
 WALL, CORRIDOR, JUNCTION, GOAL, LAVA, DEAD_END = range(6)
-KIND_CHARS = "#.+G~x"
 TERMINAL_KINDS = (GOAL, LAVA, DEAD_END)
-# MiniGrid's (object, color, state) encoding of each kind for the image observation.
-MINIGRID_ENCODING = np.array(
-    [
-        (2, 5, 0),  # wall: grey wall
-        (1, 0, 0),  # corridor: empty
-        (1, 0, 0),  # junction: empty (its shape shows the branches)
-        (8, 1, 0),  # goal: green goal
-        (9, 0, 0),  # lava: red lava
-        (3, 5, 0),  # dead end: grey floor
-    ],
-    dtype=np.uint8,
-)
 
 
 class GridCell(NamedTuple):
@@ -240,12 +237,6 @@ def _tolerance(value: Any) -> float:
     return float(value)
 
 
-#: a move's turn relative to the heading it is taken from -> the word for that way out.
-TURN_WORDS = {3: "left", 0: "ahead", 1: "right"}
-HEADING_WORDS = ("east", "south", "west", "north")
-KIND_WORDS = ("a wall", "corridor", "a junction", "the goal", "lava", "a dead end")
-
-
 @dataclass(frozen=True, kw_only=True)
 class GridDynamics(Dynamics[int, np.ndarray]):
     """The exact MDP of Routine Grid (see :class:`RoutineGridEnv` for the rules).
@@ -268,6 +259,12 @@ class GridDynamics(Dynamics[int, np.ndarray]):
     critical_tolerance: float = 0.1  # type: ignore[misc]
     obs_mode: str = "vector"
     view_size: int = 7
+
+    density_kwarg = "corridor_length"
+    density_rule = "corridor_length L: rho = 1/(1+L)"
+    small_config: ClassVar[dict[str, Any]] = {"num_junctions": 2, "corridor_length": 2}
+    render_modes = ("ansi", "rgb_array", "human")
+    renderer = staticmethod(render_grid)
 
     def __post_init__(self) -> None:
         junctions = validation.integer(
@@ -423,6 +420,11 @@ class GridDynamics(Dynamics[int, np.ndarray]):
             f"next: {ahead}"
         )
 
+    def build_text_view(self) -> TextView:
+        """Routine Grid in words, in the observation mode
+        (:func:`~routine_envs.rendering.grid.grid_view`)."""
+        return grid_view(self)
+
     # ----------------------------------------------------------------------- observations
     def egocentric_view(self, state_id: int) -> np.ndarray:
         """The image observation of ``state_id``, shape ``(view_size, view_size, 3)`` uint8
@@ -480,7 +482,7 @@ class GridDynamics(Dynamics[int, np.ndarray]):
         return tuple(out)
 
 
-class RoutineGridEnv(RoutineEnv[np.ndarray, int]):
+class RoutineGridEnv(RoutineEnv[np.ndarray, int], dynamics=GridDynamics):
     """## Description
 
     Navigation in a gridworld maze, in the MiniGrid tradition, where the decision density is set
@@ -645,37 +647,6 @@ class RoutineGridEnv(RoutineEnv[np.ndarray, int]):
     - v0: initial release.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {
-        "render_modes": ["ansi", "rgb_array", "human"],
-        "render_fps": 4,
-    }
-    renderer = staticmethod(render_grid)
-
-    def __init__(
-        self,
-        num_junctions: int = 3,
-        branching: int = 3,
-        corridor_length: int | tuple[int, int] = 5,
-        layout_seed: int = 0,
-        soft_routine: bool | float = False,
-        critical_tolerance: float = 0.1,
-        obs_mode: str = "vector",
-        view_size: int = 7,
-        max_steps: int | None = None,
-        render_mode: str | None = None,
-    ) -> None:
-        dynamics = GridDynamics(
-            num_junctions=num_junctions,
-            branching=branching,
-            corridor_length=corridor_length,
-            layout_seed=layout_seed,
-            soft_routine=soft_routine,
-            critical_tolerance=critical_tolerance,
-            obs_mode=obs_mode,
-            view_size=view_size,
-        )
-        super().__init__(dynamics, render_mode=render_mode, max_steps=max_steps)
-
     @property
     def soft_routine(self) -> bool:
         """Whether corridor actions carry a dithering cost (the cost is ``step_cost``)."""
@@ -684,14 +655,6 @@ class RoutineGridEnv(RoutineEnv[np.ndarray, int]):
     def describe_state(self, state_id: int) -> GridCell:
         """The :class:`GridCell` (position, kind, heading, ...) with that ``state_id``."""
         return self.dynamics.cell(state_id)
-
-    def __repr__(self) -> str:
-        d = self.dynamics
-        return (
-            f"RoutineGridEnv(num_junctions={d.num_junctions}, branching={d.branching}, "
-            f"corridor_length={d.corridor_length!r}, layout_seed={d.layout_seed}, "
-            f"soft_routine={d.step_cost}, obs_mode={d.obs_mode!r})"
-        )
 
 
 __all__ = ["GridCell", "GridDynamics", "GridLayout", "RoutineGridEnv", "make_layout"]

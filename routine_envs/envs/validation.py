@@ -87,7 +87,10 @@ class RenderModes(list):
     ``gym.make`` tests ``render_mode not in metadata["render_modes"]`` of the entry point before
     it calls the env, and then calls ``render_mode.endswith("_list")``, which fails with an
     ``AttributeError`` (or a bytes ``TypeError``) on a non-string mode before the env can check
-    it: this test is the only code of the env that runs first.
+    it: this test is the only code of the env that runs first. A mode it does not know is then
+    named in a warning that Gymnasium formats with ``%`` (``msg % ()``): a string holding ``%``
+    would fail there with a ``TypeError``, so such a mode is refused here, as a
+    :class:`RenderModeError`.
     """
 
     def __contains__(self, mode: object) -> bool:
@@ -96,7 +99,12 @@ class RenderModes(list):
                 f"render_mode must be None or one of {list(self)}, got {mode!r} "
                 f"({type(mode).__name__})"
             )
-        return super().__contains__(mode)
+        found = super().__contains__(mode)
+        if not found and isinstance(mode, str) and "%" in mode:
+            raise RenderModeError(
+                f"render_mode must be None or one of {list(self)}, got {mode[:60]!r}"
+            )
+        return found
 
 
 def render_mode(value: Any, modes: Sequence[str]) -> str | None:

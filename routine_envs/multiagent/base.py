@@ -239,9 +239,10 @@ class TeamEnv(ParallelEnv[str, np.ndarray, int], Generic[StateType]):
     """A thin ``ParallelEnv`` on :class:`TeamDynamics`: it holds only the episode.
 
     A subclass's ``__init__`` builds its dynamics from its keyword arguments and calls
-    ``super().__init__(dynamics, max_cycles=..., render_mode=...)``; it sets :attr:`renderer`
-    when it has a picture of its own. Public attributes the env does not define are read from
-    its dynamics. Agent ``i`` is ``possible_agents[i] == f"agent_{i}"``.
+    ``super().__init__(dynamics, max_cycles=..., render_mode=...)``; its pictures are the
+    dynamics' ``renderer`` (the default describes the state in text). Public attributes the env
+    does not define are read from its dynamics. Agent ``i`` is ``possible_agents[i] ==
+    f"agent_{i}"``.
     """
 
     metadata: ClassVar[dict[str, Any]] = {
@@ -250,12 +251,6 @@ class TeamEnv(ParallelEnv[str, np.ndarray, int], Generic[StateType]):
         "render_fps": 4,
         "is_parallelizable": True,
     }
-    #: ``renderer(dynamics, state, history, mode)``; the default describes the state in text.
-    renderer: ClassVar[Callable[..., str]] = staticmethod(
-        lambda dynamics, state, history, mode: (
-            f"step {len(history.actions)}: {dynamics.describe(state)}\n"
-        )
-    )
 
     def __init__(
         self,
@@ -401,12 +396,7 @@ class TeamEnv(ParallelEnv[str, np.ndarray, int], Generic[StateType]):
             success = bool(dynamics.is_success(nxt))
             for i, name in enumerate(agents):
                 infos[name].update(
-                    {
-                        keys.SUCCESS: success,
-                        keys.NUM_CRITICAL: self._num_critical[i],
-                        keys.EPISODE_LENGTH: self._rounds,
-                        keys.DECISION_DENSITY: self._num_critical[i] / self._rounds,
-                    }
+                    keys.episode_end_info(success, self._num_critical[i], self._rounds)
                 )
             self.agents = []
         rewards = dict.fromkeys(agents, float(reward))
@@ -424,10 +414,11 @@ class TeamEnv(ParallelEnv[str, np.ndarray, int], Generic[StateType]):
             return None
         if self._state is None:
             raise gym.error.ResetNeeded("render() called before reset()")
+        dynamics = self.dynamics
         if self.render_mode == "human":
-            print(self.renderer(self.dynamics, self._state, self.history, "ansi"), flush=True)
+            print(dynamics.renderer(dynamics, self._state, self.history, "ansi"), flush=True)
             return None
-        return self.renderer(self.dynamics, self._state, self.history, self.render_mode)
+        return dynamics.renderer(dynamics, self._state, self.history, self.render_mode)
 
     def close(self) -> None:
         """Nothing to release."""

@@ -1,10 +1,17 @@
-"""Text pictures of the team environments (``render_mode="ansi"``)."""
+"""Text pictures of the team environments (``render_mode="ansi"``) and their text views (one
+agent's observation in words, for the turn-based adapters)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from routine_envs.envs.routine_grid import DEAD_END, GOAL, LAVA
+from routine_envs.rendering.doors import doors_view
+from routine_envs.rendering.grid import grid_core_text, grid_rules, grid_tools
+from routine_envs.rendering.text_view import TextView
 
 
 def agent_flags(dynamics: Any, state: Any) -> dict[str, bool]:
@@ -87,3 +94,95 @@ def render_team_grid(dynamics: Any, state: Any, history: Any, mode: str) -> str:
         rows[cell.row][cell.col] = "@"
         blocks.append(f"{name}: {status}\n" + "\n".join("".join(row) for row in rows))
     return "\n\n".join(blocks) + "\n"
+
+
+# ---------------------------------------------------------------------------- text views
+def team_doors_view(dynamics: Any) -> TextView:
+    """The view of one agent of Team Diluted Doors (a ``TeamDoorsDynamics``): its observation,
+    v0's core, its one-hot index and the chooser flag, in words."""
+    core_view = doors_view(dynamics.core, "v0")
+
+    def extra(obs: np.ndarray, agent: int) -> str:
+        return (
+            " You choose this floor's door."
+            if obs[-1] > 0.5
+            else " Another agent chooses this floor's door: your action here is ignored."
+        )
+
+    rules = (
+        *core_view.rules,
+        f"You are one of a team of {dynamics.team_size} agents on one shared reward; on each "
+        "floor one agent chooses the door and every other agent's action is ignored.",
+    )
+    return _agent_view(
+        dynamics,
+        core_view,
+        dynamics.core.num_floors + 5,
+        lambda obs, agent: core_view.describe(obs),
+        extra,
+        name="Team Diluted Doors",
+        rules=rules,
+    )
+
+
+def team_grid_view(dynamics: Any) -> TextView:
+    """The view of one agent of Team Routine Grid (a ``TeamGridDynamics``): its own maze's
+    vector observation, its one-hot index and the share of its teammates on track, in words."""
+    cores = list(dynamics.cores)
+    tools, calls, aliases = grid_tools(cores[0])
+    core_view = TextView(
+        name="Team Routine Grid",
+        task="You are an agent walking through a maze to its goal.",
+        rules=(),
+        tools=tools,
+        calls=calls,
+        aliases=aliases,
+        describe=str,
+    )
+
+    def extra(obs: np.ndarray, agent: int) -> str:
+        return f" Share of your teammates still on track: {obs[-1]:.0%}."
+
+    rules = (
+        *grid_rules(cores[0]),
+        f"You are one of a team of {dynamics.team_size} agents, each in its own maze, on one "
+        "shared reward.",
+    )
+    return _agent_view(
+        dynamics,
+        core_view,
+        cores[0].observation_space.shape[0],
+        lambda obs, agent: grid_core_text(cores[agent], obs),
+        extra,
+        name="Team Routine Grid",
+        rules=rules,
+    )
+
+
+def _agent_view(
+    dynamics: Any,
+    core_view: TextView,
+    size: int,
+    describe_core: Callable[[np.ndarray, int], str],
+    extra: Callable[[np.ndarray, int], str],
+    name: str,
+    rules: tuple[str, ...],
+) -> TextView:
+    """A team agent's view: ``You are agent_<i>.``, the core's text of the first ``size``
+    entries, then ``extra`` (the agent's index is the one-hot after them)."""
+    k = dynamics.team_size
+
+    def describe(obs: np.ndarray) -> str:
+        obs = np.asarray(obs, dtype=np.float64)
+        agent = int(np.argmax(obs[size : size + k]))
+        return f"You are agent_{agent}. " + describe_core(obs[:size], agent) + extra(obs, agent)
+
+    return TextView(
+        name=name,
+        task=core_view.task,
+        rules=tuple(rules),
+        tools=core_view.tools,
+        calls=core_view.calls,
+        aliases=core_view.aliases,
+        describe=describe,
+    )

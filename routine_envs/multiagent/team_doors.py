@@ -19,8 +19,9 @@ from routine_envs.multiagent.base import (
     agent_name,
     to_aec,
 )
-from routine_envs.multiagent.rendering import render_team_doors
+from routine_envs.multiagent.rendering import render_team_doors, team_doors_view
 from routine_envs.oracle import Outcome
+from routine_envs.rendering.text_view import TextView
 
 
 def _chooser_table(chooser: Any, num_agents: int, num_floors: int) -> tuple[int, ...]:
@@ -60,6 +61,8 @@ class TeamDoorsDynamics(TeamDynamics[DoorsState]):
     Fields: ``core`` (the single-agent dynamics), ``num_agents``, ``chooser`` (``"rotate"``, an
     agent index or a sequence of ``num_floors`` agent indices).
     """
+
+    renderer = staticmethod(render_team_doors)
 
     core: DoorsDynamics
     num_agents: int = 2
@@ -178,6 +181,11 @@ class TeamDoorsDynamics(TeamDynamics[DoorsState]):
             text += f"; {agent_name(self.choosers[state.floor])} chooses on this floor"
         return text
 
+    def build_text_view(self) -> TextView:
+        """One agent's observation in words, for the turn-based adapter
+        (:func:`~routine_envs.multiagent.rendering.team_doors_view`)."""
+        return team_doors_view(self)
+
 
 class TeamDilutedDoorsEnv(TeamEnv[DoorsState]):
     """## Description
@@ -292,7 +300,6 @@ class TeamDilutedDoorsEnv(TeamEnv[DoorsState]):
     """
 
     metadata: ClassVar[dict[str, Any]] = {**TeamEnv.metadata, "name": "diluted_doors_v0"}
-    renderer = staticmethod(render_team_doors)
 
     def __init__(
         self,

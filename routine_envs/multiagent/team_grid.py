@@ -19,8 +19,9 @@ from routine_envs.multiagent.base import (
     agent_name,
     to_aec,
 )
-from routine_envs.multiagent.rendering import render_team_grid
+from routine_envs.multiagent.rendering import render_team_grid, team_grid_view
 from routine_envs.oracle import Outcome
+from routine_envs.rendering.text_view import TextView
 
 REWARD_MODES = ("success", "fraction")
 
@@ -36,6 +37,8 @@ class TeamGridDynamics(TeamDynamics[JointCells]):
     ``state_id`` of the joint state ``(c_0, ..., c_{k-1})`` is ``sum_i c_i * prod_{j<i} n_j``
     with ``n_j`` the states of maze ``j``.
     """
+
+    renderer = staticmethod(render_team_grid)
 
     cores: tuple[GridDynamics, ...]
     reward: str = "success"
@@ -188,6 +191,11 @@ class TeamGridDynamics(TeamDynamics[JointCells]):
     def is_success(self, state: JointCells) -> bool:
         return all(self.goal[i][c] for i, c in enumerate(state))
 
+    def build_text_view(self) -> TextView:
+        """One agent's observation in words, for the turn-based adapter
+        (:func:`~routine_envs.multiagent.rendering.team_grid_view`)."""
+        return team_grid_view(self)
+
 
 class TeamRoutineGridEnv(TeamEnv[JointCells]):
     """## Description
@@ -303,7 +311,6 @@ class TeamRoutineGridEnv(TeamEnv[JointCells]):
     """
 
     metadata: ClassVar[dict[str, Any]] = {**TeamEnv.metadata, "name": "routine_grid_v0"}
-    renderer = staticmethod(render_team_grid)
 
     def __init__(
         self,

@@ -42,6 +42,7 @@ from routine_envs.envs import validation
 from routine_envs.multiagent import TeamDilutedDoorsEnv, TeamEnv, TeamRoutineGridEnv
 from routine_envs.oracle import OracleValues
 from routine_envs.registration import TEAM_ADAPTERS
+from routine_envs.rendering.text_view import TextView
 
 
 class TurnBasedTeamEnv(gym.Env[np.ndarray, np.int64]):
@@ -143,14 +144,7 @@ class TurnBasedTeamEnv(gym.Env[np.ndarray, np.int64]):
         if terminated or truncated:
             turns = self.num_agents * infos[first][keys.EPISODE_LENGTH]
             critical = sum(infos[a][keys.NUM_CRITICAL] for a in self.agent_names)
-            info.update(
-                {
-                    keys.SUCCESS: infos[first][keys.SUCCESS],
-                    keys.NUM_CRITICAL: critical,
-                    keys.EPISODE_LENGTH: turns,
-                    keys.DECISION_DENSITY: critical / turns,
-                }
-            )
+            info.update(keys.episode_end_info(infos[first][keys.SUCCESS], critical, turns))
         if self.render_mode == "human":
             self.render()
         return observations[first], float(rewards[first]), terminated, truncated, info
@@ -169,6 +163,11 @@ class TurnBasedTeamEnv(gym.Env[np.ndarray, np.int64]):
             print(picture, flush=True)
             return None
         return picture
+
+    def text_view(self) -> TextView:
+        """What a language-model agent is told: the team dynamics' view of one agent's
+        observation (the acting agent's, whose one-hot index it reads)."""
+        return self.team.dynamics.text_view()
 
     def _turn_info(self, turn: int) -> dict[str, Any]:
         info = self._round_infos[self.agent_names[turn]]

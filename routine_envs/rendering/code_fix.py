@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from routine_envs.envs.code_fix_text import (
+from routine_envs.rendering.code_fix_text import (
     NAVIGATE,
     PATCH,
     PATCHED,

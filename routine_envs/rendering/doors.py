@@ -1,10 +1,13 @@
-"""Text and RGB pictures of a Diluted Doors episode."""
+"""Text and RGB pictures of a Diluted Doors episode, and its text view for language-model
+agents."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
+
+from routine_envs.rendering.text_view import Param, TextView, Tool
 
 CELL = 12  # pixels per cell edge
 COLORS = {
@@ -133,3 +136,76 @@ def render_doors_rgb(dynamics: Any, state: Any, history: Any) -> np.ndarray:
         else:
             fill(state.floor, col, "agent", inset=3)
     return img
+
+
+# ---------------------------------------------------------------------------- text view
+def doors_view(dynamics: Any, version: str) -> TextView:
+    """The text view of Diluted Doors ``version`` (``"v0"``: its observation shows the doors
+    right so far; ``"v1"``: in its ``observation`` mode) for a ``DoorsDynamics`` or
+    ``PathDoorsDynamics``; the text is a function of the observation alone."""
+    n, d = dynamics.num_floors, dynamics.num_doors
+    mode = getattr(dynamics, "observation", "progress")  # v0 shows its progress
+    reward = (
+        "1 if every door was right, else 0"
+        if dynamics.reward == "success"
+        else "the share of doors that were right"
+    )
+    rules = [
+        f"There are {n} floors. Each starts with {d} doors, numbered 0..{d - 1}, of which "
+        "exactly one is right; the right doors are the same in every episode.",
+        "After the doors comes a corridor; in a corridor every action just walks one cell on.",
+        "A wrong door does not end the episode: you always cross every floor.",
+        f"The reward is paid once, at the end: {reward}.",
+    ]
+    if mode == "progress":
+        rules.append("You are told how many of your doors so far were right.")
+    else:
+        rules.append("You are not told whether a door was right before the end.")
+    scale = dynamics.position_scale
+    terminal = n + 4 if mode == "progress" else n + 3
+
+    def describe(obs: np.ndarray) -> str:
+        obs = np.asarray(obs, dtype=np.float64)
+        if obs[terminal] > 0.5:
+            text = f"You have crossed all {n} floors: the episode is over."
+        else:
+            floor = int(np.argmax(obs[:n]))
+            if obs[n] > 0.5:
+                text = (
+                    f"Floor {floor + 1} of {n}: you stand before {d} doors (0..{d - 1}). Open one."
+                )
+            else:
+                walked = round(obs[n + 1] / scale)
+                total = walked + round(obs[n + 2] / scale)
+                text = (
+                    f"Floor {floor + 1} of {n}, in the corridor: cell {walked} of {total}. "
+                    "Every action walks on."
+                )
+        if mode == "progress":
+            text += f" Right doors so far: {round(obs[n + 3] * n)}."
+        elif mode == "actions":
+            chosen = obs[n + 4 :].reshape(n, d)
+            passed = [
+                f"floor {f + 1}: door {int(np.argmax(row))}"
+                for f, row in enumerate(chosen)
+                if row.max() > 0.5
+            ]
+            text += " Doors chosen so far: " + (", ".join(passed) if passed else "none") + "."
+        return text
+
+    door = Param("door", "integer", tuple(range(d)), "the door to open")
+    return TextView(
+        name=f"Diluted Doors {version}",
+        task=(
+            "You are an agent crossing the floors of a building. On each floor you choose one "
+            "door; then you walk down a corridor to the next floor."
+        ),
+        rules=tuple(rules),
+        tools=(
+            Tool("open_door", "Open a door (at the doors; in a corridor it walks on).", (door,)),
+            Tool("walk", "Walk one cell on (in a corridor; the same as open_door 0)."),
+        ),
+        calls=tuple(("open_door", (k,)) for k in range(d)),
+        aliases={("walk", ()): 0},
+        describe=describe,
+    )

@@ -1,15 +1,37 @@
-"""Text and RGB pictures of a Routine Grid maze, and a dependency-free PNG writer."""
+"""Text and RGB pictures of a Routine Grid maze, its words and MiniGrid codes, its text view for
+language-model agents, and a dependency-free PNG writer."""
 
 from __future__ import annotations
 
 import itertools
 import struct
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from routine_envs.rendering.text_view import Call, Param, TextView, Tool
+
+#: the character of each cell kind (wall, corridor, junction, goal, lava, dead end) in text maps.
+KIND_CHARS = "#.+G~x"
+#: MiniGrid's (object, color, state) encoding of each kind, for the image observation.
+MINIGRID_ENCODING = np.array(
+    [
+        (2, 5, 0),  # wall: grey wall
+        (1, 0, 0),  # corridor: empty
+        (1, 0, 0),  # junction: empty (its shape shows the branches)
+        (8, 1, 0),  # goal: green goal
+        (9, 0, 0),  # lava: red lava
+        (3, 5, 0),  # dead end: grey floor
+    ],
+    dtype=np.uint8,
+)
+#: a move's turn relative to the heading it is taken from -> the word for that way out.
+TURN_WORDS = {3: "left", 0: "ahead", 1: "right"}
+HEADING_WORDS = ("east", "south", "west", "north")
+KIND_WORDS = ("a wall", "corridor", "a junction", "the goal", "lava", "a dead end")
 
 TILE = 10  # pixels per grid square
 COLORS = {
@@ -122,3 +144,97 @@ def save_layout_png(dynamics: Any, path: str | Path, tile: int = TILE) -> None:
     """Save a picture of the maze of ``dynamics`` (a ``GridDynamics``) with the agent at the
     start (the docs' layout figure)."""
     write_png(path, layout_rgb(dynamics, agent=dynamics.layout.start, tile=tile))
+
+
+# ---------------------------------------------------------------------------- text view
+def grid_core_text(core: Any, obs: np.ndarray) -> str:
+    """The text of a Routine Grid vector observation (``num_junctions + 13`` entries)."""
+    obs = np.asarray(obs, dtype=np.float64)
+    j = core.num_junctions
+    height, width = core.layout.kinds.shape
+    scale = 1.0 / (core.corridor_range[1] + 1)
+    row, col = round(obs[j + 10] * (height - 1)), round(obs[j + 11] * (width - 1))
+    where = f"grid row {row}, column {col}"
+    if obs[j + 12] > 0.5:
+        return f"You are on a cell that ends the episode ({where}): the episode is over."
+    junction = int(np.argmax(obs[:j]))
+    heading = HEADING_WORDS[int(np.argmax(obs[j + 3 : j + 7]))]
+    open_ways = [
+        turn for turn, ok in zip(("left", "ahead", "right"), obs[j + 7 : j + 10], strict=True) if ok
+    ]
+    if obs[j] > 0.5:
+        ways = ", ".join(f"way {k}: {turn}" for k, turn in enumerate(open_ways))
+        return (
+            f"At junction {junction + 1} of {j}, heading {heading} ({where}). Ways out, counted "
+            f"from your left: {ways}. Choose one."
+        )
+    walked = round(obs[j + 1] / scale)
+    left = round(obs[j + 2] / scale)
+    return (
+        f"In the corridor after junction {junction + 1} of {j}, heading {heading} ({where}): "
+        f"{walked} moves along it, {left} to go; open: {', '.join(open_ways) or 'none'}. "
+        "Every action moves on."
+    )
+
+
+def grid_image_text(core: Any, obs: np.ndarray) -> str:
+    """The egocentric image observation as characters, one row per line (you: ``A``)."""
+    view = np.asarray(obs)
+    codes = {tuple(int(x) for x in code): KIND_CHARS[k] for k, code in enumerate(MINIGRID_ENCODING)}
+    v = view.shape[0]
+    rows = []
+    for r in range(v):
+        chars = [codes.get(tuple(int(x) for x in view[r, c]), "?") for c in range(v)]
+        if r == v - 1:
+            chars[v // 2] = "A"
+        rows.append("".join(chars))
+    return "Your view (you are A, facing up):\n" + "\n".join(rows)
+
+
+def grid_rules(core: Any) -> list[str]:
+    """The rules of a Routine Grid maze, one sentence each."""
+    rules = [
+        f"The maze has {core.num_junctions} junctions on the way to the goal, each with "
+        f"{core.branching} ways out: one leads on towards the goal, the others to a dead end or "
+        "lava, which end the episode. The maze is the same in every episode.",
+        "Between junctions lie one-way corridors; in a corridor every action moves one cell on.",
+        "The reward is 1 for reaching the goal, else 0.",
+    ]
+    if core.step_cost:
+        rules.append(
+            f"In a corridor every action other than way 0 (walk) costs {core.step_cost:g}."
+        )
+    return rules
+
+
+def grid_tools(core: Any) -> tuple[tuple[Tool, ...], tuple[Call, ...], dict]:
+    """The tools, the call of every action and the aliases of a Routine Grid maze."""
+    b = core.branching
+    way = Param("way", "integer", tuple(range(b)), "the way out, counted from your left")
+    tools = (
+        Tool("take_way", "Take a way out of a junction (in a corridor it moves on).", (way,)),
+        Tool("walk", "Move one cell on (in a corridor; the same as take_way 0)."),
+    )
+    return tools, tuple(("take_way", (k,)) for k in range(b)), {("walk", ()): 0}
+
+
+def grid_view(dynamics: Any) -> TextView:
+    """The text view of a ``GridDynamics`` in its observation mode (vector or image)."""
+    tools, calls, aliases = grid_tools(dynamics)
+    rules = grid_rules(dynamics)
+    if dynamics.obs_mode == "image":
+        rules.append(
+            "You see the cells ahead of you: # wall, . open floor, G goal, ~ lava, x dead end."
+        )
+        describe: Callable[[Any], str] = lambda obs: grid_image_text(dynamics, obs)  # noqa: E731
+    else:
+        describe = lambda obs: grid_core_text(dynamics, obs)  # noqa: E731
+    return TextView(
+        name="Routine Grid",
+        task="You are an agent walking through a maze to its goal.",
+        rules=tuple(rules),
+        tools=tools,
+        calls=calls,
+        aliases=aliases,
+        describe=describe,
+    )

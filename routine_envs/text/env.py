@@ -191,11 +191,15 @@ class TextEnv(gym.Wrapper):
             truncated = True
         if terminated or truncated:
             self._finished = True
-            info[keys.SUCCESS] = bool(env_info.get(keys.SUCCESS, False)) if parsed.valid else False
-            info[keys.NUM_CRITICAL] = self._critical_turns
-            info[keys.EPISODE_LENGTH] = self._turns
-            info[keys.DECISION_DENSITY] = self._critical_turns / self._turns
-            info[keys.NUM_INVALID_TURNS] = self._invalid_turns
+            success = bool(env_info.get(keys.SUCCESS, False)) if parsed.valid else False
+            info.update(
+                keys.episode_end_info(
+                    success,
+                    self._critical_turns,
+                    self._turns,
+                    num_invalid_turns=self._invalid_turns,
+                )
+            )
         self._info = info
         self.messages.append({"role": "assistant", "content": reply})
         self.messages.append({"role": "user", "content": message})
@@ -228,7 +232,5 @@ def make_text_env(
     """``TextEnv(gym.make(env_id, **kwargs))``, with the keyword arguments the id's text view
     needs (CodeFix: ``obs_mode="text"`` unless given). Every registered id and the team ids
     (``TeamDilutedDoors-v0``, ``TeamRoutineGrid-v0``, with the ``multiagent`` extra) work."""
-    entry_point = gym.spec(env_id).entry_point
-    if isinstance(entry_point, str):
-        kwargs = text_kwargs(entry_point, kwargs)
+    kwargs = text_kwargs(gym.spec(env_id).entry_point, kwargs)
     return TextEnv(gym.make(env_id, **kwargs), invalid_penalty=invalid_penalty, max_turns=max_turns)

@@ -460,10 +460,14 @@ def main(args: BenchmarkArgs) -> Any:
     tier = protocol.tier(args.tier)
     if args.command in ("run", "report") and not args.method:
         raise ValueError(f"{args.command} needs --method")
-    if args.command in ("run", "report"):
-        from baselines.lib.config import check_method
+    from baselines.lib.config import check_method
 
-        check_method(args.method)  # a bad method is refused before any folder is made
+    # every method spec is checked first: a bad one is refused before any folder is made
+    for method in [args.method] if args.method else []:
+        check_method(method)
+    if args.command == "references" and args.compute:
+        for method in args.methods:
+            check_method(method)
     if args.command in ("run", "report") or (args.command == "references" and args.compute):
         cli.check_output_folder(args.out)  # before any config or result is written
     if args.command == "references":

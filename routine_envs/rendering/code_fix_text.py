@@ -1,9 +1,11 @@
-"""The words of Code Fix: names, tool calls, error messages and the text an agent reads.
+"""The words of Code Fix: names, tool calls, error messages, the text an agent reads and its
+text view for language-model agents.
 
 Kept apart from the dynamics (:mod:`routine_envs.envs.code_fix`), which decide what happens; this
 module only says it. Everything here is a function of a ``CodeFixDynamics`` (read through its
-public attributes) and a ``CodeState``; it imports no environment, so the dynamics and the
-renderer can both use it.
+public attributes), a ``CodeState`` and an episode's history (``states`` and ``actions``); like
+every module of :mod:`routine_envs.rendering` it imports no environment, so the dynamics, the
+renderer and the text interface can all use it.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import string
 from typing import Any, Final
 
-from routine_envs.envs.base import EpisodeHistory, InvalidActionError
+from routine_envs.rendering.text_view import Call, Param, TextView, Tool
 
 #: module names, in order; ``num_modules`` takes the first ones.
 MODULE_NAMES: Final = (
@@ -84,6 +86,11 @@ OPEN = len(SIMPLE_TOOLS)
 TEXT_CHARSET: Final = frozenset(string.printable) - {"\r", "\x0b", "\x0c"}
 
 
+class MalformedCallError(ValueError):
+    """A tool call written as text that names no action (``CodeFixDynamics.parse_action``
+    raises it as an ``InvalidActionError``)."""
+
+
 def vocabulary_texts(
     vocabulary: str, patch_order: tuple[int, ...]
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -112,7 +119,7 @@ def tool_calls(module_names: tuple[str, ...], num_patches: int) -> tuple[str, ..
     )
 
 
-def last_call(dynamics: Any, history: EpisodeHistory) -> tuple[int | None, bool]:
+def last_call(dynamics: Any, history: Any) -> tuple[int | None, bool]:
     """The last call of an episode (``None`` at its start) and whether it was invalid (masked
     out in the state it was made in: a no-op)."""
     if not history.actions:
@@ -121,7 +128,7 @@ def last_call(dynamics: Any, history: EpisodeHistory) -> tuple[int | None, bool]
     return action, not bool(dynamics.action_mask(history.states[-2])[action])
 
 
-def last_applied_patch(dynamics: Any, history: EpisodeHistory) -> int | None:
+def last_applied_patch(dynamics: Any, history: Any) -> int | None:
     """The candidate index of the last patch applied in the episode (``None``: none yet)."""
     first = dynamics.first_patch_action
     for i in range(len(history.actions) - 1, -1, -1):
@@ -151,44 +158,44 @@ def parse_tool_call(dynamics: Any, call: str) -> int:
     valid in the current state still parses (the step is then a flagged no-op).
 
     Raises:
-        InvalidActionError: (a ``ValueError``) for a malformed call, naming the problem.
+        MalformedCallError: (a ``ValueError``) for a malformed call, naming the problem.
     """
     if not isinstance(call, str):
-        raise InvalidActionError(
+        raise MalformedCallError(
             f"a tool call must be a string, got {_shown(call)} of type {type(call).__name__}"
         )
     tokens = call.split()
     if not tokens:
-        raise InvalidActionError(f"empty tool call; tools: {_tool_summary()}")
+        raise MalformedCallError(f"empty tool call; tools: {_tool_summary()}")
     tool, args = tokens[0].lower(), tokens[1:]
     modules = ", ".join(dynamics.module_names)
     if tool in SIMPLE_TOOLS:
         if args:
-            raise InvalidActionError(
+            raise MalformedCallError(
                 f"{tool} takes no arguments, got {len(args)} in {_shown(call)}"
             )
         return SIMPLE_TOOLS.index(tool)
     if tool == "open":
         if len(args) != 1:
-            raise InvalidActionError(
+            raise MalformedCallError(
                 f"open takes 1 argument (a module: {modules}), got {len(args)} in {_shown(call)}"
             )
         return OPEN + _parse_module(dynamics, args[0], call)
     if tool == "apply_patch":
         P = dynamics.num_patches
         if len(args) != 2:
-            raise InvalidActionError(
+            raise MalformedCallError(
                 "apply_patch takes 2 arguments (a module and a patch index 0.."
                 f"{P - 1}), got {len(args)} in {_shown(call)}"
             )
         m = _parse_module(dynamics, args[0], call)
         j = args[1]
         if not (j.isascii() and j.isdigit()) or len(j) > 6 or int(j) >= P:
-            raise InvalidActionError(
+            raise MalformedCallError(
                 f"patch index must be an integer in 0..{P - 1}, got {_shown(j)} in {_shown(call)}"
             )
         return dynamics.first_patch_action + m * P + int(j)
-    raise InvalidActionError(
+    raise MalformedCallError(
         f"unknown tool {_shown(tokens[0])} in {_shown(call)}; tools: {_tool_summary()}"
     )
 
@@ -197,7 +204,7 @@ def _parse_module(dynamics: Any, name: str, call: str) -> int:
     names = dynamics.module_names
     lowered = name.lower()
     if lowered not in names:
-        raise InvalidActionError(
+        raise MalformedCallError(
             f"unknown module {_shown(name)} in {_shown(call)}; modules: {', '.join(names)}"
         )
     return names.index(lowered)
@@ -357,3 +364,51 @@ def _why_invalid(dynamics: Any, state: Any, action: int) -> str:
         names = dynamics.module_names
         return f"the open module is {names[state.module]}, not {names[m]}"
     return f"only at the failing code of the open module; phase is {phase}"
+
+
+# ---------------------------------------------------------------------------- text view
+def code_fix_view(dynamics: Any) -> TextView:
+    """The text view of a ``CodeFixDynamics`` (for the env in ``obs_mode="text"``, whose
+    observation is the transcript an agent reads: the view shows it as it is)."""
+    modules = tuple(dynamics.module_names)
+    patches = tuple(range(dynamics.num_patches))
+    module = Param("module", "string", modules, "a module of the repository")
+    descriptions = {
+        "read_log": "Read the failing test's log (in triage).",
+        "scroll": "Scroll to the next section of the open module.",
+        "read": "Read the next function of the open module.",
+        "run_tests": "Run the whole test suite (after a patch).",
+        "run_related_tests": "Run the tests of the failing module (after a patch).",
+        "revert": "Undo the patch and start the next attempt (after the tests ran).",
+        "submit": "Submit the fix; the hidden tests decide the reward (after the tests ran).",
+    }
+    tools = (
+        *(Tool(name, descriptions[name]) for name in SIMPLE_TOOLS),
+        Tool("open", "Open a module (in triage).", (module,)),
+        Tool(
+            "apply_patch",
+            "Apply a candidate patch to the open module (at its failing code).",
+            (module, Param("patch", "integer", patches, "the candidate patch's index")),
+        ),
+    )
+    calls: list[Call] = []
+    for text in dynamics.tool_calls:  # the env's own text form of each action
+        name, *args = text.split()
+        calls.append((name, tuple(int(x) if x.isdigit() else x for x in args)))
+    return TextView(
+        name="Code Fix",
+        task=(
+            "You are a coding agent fixing a bug in a repository: one test fails. Find the "
+            "buggy module, apply the patch that fixes it, run the tests and submit."
+        ),
+        rules=(
+            "Each reply is one tool call; its output is shown to you, with the calls valid now.",
+            "A call that is not valid now changes nothing.",
+            f"You may try {dynamics.max_attempts} patch(es); submitting ends the episode.",
+            "The reward is 1 when the submitted patch fixes the bug, else 0"
+            + (f", minus {dynamics.step_cost:g} per call." if dynamics.step_cost else "."),
+        ),
+        tools=tools,
+        calls=tuple(calls),
+        describe=str,
+    )
