@@ -57,7 +57,7 @@ def _lab(name: str, summary: str, description: str) -> Command:
 
 BENCHMARK = Group(
     "benchmark",
-    "score a credit-assignment method on a versioned protocol against the shipped references",
+    "score a credit-assignment method on a versioned protocol against the references",
     (
         _benchmark(
             "run",
@@ -129,7 +129,7 @@ SNR_LAB = Group(
 )
 DETECTORS = Group(
     "detectors",
-    "criticality detectors scored against the annotations, and a policy to score them under",
+    "criticality detectors scored against the annotations; a policy to score under",
     (
         Command(
             "score",
@@ -148,7 +148,7 @@ DETECTORS = Group(
 BASELINES: tuple[Command | Group, ...] = (
     Command(
         "demo",
-        "the main job (make demo): an episode, rho against 1/(1+L), the rho law, a comparison",
+        "the main job (make demo): an episode, rho vs 1/(1+L), the rho law, a comparison",
         "baselines.experiments.demo.sweep:DemoArgs",
         "baselines.experiments.demo.sweep:main",
         description="The main job (make demo): a rendered Diluted Doors episode, the measured "
@@ -158,7 +158,7 @@ BASELINES: tuple[Command | Group, ...] = (
     ),
     Command(
         "train",
-        "one training run of an SB3 method (PPO, or TrajectoryAdvantagePPO with an estimator)",
+        "one training run: PPO, or TrajectoryAdvantagePPO with an estimator",
         "baselines.lib.training:TrainArgs",
         "baselines.lib.training:train_command",
         description="One training run: SB3's PPO ('ppo', MaskablePPO where the env has action "

@@ -14,7 +14,7 @@ DIAGNOSE = Command(
 )
 BENCH = Command(
     "bench",
-    "the speed benchmark of the environments beside Gymnasium's FrozenLake-v1 and CartPole-v1",
+    "the environments' speed beside Gymnasium's FrozenLake-v1 and CartPole-v1",
     "routine_envs.bench:BenchSettings",
     "routine_envs.bench:run",
 )
