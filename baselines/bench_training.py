@@ -1,9 +1,7 @@
 """``python -m baselines.bench_training``: CPU per environment step of SB3 and of the batched
 trainer (the experiment: :mod:`baselines.experiments.bench_training`)."""
 
-from typing import Any
-
-from baselines.experiments.bench_training import sweep
+from baselines.commands import script
 from baselines.experiments.bench_training.sweep import (
     BenchArgs,
     batched_cpu_per_step,
@@ -13,11 +11,7 @@ from baselines.experiments.bench_training.sweep import (
 
 __all__ = ["BenchArgs", "batched_cpu_per_step", "main", "parse_args", "sb3_cpu_per_step"]
 
-
-def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
-    """Parse ``argv``, measure, print the table and return its rows."""
-    return sweep.main(parse_args(argv))
-
+main = script("bench_training")
 
 if __name__ == "__main__":
     main()

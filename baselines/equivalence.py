@@ -1,7 +1,7 @@
-"""``python -m baselines.equivalence``: the batched trainer against the SB3 references (the
-experiment: :mod:`baselines.experiments.equivalence`)."""
+"""``python -m baselines.equivalence``: the batched trainer against the SB3 references, the
+protocol's cross-check of trainers (:mod:`baselines.experiments.benchmark.equivalence`)."""
 
-from baselines.experiments.equivalence.sweep import EquivalenceArgs, cli_main, main, parse_args
+from baselines.experiments.benchmark.equivalence import EquivalenceArgs, cli_main, main, parse_args
 
 __all__ = ["EquivalenceArgs", "cli_main", "main", "parse_args"]
 

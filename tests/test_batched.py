@@ -302,7 +302,7 @@ def test_results_have_the_schedule_budget_and_times():
 
 
 def test_ppo_learns_a_dense_doors_setting_under_the_protocols_hyperparameters():
-    from baselines.experiments.benchmark.protocol import load_protocol
+    from baselines.lib.protocol import load_protocol
 
     hyper = load_protocol("rb1").method_hyperparameters(DOORS, "ppo")
     spec = RunSpec(
@@ -432,7 +432,7 @@ def synthetic_run(trainer: str, seed: int, crossing: float, budget: int = 1000) 
 
 
 def test_equivalence_rows_score_both_trainers_as_the_leaderboard(tmp_path):
-    from baselines.experiments.equivalence import analysis
+    from baselines.experiments.benchmark import equivalence_analysis as analysis
 
     sb3 = [synthetic_run("sb3", s, 500 + 10 * s) for s in range(10)]
     same = [synthetic_run("batched", s, 500 + 10 * s) for s in range(10)]
@@ -455,7 +455,7 @@ def test_equivalence_rows_score_both_trainers_as_the_leaderboard(tmp_path):
 
 
 def test_equivalence_settings_are_flags_and_plan_the_references_jobs(tmp_path):
-    from baselines.experiments.equivalence import sweep
+    from baselines.experiments.benchmark import equivalence as sweep
 
     args = sweep.parse_args(["--env-ids", "DilutedDoors-v1", "--methods", "ppo", "--seeds", "0",
                              "11", "--out", str(tmp_path)])  # fmt: skip

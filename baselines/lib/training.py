@@ -29,7 +29,6 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 
 import routine_envs
-from baselines.lib import cli
 from baselines.lib.config import TURN_LEVEL_METHODS, check_method, load_hyperparameters
 from baselines.lib.envs import check_env_kwargs, check_trainable
 from baselines.lib.stats import first_crossing
@@ -378,15 +377,23 @@ def main_batched(args: TrainArgs) -> RunResult:
 
 def parse_args(argv: list[str] | None = None) -> TrainArgs:
     """The settings of one run from the command line (one flag per :class:`TrainArgs` field)."""
-    return cli.parse_settings(TrainArgs, argv, description=__doc__.splitlines()[0])
+    from baselines.commands import settings_of
+
+    return settings_of("train", argv)
 
 
 def cli_main(argv: list[str] | None = None) -> RunResult:
     """``python -m baselines.train``: parse, train, print the outcome. Bad settings are one line
     on stderr and exit status 2, before any training; a full disk and Ctrl-C are one line too
-    (:func:`baselines.lib.cli.run_main`)."""
-    run_args = parse_args(argv)
-    result = cli.run_main(main, run_args)
+    (:func:`routine_envs.cli.run_main`)."""
+    from baselines.commands import script
+
+    return script("train")(argv)
+
+
+def train_command(run_args: TrainArgs) -> RunResult:
+    """``train``: one run, then its outcome printed."""
+    result = main(run_args)
     print(
         f"final success {result.final_success:.3f}; steps to {run_args.target_success}: "
         f"{'not reached' if result.steps_to_target is None else f'{result.steps_to_target:.0f}'}"

@@ -43,12 +43,14 @@ def tier_peaks(
     import tempfile
     from pathlib import Path
 
-    from baselines.experiments.benchmark import sweep
-    from baselines.experiments.benchmark.protocol import load_protocol
+    from baselines.lib import protocol_runs
     from baselines.lib.batched import RunSpec, group_runs
+    from baselines.lib.protocol import load_protocol
 
     proto = load_protocol(protocol)
-    jobs = sweep.plan(proto, proto.tier(tier), method, Path(tempfile.mkdtemp(prefix="memory_")))
+    jobs = protocol_runs.plan(
+        proto, proto.tier(tier), method, Path(tempfile.mkdtemp(prefix="memory_"))
+    )
     specs = [
         RunSpec(j["env_id"], j["env_kwargs"], j["method"], j["seed"], j["budget"], j["budget"],
                 hyperparameters=j["hyperparameters"])

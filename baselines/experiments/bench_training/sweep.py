@@ -25,7 +25,6 @@ from typing import Any
 
 import torch
 
-from baselines.lib import cli
 from baselines.lib.training import TrainArgs, build
 
 
@@ -118,8 +117,10 @@ class BenchArgs:
 
 
 def parse_args(argv: list[str] | None = None) -> BenchArgs:
-    """The settings from the command line (one flag per :class:`BenchArgs` field)."""
-    return cli.parse_settings(BenchArgs, argv, description=__doc__.splitlines()[0])
+    """The settings of ``python -m baselines bench_training`` from ``argv``."""
+    from baselines.commands import settings_of
+
+    return settings_of("bench_training", argv)
 
 
 def main(args: BenchArgs) -> list[dict[str, Any]]:
@@ -143,8 +144,8 @@ def main(args: BenchArgs) -> list[dict[str, Any]]:
         return rows
     config = None
     if args.protocol:
-        from baselines.experiments.benchmark.protocol import load_protocol
-        from baselines.experiments.benchmark.sweep import write_configs
+        from baselines.lib.protocol import load_protocol
+        from baselines.lib.protocol_runs import write_configs
 
         protocol = load_protocol(args.protocol)
         folder = Path(tempfile.mkdtemp(prefix="bench_training_"))

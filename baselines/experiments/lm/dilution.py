@@ -135,7 +135,10 @@ def analyse(records: list[dict[str, Any]], out: Path) -> dict[str, Any]:
 
 
 def parse_args(argv: list[str] | None = None) -> DilutionSettings:
-    return cli.parse_settings(DilutionSettings, argv, description=__doc__.splitlines()[0])
+    """The settings of ``python -m baselines lm dilution`` from ``argv`` (the one command tree)."""
+    from baselines.commands import settings_of
+
+    return settings_of("lm dilution", argv)
 
 
 def main(settings: DilutionSettings) -> dict[str, Any]:
@@ -151,4 +154,7 @@ def main(settings: DilutionSettings) -> dict[str, Any]:
 
 
 def cli_main(argv: list[str] | None = None) -> dict[str, Any]:
-    return cli.run_main(main, parse_args(argv))
+    """``python -m baselines lm dilution``: parse and run (every ending one line)."""
+    from baselines.commands import script
+
+    return script("lm dilution")(argv)

@@ -223,7 +223,10 @@ def analyse(records: list[dict[str, Any]], out: Path) -> dict[str, Any]:
 
 
 def parse_args(argv: list[str] | None = None) -> SNRSettings:
-    return cli.parse_settings(SNRSettings, argv, description=__doc__.splitlines()[0])
+    """The settings of ``python -m baselines lm snr`` from ``argv`` (the one command tree)."""
+    from baselines.commands import settings_of
+
+    return settings_of("lm snr", argv)
 
 
 def main(settings: SNRSettings) -> dict[str, Any]:
@@ -242,4 +245,7 @@ def main(settings: SNRSettings) -> dict[str, Any]:
 
 
 def cli_main(argv: list[str] | None = None) -> dict[str, Any]:
-    return cli.run_main(main, parse_args(argv))
+    """``python -m baselines lm snr``: parse and run (every ending one line)."""
+    from baselines.commands import script
+
+    return script("lm snr")(argv)

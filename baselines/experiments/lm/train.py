@@ -234,7 +234,10 @@ def analyse(records: list[dict[str, Any]], out: Path) -> dict[str, Any]:
 
 
 def parse_args(argv: list[str] | None = None) -> TrainSettings:
-    return cli.parse_settings(TrainSettings, argv, description=__doc__.splitlines()[0])
+    """The settings of ``python -m baselines lm train`` from ``argv`` (the one command tree)."""
+    from baselines.commands import settings_of
+
+    return settings_of("lm train", argv)
 
 
 def main(settings: TrainSettings) -> dict[str, Any]:
@@ -258,4 +261,7 @@ def main(settings: TrainSettings) -> dict[str, Any]:
 
 
 def cli_main(argv: list[str] | None = None) -> dict[str, Any]:
-    return cli.run_main(main, parse_args(argv))
+    """``python -m baselines lm train``: parse and run (every ending one line)."""
+    from baselines.commands import script
+
+    return script("lm train")(argv)

@@ -2,11 +2,11 @@
 
 The batched trainer (:mod:`baselines.lib.batched`) trains exactly the runs of the shipped rb1
 references (``baselines/references/<protocol>/<tier>/<method>.jsonl``, made with SB3): the same
-jobs as :func:`baselines.experiments.benchmark.sweep.plan` (environment, kwargs, budget,
+jobs as :func:`baselines.lib.protocol_runs.plan` (environment, kwargs, budget,
 evaluation schedule, target, hyperparameters), with the references' seeds and optionally more.
 Every finished batch is appended to ``<out>/results.jsonl`` (one JSON line per run, keyed like
 the benchmark's rows, plus ``trainer: "batched"``); a rerun trains only what is missing. Then
-:mod:`baselines.experiments.equivalence.analysis` compares steps to target per cell.
+:mod:`baselines.experiments.benchmark.equivalence_analysis` compares steps to target per cell.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ class EquivalenceArgs:
 
 def run_key(job: dict[str, Any]) -> str:
     """A batched run's identity: the benchmark's key fields plus the trainer."""
-    from baselines.experiments.benchmark.sweep import run_key as benchmark_key
+    from baselines.lib.protocol_runs import run_key as benchmark_key
 
     return json.dumps({"benchmark": benchmark_key(job), "trainer": "batched"}, sort_keys=True)
 
@@ -63,8 +63,8 @@ def run_key(job: dict[str, Any]) -> str:
 def plan(args: EquivalenceArgs, seeds: list[int] | None = None) -> list[dict[str, Any]]:
     """The benchmark's jobs of every method on ``args.seeds`` (or ``seeds``), validated before
     training."""
-    from baselines.experiments.benchmark import sweep as bench
-    from baselines.experiments.benchmark.protocol import load_protocol
+    from baselines.lib import protocol_runs as bench
+    from baselines.lib.protocol import load_protocol
 
     cli.check_unique("seeds", args.seeds)
     cli.check_unique("methods", args.methods)
@@ -152,9 +152,9 @@ def run(args: EquivalenceArgs, jobs: list[dict[str, Any]]) -> list[dict[str, Any
 
 def run_sb3(args: EquivalenceArgs) -> list[dict[str, Any]]:
     """The SB3 runs of ``args.sb3_seeds`` not yet in ``<out>/sb3_results.jsonl`` (each one
-    :func:`baselines.experiments.benchmark.sweep.run_benchmark_job`, as the references were
+    :func:`baselines.lib.protocol_runs.run_benchmark_job`, as the references were
     made), one after the other in this process; return the file's records of the plan."""
-    from baselines.experiments.benchmark.sweep import run_benchmark_job
+    from baselines.lib.protocol_runs import run_benchmark_job
 
     if not args.sb3_seeds:
         return []
@@ -166,7 +166,7 @@ def run_sb3(args: EquivalenceArgs) -> list[dict[str, Any]]:
         job.pop("trainer")
         job.pop("key")
     path = args.out / "sb3_results.jsonl"
-    from baselines.experiments.benchmark.sweep import run_key as benchmark_key
+    from baselines.lib.protocol_runs import run_key as benchmark_key
 
     done = {r["key"] for r in read_records(path)}
     for job in jobs:
@@ -177,11 +177,14 @@ def run_sb3(args: EquivalenceArgs) -> list[dict[str, Any]]:
 
 
 def parse_args(argv: list[str] | None = None) -> EquivalenceArgs:
-    return cli.parse_settings(EquivalenceArgs, argv, description=__doc__.splitlines()[0])
+    """The settings of ``python -m baselines equivalence`` from ``argv`` (the one command tree)."""
+    from baselines.commands import settings_of
+
+    return settings_of("equivalence", argv)
 
 
 def main(args: EquivalenceArgs) -> list[dict[str, Any]]:
-    from baselines.experiments.equivalence import analysis
+    from baselines.experiments.benchmark import equivalence_analysis as analysis
 
     jobs = plan(args)
     records = (
@@ -204,4 +207,7 @@ def main(args: EquivalenceArgs) -> list[dict[str, Any]]:
 
 
 def cli_main(argv: list[str] | None = None) -> list[dict[str, Any]]:
-    return cli.run_main(main, parse_args(argv))
+    """``python -m baselines equivalence``: parse and run (every ending one line)."""
+    from baselines.commands import script
+
+    return script("equivalence")(argv)

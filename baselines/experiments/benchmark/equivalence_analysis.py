@@ -31,7 +31,7 @@ Record = dict[str, Any]
 
 def load_references(protocol: str, tier: str, methods: Sequence[str]) -> list[Record]:
     """The shipped SB3 reference runs of ``methods`` (each record tagged ``trainer: sb3``)."""
-    from baselines.experiments.benchmark.sweep import REFERENCE_DIR, method_slug
+    from baselines.lib.protocol_runs import REFERENCE_DIR, method_slug
 
     out = []
     for method in methods:
