@@ -20,7 +20,7 @@ number of turns) is :func:`routine_envs.turn_bias.turn_index_norm_gradient`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -161,6 +161,17 @@ class TurnIndexNorm(FromContext):
     def label(self) -> str:
         """How results name this estimator: the fixed variant says so."""
         return f"{self.name} (fix)" if self.fix else self.name
+
+    def expected_gradient(self, env: Any, policy: Any, group_size: int | None) -> np.ndarray | None:
+        """The exact ``E g`` of this estimator's gradient estimate for batches of one group of
+        ``group_size`` episodes under the tabular ``policy`` (``None`` with ``normalize_std``:
+        no closed form); the lab prints the bias it implies beside the measured one
+        (:func:`routine_envs.turn_bias.turn_index_norm_gradient`)."""
+        if self.normalize_std:
+            return None
+        from routine_envs.turn_bias import turn_index_norm_gradient  # it imports the SNR lab
+
+        return turn_index_norm_gradient(env, policy, group_size, fix=self.fix)
 
     def __call__(self, batch: EpisodeBatch) -> Advantages:
         rewards = batch.padded(np.asarray(batch.rewards, dtype=np.float64))
