@@ -70,3 +70,15 @@ def test_the_turn_level_methods_train_by_name_with_the_batched_trainer(method):
     (result,) = train_runs([spec])
     assert len(result.success) == 5 and all(0 <= s <= 1 for s in result.success)
     assert len(set(result.success)) > 1  # the policy was updated
+
+
+def test_tables_mark_a_method_that_reads_a_privileged_field():
+    from baselines.lib.specs import parse_method
+
+    assert parse_method("turn_credit").label() == "turn_credit (privileged: turn_score)"
+    spec = 'turn_credit{"gamma": 0.5}'
+    assert parse_method(spec).label() == spec + " (privileged: turn_score)"
+    spec = 'gigpo{"group_by": "state_id"}'
+    assert parse_method(spec).label() == spec + " (privileged: state_id)"
+    for spec in ('turn_index_norm{"fix": true}', 'discounted_turn{"gamma": 0.9}', "rloo"):
+        assert "privileged" not in parse_method(spec).label()
