@@ -5,6 +5,7 @@ stop."""
 
 from __future__ import annotations
 
+import csv
 from typing import ClassVar
 
 import gymnasium as gym
@@ -63,7 +64,6 @@ def test_trainers_fill_turn_scores_of_the_state_reached(trainer, tmp_path):
 )
 def test_the_turn_level_methods_train_by_name_with_the_batched_trainer(method):
     from baselines.lib.batched import RunSpec, train_runs
-
     from tests.test_batched import HYPER
 
     spec = RunSpec(ENV_ID, KWARGS, method, 0, 800, 200, hyperparameters=HYPER)
@@ -82,3 +82,23 @@ def test_tables_mark_a_method_that_reads_a_privileged_field():
     assert parse_method(spec).label() == spec + " (privileged: state_id)"
     for spec in ('turn_index_norm{"fix": true}', 'discounted_turn{"gamma": 0.9}', "rloo"):
         assert "privileged" not in parse_method(spec).label()
+
+
+def test_the_turn_methods_sweep_writes_runs_and_summary(tmp_path, monkeypatch):
+    from baselines.experiments.compare import turn_methods
+
+    monkeypatch.setattr(turn_methods, "SETTINGS", (("DilutedDoors-v1", {"num_floors": 1}, 480),))
+    monkeypatch.setattr(turn_methods, "METHODS", ("trajectory_mc", "turn_index_norm"))
+    summary = turn_methods.cli_main(["--seeds", "0", "1", "--out", str(tmp_path)])
+    assert [r["method"] for r in summary] == ["trajectory_mc", "turn_index_norm"]
+    with (tmp_path / "runs.csv").open() as f:
+        runs = list(csv.DictReader(f))
+    assert len(runs) == 4  # 2 methods x 2 seeds
+    # rewards only at the end: turn_index_norm is trajectory_mc, run for run
+    for seed in ("0", "1"):
+        mc, tin = (
+            next(r for r in runs if r["method"] == m and r["seed"] == seed)
+            for m in ("trajectory_mc", "turn_index_norm")
+        )
+        assert mc["final_success"] == tin["final_success"]
+        assert mc["steps_to_target"] == tin["steps_to_target"]
