@@ -293,7 +293,7 @@ def tiny_search():
     env = gym.make(
         "SearchOrAnswer-v0",
         num_candidates=2,
-        max_searches=2,
+        max_searches=1,
         reading_length=1,
         search_cost=0.1,
         find_probability=0.5,
@@ -349,7 +349,7 @@ def test_infinite_groups_add_the_accumulated_intermediate_means(tiny_search):
     free = gym.make(
         "SearchOrAnswer-v0",
         num_candidates=2,
-        max_searches=2,
+        max_searches=1,
         reading_length=1,
         search_cost=0.0,
         find_probability=0.5,
