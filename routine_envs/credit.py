@@ -20,7 +20,8 @@ Estimators (``R_i`` episode return, ``G_t`` return-to-go, ``V`` a value):
 - ``routine_masked`` (critic-free, ground truth): ``A_t = critical_t (R_i - mean_group(R))``.
 - Turn-level methods of LLM trainers (:mod:`routine_envs.turn_level`): ``discounted_turn``
   (verifiers' stepwise advantages), ``turn_index_norm`` (MT-GRPO's per-turn-index normalisation,
-  ``fix`` for verl RFC #7244's unbiased variant), ``turn_credit`` (prime-rl's turn-credit).
+  ``fix``: a length-independent baseline, as verl RFC #7244 asks), ``turn_credit``
+  (prime-rl's turn-credit).
 
 Building estimators: a trainer or a lab describes what it has in an :class:`EstimatorContext`
 (env, policy table, gamma, rollout policy, seed) and calls :func:`build_estimator` with a name, a

@@ -9,7 +9,8 @@ code it follows; the tests pin each to a batch computed by hand.
   over all the turns of its group (verifiers' stepwise advantages; PipelineRL's level 1).
 - :class:`TurnIndexNorm`: per-turn rewards normalised within the group at each turn index and
   summed over the turns to come (MT-GRPO's construction, as verl's RFC #7244 ports it), and with
-  ``fix=True`` the RFC's variant whose baseline does not depend on the episode's own length.
+  ``fix=True`` a variant whose baseline does not depend on the episode's own length (the kind
+  of fix RFC #7244 proposes).
 - :class:`TurnCredit`: prime-rl's turn-credit shaping: per-turn state scores (the privileged
   ``info["turn_score"]``) turned into progress, smeared backwards, on top of GRPO.
 
