@@ -10,7 +10,11 @@ import numpy as np
 import pytest
 
 from routine_envs import annotations as keys
+from routine_envs.envs.diluted_doors import DoorsDynamics
+from routine_envs.envs.routine_grid import GridDynamics
 from routine_envs.episodes import PRIVILEGED_FIELDS, collect_episodes
+from routine_envs.multiagent.team_doors import TeamDoorsDynamics
+from routine_envs.multiagent.team_grid import TeamGridDynamics
 from routine_envs.sampler import ModelSampler
 from tests.test_contract import CASES, SMALL, case_id, dynamics_or_skip, make
 from tests.utils import run_episode, small_config, uniform_policy
@@ -102,3 +106,32 @@ def test_batches_carry_the_score_of_the_state_each_step_reached(case):
     np.testing.assert_array_equal(sampled.turn_scores[inner], table[sampled.state_ids[inner + 1]])
     assert set(np.unique(sampled.turn_scores[ends])) <= set(np.unique(table))
     assert "turn_scores" in ModelSampler.PROVIDES and "turn_scores" in PRIVILEGED_FIELDS
+
+
+@pytest.mark.parametrize(
+    "make_dynamics",
+    [
+        lambda: TeamDoorsDynamics(DoorsDynamics(num_floors=2, num_doors=2, routine_length=1), 2),
+        lambda: TeamDoorsDynamics(
+            DoorsDynamics(num_floors=3, num_doors=2, routine_length=(0, 1), reward="fraction"), 3
+        ),
+        lambda: TeamGridDynamics(
+            tuple(
+                GridDynamics(num_junctions=2, branching=2, corridor_length=1, layout_seed=seed)
+                for seed in (0, 1)
+            )
+        ),
+    ],
+    ids=["doors", "doors-fraction", "grid"],
+)
+def test_team_scores_by_rule_are_the_exact_optimal_joint_success(make_dynamics):
+    """The team envs score by rule (the core's; the product over independent mazes), never by
+    the joint model, which is too large for real configurations: on small ones both agree."""
+    dynamics = make_dynamics()
+    reachable = dynamics.model().reachable
+    exact = dynamics.optimal_success_table()
+    by_rule = np.array(
+        [dynamics.turn_score(dynamics.state_from_id(int(s))) for s in np.flatnonzero(reachable)]
+    )
+    np.testing.assert_allclose(by_rule, exact[reachable], atol=1e-9)
+    assert 0.0 < by_rule.mean() < 1.0

@@ -11,6 +11,7 @@ import numpy as np
 
 from routine_envs.dynamics import Dynamics
 from routine_envs.envs import validation
+from routine_envs.envs.base import RoutineEnv
 from routine_envs.oracle import Outcome
 
 #: the largest configuration built: ``num_candidates * (max_searches + 1) * 2 *
@@ -297,3 +298,11 @@ class SearchDynamics(Dynamics[SearchState, np.ndarray]):
         if reading:
             return f"reading search {searches} ({reading} of {self.reading_length}): {seen}"
         return f"deciding: {used}; {seen}"
+
+
+class SearchOrAnswerEnv(RoutineEnv[np.ndarray, SearchState], dynamics=SearchDynamics):
+    """The env of :class:`SearchDynamics` (its docstring is the env's documentation), a module
+    attribute so that its registered entry point is the string
+    ``routine_envs.envs.search_or_answer:SearchOrAnswerEnv`` like every package env's."""
+
+    __doc__ = SearchDynamics.__doc__

@@ -175,6 +175,12 @@ class TeamDoorsDynamics(TeamDynamics[DoorsState]):
     def is_success(self, state: DoorsState) -> bool:
         return self.core.is_success(state)
 
+    def turn_score(self, state: DoorsState) -> float:
+        """The core's: 1.0 while every door passed so far was right (whoever chose it), the
+        exact success probability under the optimal joint policy (cheaper than the joint model;
+        a test checks the two agree)."""
+        return self.core.turn_score(state)
+
     def describe(self, state: DoorsState) -> str:
         text = self.core.describe(state)
         if state.floor < self.core.num_floors:

@@ -191,6 +191,14 @@ class TeamGridDynamics(TeamDynamics[JointCells]):
     def is_success(self, state: JointCells) -> bool:
         return all(self.goal[i][c] for i, c in enumerate(state))
 
+    def turn_score(self, state: JointCells) -> float:
+        """The product of each agent's exact success probability in its own maze under its
+        optimal policy: the mazes are independent, so it is the team's under the optimal joint
+        policy (cheaper than the joint model; a test checks the two agree)."""
+        return math.prod(
+            core.turn_score(cell) for core, cell in zip(self.cores, state, strict=True)
+        )
+
     def build_text_view(self) -> TextView:
         """One agent's observation in words, for the turn-based adapter
         (:func:`~routine_envs.multiagent.rendering.team_grid_view`)."""
