@@ -473,6 +473,8 @@ def price_tier(
     print("\n| cores | " + " | ".join(columns) + " |\n|---|" + "---|" * len(columns))
     for n in args.cores:
         print(f"| {n} | " + " | ".join(cost.wall_range(c, n) for c in columns.values()) + " |")
+    runs = sum(len(r) for r in shipped.values())
+    print("\n" + cost.assumptions(runs, len(shipped), report.hardware()))
     return {"per_method": costs, "references": everything}
 
 

@@ -7,7 +7,7 @@ Every run the protocol plans for a method ends in one of four states, each with 
   so the score beside it is a bound);
 - ``failed``: its record was refused (a non-finite success, a bad field: the reason the results
   file gave when it kept the line aside in ``<results>.rejected.jsonl``) or its run raised (the
-  error the runner kept there), and no valid record of it exists;
+  error the runner kept in ``<results>.failures.jsonl``), and no valid record of it exists;
 - ``missing``: no record at all (not run yet, or stopped before it finished; ``run`` resumes it).
 
 ``finished`` is ``reached + censored``; ``planned = finished + failed + missing``. Only
@@ -35,21 +35,40 @@ def rejected_path(results: Path) -> Path:
     return results.with_name(results.stem + ".rejected.jsonl")
 
 
-def failed_runs(results: Path) -> dict[str, str]:
-    """``{run key: reason}`` of the runs a results file refused or saw fail, from its rejected
-    file (the last reason per key; lines without a readable key are skipped)."""
-    path = rejected_path(results)
+def failures_path(results: Path) -> Path:
+    """Where the runner keeps the errors of runs that raised (``results.failures.jsonl``:
+    :meth:`~baselines.lib.results.ResultsFile.note_failure`)."""
+    return results.with_name(results.stem + ".failures.jsonl")
+
+
+def json_lines(path: Path) -> list[Any]:
+    """The JSON values of the readable lines of ``path`` (none when it does not exist)."""
     if not path.is_file():
-        return {}
-    out: dict[str, str] = {}
+        return []
+    out = []
     for line in path.read_text(errors="replace").splitlines():
         try:
-            entry = json.loads(line)
-            key = json.loads(entry["text"])["key"]  # NaN is accepted: it is the evidence
+            out.append(json.loads(line))  # NaN is accepted: it is the evidence
+        except ValueError:
+            continue
+    return out
+
+
+def failed_runs(results: Path) -> dict[str, str]:
+    """``{run key: reason}`` of the runs whose record the results file refused (its rejected
+    file's reason) or whose run raised (the runner's failures file: its error); the last
+    reason per key. Lines without a readable key are skipped."""
+    out: dict[str, str] = {}
+    for entry in json_lines(rejected_path(results)):
+        try:
+            key = json.loads(entry["text"])["key"]
         except (ValueError, KeyError, TypeError):
             continue
         if isinstance(key, str):
-            out[key] = str(entry.get("reason", "refused"))
+            out[key] = f"record refused: {entry.get('reason', 'invalid')}"
+    for entry in json_lines(failures_path(results)):
+        if isinstance(entry, dict) and isinstance(entry.get("key"), str):
+            out[entry["key"]] = f"the run raised: {entry.get('error', 'unknown error')}"
     return out
 
 
