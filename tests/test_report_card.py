@@ -328,8 +328,10 @@ def test_plan_prints_the_assumptions_of_its_estimate(capsys):
 # ---------------------------------------------------------------------------------- docs
 def test_the_docs_define_the_bound_signs_and_name_the_results_folder():
     text = (ROOT / "docs" / "benchmark.md").read_text()
-    for sign in ("`~`", "`>=`", "`<=`"):
-        assert re.search(rf"{re.escape(sign)} on (an )?exponents? and (a )?ratios?", text), sign
+    section = text.split("### Bounds and undefined values")[1].split("\n### ")[0]
+    for sign in ("`>=` on steps, exponents and ratios", "`<=` on steps, exponents and ratios"):
+        assert f"- {sign}: " in section, sign
+    assert "- `~` on exponents and ratios: " in section and "- `n/a` on an exponent: " in section
     spec = 'my_estimators:EntropyWeightedMC{"power": 1.0}'
     folder = f"results/benchmark/rb1/lite/{protocol_runs.method_slug(spec)}/"
     assert folder in text  # the folder a reader's run lands in, spelled out
