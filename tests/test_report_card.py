@@ -287,8 +287,15 @@ def test_no_shipped_rb1_reference_merges_and_rloo_matches_trajectory_mc_only_whe
     doors = 'DilutedDoors-v1{"num_floors": 2}'
     assert near[("trajectory_mc", "rloo")]["coinciding"] == [[doors, 0], [doors, 3]]
     diffs = merging.cell_differences(computed["trajectory_mc"], computed["rloo"])
-    assert diffs[(doors, 0)] < 1e-7 and diffs[(doors, 3)] < 1e-6
-    assert diffs[(doors, 29)] > 0.05  # rho 1/30: rounding grown into different runs
+    # the figures docs/benchmark.md quotes: rounding grows with the length of training
+    quoted = {0: 2.4e-8, 3: 1.3e-7, 9: 1.2e-4, 29: 0.23}
+    for value, diff in quoted.items():
+        assert diffs[(doors, value)] == pytest.approx(diff, rel=0.05), value
+    grid = "RoutineGrid-v0{}"
+    assert [round(diffs[(grid, v)], 4) for v in (4, 8)] == [0.004, 0.0976]
+    assert diffs[(grid, 2)] == pytest.approx(1.7e-6, rel=0.05) and np.isinf(diffs[(grid, 30)])
+    assert diffs[("CodeFix-v1{}", 2)] == pytest.approx(0.22, rel=0.05)
+    assert ("CodeFix-v1{}", 64) not in diffs  # every run of both censored: no evidence
 
 
 # ------------------------------------------------------------- the command: env id, wall
