@@ -266,6 +266,10 @@ def test_methods_equal_within_float_noise_are_one_row_with_aliases():
     card = report.markdown(header, mine, refs, {}, [], None, merging.merged({"m": mine, **refs}))
     assert "| **m (= b)** |" in card and "| b |" not in card and "| c |" in card
     assert "## Equivalent methods (one row each)" in card
+    near_card = merging.near_misses({"m": mine, **refs})
+    card = report.markdown(header, mine, refs, {}, [], None, [], near_card)
+    kept = card.split("## Methods that coincide on some settings only (kept apart)")[1]
+    assert "- `m` and `c` give the same steps to target for every seed" in kept
     board = report.leaderboard("rb1", "lite", 8, {"a": a, "b": b, "c": runs("c", c_steps)})
     assert "| a (= b) |" in board and "| b |" not in board and "- **a** = b:" in board
 

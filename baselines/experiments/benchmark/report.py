@@ -307,10 +307,12 @@ def markdown(
     lab: list[dict[str, Any]],
     drops_manifest: dict[str, Any] | None = None,
     groups: list[dict[str, Any]] | None = None,
+    near: list[dict[str, Any]] | None = None,
 ) -> str:
     """The report card's text: per setting the steps to target (IQM), the Kaplan-Meier median
     and the normalized AUC per density, the ratios to the references and the drops manifest;
-    equivalent methods (``groups``, :func:`~.merging.merged`) shown as one row."""
+    equivalent methods (``groups``, :func:`~.merging.merged`) shown as one row, pairs that
+    coincide on some settings only (``near``, :func:`~.merging.near_misses`) named."""
     groups = groups or []
     aliases, hidden = merging.aliases_of(groups), merging.hidden(groups)
     method = header["method"]
@@ -327,6 +329,9 @@ def markdown(
     if groups:
         lines += ["", "## Equivalent methods (one row each)", ""]
         lines += [f"- **{g['name']}** = {', '.join(g['aliases'])}: {g['why']}" for g in groups]
+    if near:
+        lines += ["", "## Methods that coincide on some settings only (kept apart)", ""]
+        lines += [f"- {n['why']}" for n in near]
     visible = {n: r for n, r in references.items() if n not in hidden}
 
     def label(name: str) -> str:
@@ -435,7 +440,7 @@ def write_report(
     ref_scores = {name: scores.method_scores(recs) for name, recs in references.items()}
     ratios = scores.compare_to_references(mine, ref_scores)
     everyone = {header["method"]: mine, **ref_scores}
-    groups = merging.merged(everyone)
+    groups, near = merging.merged(everyone), merging.near_misses(everyone)
     rows = [
         row
         for s, e in mine["settings"].items()
@@ -468,13 +473,13 @@ def write_report(
         "ratios": ratios,
         "lab": lab,
         "equivalent_methods": groups,
-        "near_equivalent_methods": merging.near_misses(everyone),
+        "near_equivalent_methods": near,
         **({"drops": drops_manifest} if drops_manifest is not None else {}),
     }
     write_atomic(folder / "scores.json", json.dumps(result, indent=1, allow_nan=False))
     write_atomic(
         folder / "report.md",
-        markdown(header, mine, ref_scores, ratios, lab, drops_manifest, groups),
+        markdown(header, mine, ref_scores, ratios, lab, drops_manifest, groups, near),
     )
     return result
 
