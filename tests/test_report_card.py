@@ -322,6 +322,7 @@ def test_env_id_limits_every_section_and_the_wall_time_is_the_commands(tmp_path,
     assert data["drops"]["total"]["planned"] == 40 and data["drops"]["total"]["reached"] == 40
     card = (path / "report.md").read_text()
     assert "CodeFix" not in card and "RoutineGrid" not in card
+    assert "Reference runs here (of the same plan): ppo 40/40 finished, 0 censored." in card
     wall = re.search(r"\*\*wall time\*\*: (\d+) s for this command \(from its start", card)
     assert wall and int(wall.group(1)) >= int(age_before)  # counted from the process start
 
@@ -347,3 +348,14 @@ def test_the_docs_define_the_bound_signs_and_name_the_results_folder():
     folder = f"results/benchmark/rb1/lite/{protocol_runs.method_slug(spec)}/"
     assert folder in text  # the folder a reader's run lands in, spelled out
     assert "git add -f" in text  # results/ is ignored by git: submitting needs -f
+
+
+def test_the_rb1_leaderboard_is_unchanged(monkeypatch, tmp_path):
+    """The card's changes leave rb1's numbers and its shipped leaderboard as they are (no
+    shipped pair merges), byte for byte."""
+    monkeypatch.setattr(scores, "RESAMPLES", 2000)
+    rb1 = protocol.load_protocol("rb1")
+    refs = command.manifest.open_references(rb1, "lite")
+    found = command.load_references(rb1, "lite", refs, tmp_path)
+    text = command.leaderboard_text(rb1, "lite", refs, found)
+    assert text == (SHIPPED / "LEADERBOARD.md").read_text()

@@ -130,7 +130,11 @@ def near_misses(methods: Mapping[str, Scores], rtol: float = RTOL) -> list[dict[
             where, worst = max(
                 ((cell, d) for cell, d in diffs.items() if d > rtol), key=lambda cd: cd[1]
             )
-            shown = "a seed censored in one only" if np.isinf(worst) else f"{worst:.2g}"
+            shown = (
+                "largest difference: a seed reaches the target in one and not the other"
+                if np.isinf(worst)
+                else f"largest relative difference {worst:.2g}"
+            )
             cells = ", ".join(f"{s} at {v}" for s, v in same)
             out.append(
                 {
@@ -142,7 +146,7 @@ def near_misses(methods: Mapping[str, Scores], rtol: float = RTOL) -> list[dict[
                     "why": f"`{a}` and `{b}` give the same steps to target for every seed "
                     f"(within {rtol:g}) on {len(same)} of the {len(diffs)} settings and "
                     f"densities they share ({cells}) and differ on {len(diffs) - len(same)} "
-                    f"(largest relative difference {shown}, {where[0]} at {where[1]}): kept as "
+                    f"({shown}, {where[0]} at {where[1]}): kept as "
                     "two rows.",
                 }
             )

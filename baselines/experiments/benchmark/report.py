@@ -376,6 +376,14 @@ def markdown(
                 )
         if drops_manifest is not None:
             lines += ["", *drops.markdown_table(drops_manifest, setting)]
+            planned = sum(c["planned"] for c in drops_manifest["cells"] if c["setting"] == setting)
+            counted = [
+                f"{n} {sum(r['runs'] for r in e['rows'])}/{planned} finished, "
+                f"{sum(r['runs'] - r['reached'] for r in e['rows'])} censored"
+                for n, e in shown_rows(method, entry, references, setting)[1:]
+            ]
+            if counted:
+                lines += ["", "Reference runs here (of the same plan): " + "; ".join(counted) + "."]
     if lab:
         lines += ["", "## Gradient SNR and exact bias at initialization (the lab)", ""]
         lines.append(
