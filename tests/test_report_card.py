@@ -359,3 +359,47 @@ def test_the_rb1_leaderboard_is_unchanged(monkeypatch, tmp_path):
     found = command.load_references(rb1, "lite", refs, tmp_path)
     text = command.leaderboard_text(rb1, "lite", refs, found)
     assert text == (SHIPPED / "LEADERBOARD.md").read_text()
+
+
+def test_advantages_related_by_a_positive_affine_map_are_found():
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=200)
+    c, d = merging.affine_relation(a, 8 / 7 * a + 0.3)
+    assert (c, d) == (pytest.approx(8 / 7), pytest.approx(0.3))
+    assert merging.affine_relation(a, -a) is None  # a negative scale flips the update
+    assert merging.affine_relation(a, a + 1e-6 * rng.normal(size=200)) is None  # not exact
+    assert merging.affine_relation(a, np.ones(200)) is None
+    assert merging.advantage_relations({"x": a, "y": 2 * a, "z": a**2}) == {
+        "x": {"y": [pytest.approx(2.0), pytest.approx(0.0, abs=1e-12)]},
+        "y": {"x": [pytest.approx(0.5), pytest.approx(0.0, abs=1e-12)]},
+        "z": {},
+    }
+
+
+def test_the_lab_probes_rloo_as_eight_sevenths_of_trajectory_mc_and_the_card_says_so(tmp_path):
+    rb1 = protocol.load_protocol("rb1")
+    methods = ["trajectory_mc", "rloo", "gigpo"]
+    lab = command.lab_rows(rb1, rb1.tier("lite"), methods, ["DilutedDoors-v1"])
+    by = {(r["estimator"], r["density_value"]): r for r in lab}
+    for value in (0, 29):
+        c, d = by[("trajectory_mc", value)]["advantages_affine_to"]["rloo"]
+        assert c == pytest.approx(8 / 7, rel=1e-9) and abs(d) < 1e-12  # G / (G - 1), G = 8
+        assert by[("gigpo", value)]["advantages_affine_to"] == {}
+        assert by[("rloo", value)]["normalize_advantage"] is True
+    said = merging.advantage_evidence(lab, "trajectory_mc", "rloo")
+    assert (
+        "`rloo`'s advantages are 1.14286 times `trajectory_mc`'s plus a constant at all 2" in said
+    )
+    assert "per-minibatch advantage normalisation removes" in said
+    assert "not an increasing affine function" in merging.advantage_evidence(lab, "rloo", "gigpo")
+    # in the card, after the sentence on where their steps coincide
+    doors = 'DilutedDoors-v1{"num_floors": 2}'
+    a = [{**r, "setting": doors} for r in runs("trajectory_mc", BASE)]
+    b = [{**r, "label": "rloo"} for r in a[:4]] + [
+        {**r, "label": "rloo"} for r in runs("rloo", {9: [3000.0, 3400.0, 3600.0, None]})
+    ]
+    b[4:] = [{**r, "setting": doors} for r in b[4:]]
+    header = {"method": "trajectory_mc", "protocol": "rb1"}
+    result = report.write_report(tmp_path, header, a, {"rloo": b}, lab)
+    (near,) = result["near_equivalent_methods"]
+    assert near["why"].endswith("so their differences are rounding grown during training.")

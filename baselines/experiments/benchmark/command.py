@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from baselines.experiments.benchmark import cost, drops, manifest, report
+from baselines.experiments.benchmark import cost, drops, manifest, merging, report
 from baselines.lib import cli, protocol_runs
 from baselines.lib import protocol as protocols
 from baselines.lib.backend import BackendArgs
@@ -243,6 +243,7 @@ def lab_rows(
                 sampler=sampler,
                 values=values.v,
             )
+            related = merging.probe_advantages(estimators, sampler, probs, values.v)
             for name, res in result.results.items():
                 scale = 1 / np.sqrt(8)
                 rows.append(
@@ -262,6 +263,12 @@ def lab_rows(
                         "cosine_high": res.cosine_high,
                         "cosine_raw": res.cosine_raw,
                         "episodes": LAB_EPISODES,
+                        "advantages_affine_to": related[name],
+                        "normalize_advantage": bool(
+                            protocol.method_hyperparameters(
+                                setting.env_id, check_method(name).target
+                            ).get("normalize_advantage")
+                        ),
                     }
                 )
     return rows

@@ -161,3 +161,108 @@ def aliases_of(groups: list[dict[str, Any]]) -> dict[str, list[str]]:
 def hidden(groups: list[dict[str, Any]]) -> set[str]:
     """The methods shown only as another's alias."""
     return {a for g in groups for a in g["aliases"]}
+
+
+AFFINE_RTOL = 1e-9
+"""Relative tolerance (of the advantages' spread) on ``b = c a + d`` that counts as exact."""
+PROBE_GROUPS = 16
+"""Groups of episodes in the advantage probe (:func:`probe_advantages`)."""
+
+
+def affine_relation(
+    a: np.ndarray, b: np.ndarray, rtol: float = AFFINE_RTOL
+) -> tuple[float, float] | None:
+    """``(c, d)`` with ``b = c a + d`` and ``c > 0`` (a per-minibatch normalisation of the
+    advantages, ``(x - mean) / std``, then makes them equal) when that holds within ``rtol`` of
+    ``b``'s spread at every step; ``None`` otherwise (or when either is constant).
+
+    Args:
+        a, b: two methods' advantages on the same batch, shape ``(steps,)``.
+    """
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape or a.std() == 0 or b.std() == 0:
+        return None
+    c, d = np.polyfit(a, b, 1)
+    if c <= 0 or np.max(np.abs(b - (c * a + d))) > rtol * b.std():
+        return None
+    return float(c), float(d)
+
+
+def advantage_relations(advantages: Mapping[str, np.ndarray]) -> dict[str, dict[str, list[float]]]:
+    """``{name: {other: [c, d]}}`` for every ordered pair whose advantages on one batch are
+    related by :func:`affine_relation` (``other = c name + d``)."""
+    out: dict[str, dict[str, list[float]]] = {name: {} for name in advantages}
+    for name, adv in advantages.items():
+        for other, adv_other in advantages.items():
+            if other != name and (rel := affine_relation(adv, adv_other)) is not None:
+                out[name][other] = list(rel)
+    return out
+
+
+def probe_advantages(
+    estimators: Mapping[str, Any],
+    sampler: Any,
+    probs: np.ndarray,
+    values: np.ndarray,
+    group_size: int = 8,
+    seed: int = 1,
+) -> dict[str, dict[str, list[float]]]:
+    """:func:`advantage_relations` of ``estimators`` (name -> a built
+    :class:`~routine_envs.credit.AdvantageEstimator`) on one batch of :data:`PROBE_GROUPS`
+    groups of ``group_size`` episodes sampled from ``sampler`` (a
+    :class:`~routine_envs.sampler.ModelSampler`) under the policy table ``probs``, with
+    ``values`` (one per state id) as the batch's values; each estimator sees one group at a
+    time unless it declares itself group independent, as in the lab."""
+    import dataclasses
+
+    from routine_envs import credit
+
+    observations = any("observations" in est.requires for est in estimators.values())
+    rng = np.random.default_rng(seed)
+    batch = sampler.sample(probs, PROBE_GROUPS, group_size, rng, observations=observations)
+    batch = dataclasses.replace(batch, values=np.asarray(values)[batch.state_ids])
+    advantages = {
+        name: (
+            est(batch).advantages
+            if credit.is_group_independent(est)
+            else np.concatenate([est(group).advantages for group in batch.split_groups()])
+        )
+        for name, est in estimators.items()
+    }
+    return advantage_relations(advantages)
+
+
+def advantage_evidence(lab: list[dict[str, Any]], a: str, b: str) -> str:
+    """The card's sentence on whether ``b``'s advantages were an increasing affine function of
+    ``a``'s on the lab's probe batch at every density probed (lab rows with
+    ``advantages_affine_to``, :func:`probe_advantages`); empty when the lab did not probe both."""
+    rows = {(r["setting"], r["density_value"]): r for r in lab if r["estimator"] == a}
+    shared = [
+        (key, row)
+        for key, row in rows.items()
+        if "advantages_affine_to" in row
+        and any(r["estimator"] == b and (r["setting"], r["density_value"]) == key for r in lab)
+    ]
+    if not shared:
+        return ""
+    related = [
+        row["advantages_affine_to"][b] for _, row in shared if b in row["advantages_affine_to"]
+    ]
+    normalised = all(row.get("normalize_advantage") for _, row in shared)
+    if len(related) < len(shared):
+        return (
+            f" Their advantages on the lab's probe batch are not an increasing affine function of "
+            f"each other at {len(shared) - len(related)} of the {len(shared)} densities probed."
+        )
+    slopes = sorted({round(c, 6) for c, _ in related})
+    return (
+        f" On the lab's probe batch (uniform policy, groups of 8) `{b}`'s advantages are "
+        f"{' / '.join(f'{c:.6g}' for c in slopes)} times `{a}`'s plus a constant at all "
+        f"{len(shared)} densities probed"
+        + (
+            ", which the protocol's per-minibatch advantage normalisation removes: the same "
+            "policy update, so their differences are rounding grown during training."
+            if normalised
+            else "."
+        )
+    )

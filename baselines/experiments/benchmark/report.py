@@ -449,6 +449,10 @@ def write_report(
     ratios = scores.compare_to_references(mine, ref_scores)
     everyone = {header["method"]: mine, **ref_scores}
     groups, near = merging.merged(everyone), merging.near_misses(everyone)
+    for g in groups:
+        g["why"] += "".join(merging.advantage_evidence(lab, g["name"], a) for a in g["aliases"])
+    for n in near:
+        n["why"] += merging.advantage_evidence(lab, *n["methods"])
     rows = [
         row
         for s, e in mine["settings"].items()
