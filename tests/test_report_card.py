@@ -224,6 +224,10 @@ def test_the_drops_manifest_names_every_failed_censored_and_missing_run(lite_doo
     assert "| 0 | 1 | 10 | 2 | 1 | 1 | 2 | 6 |" in section
     assert "seed 3: failed: the run raised: RuntimeError: diverged" in section
     assert "seed 1: censored: success stayed below 0.9" in section
+    curves = (folder / "learning_curves.csv").read_text().splitlines()
+    assert (
+        curves[0] == "method,setting,density_value,timestep,success_iqm" and len(curves) == 1 + 101
+    )
     csv_rows = (folder / "drops.csv").read_text().splitlines()
     assert csv_rows[0] == "setting,density_value,rho,seed,status,reason" and len(csv_rows) == 41
     saved = json.loads((folder / "drops.json").read_text())

@@ -72,6 +72,25 @@ def curves_by(records: list[Record]) -> dict[tuple[str, int], tuple[np.ndarray, 
     return out
 
 
+def curve_rows(
+    method: str, records: list[Record], references: dict[str, list[Record]]
+) -> list[dict]:
+    """The numbers of ``learning_curves.png``: one row per method, setting, density value and
+    evaluation (``timestep``, ``success_iqm``: the IQM over seeds of the exact success)."""
+    return [
+        {
+            "method": name,
+            "setting": setting,
+            "density_value": value,
+            "timestep": t,
+            "success_iqm": y,
+        }
+        for name, recs in {method: records, **references}.items()
+        for (setting, value), (ts, ys) in sorted(curves_by(recs).items())
+        for t, y in zip(ts.tolist(), ys.tolist(), strict=True)
+    ]
+
+
 def panel_titles(records: list[Record]) -> dict[tuple[str, int], str]:
     """What each learning-curve panel shows, by (setting, density value): the environment and
     its arguments, then the density argument, its value and rho, e.g.
@@ -154,7 +173,7 @@ def plot_curves(
         frameon=False,
     )
     rows_of_legend = -(-len(names) // 4)
-    fig.tight_layout(rect=(0, (0.35 + 0.22 * rows_of_legend) / fig.get_figheight(), 1, 1))
+    fig.tight_layout(rect=(0, (0.2 + 0.2 * rows_of_legend) / fig.get_figheight(), 1, 1))
     save_figure(fig, path)
     plt.close(fig)
 
@@ -408,7 +427,8 @@ def markdown(
             )
     lines += [
         "",
-        "Figures: `learning_curves.png`, `steps_vs_rho.png`; numbers: `scores.json`, `scores.csv`"
+        "Figures: `learning_curves.png` (its numbers: `learning_curves.csv`), `steps_vs_rho.png`; "
+        "numbers: `scores.json`, `scores.csv`"
         + (", the drops manifest `drops.csv` and `drops.json`" if drops_manifest else "")
         + ".",
     ]
@@ -466,6 +486,7 @@ def write_report(
     verified = "unverified" if "unverified references" in header else "verified"
     write_csv(folder / "scores.csv", [{**row, "references": verified} for row in rows])
     plot_curves(header["method"], records, references, folder / "learning_curves.png")
+    write_csv(folder / "learning_curves.csv", curve_rows(header["method"], records, references))
     plot_against_rho(header["method"], mine, ref_scores, folder / "steps_vs_rho.png")
     if drops_manifest is not None:
         write_csv(folder / "drops.csv", drops_manifest["runs"])
