@@ -13,9 +13,9 @@ runs with unreached runs at infinity).
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -95,15 +95,24 @@ def main(seeds: list[int], out: Path) -> list[dict[str, Any]]:
     return summary
 
 
+@dataclass
+class TurnMethodsSettings:
+    """Short batched-trainer runs of the turn-level methods (module docstring)."""
+
+    seeds: list[int] = field(
+        default_factory=lambda: [0, 1, 2, 3], metadata={"help": "seeds of the runs", "min": 0}
+    )
+    out: Path = field(
+        default=Path("results/compare/turn_methods"), metadata={"help": "output folder"}
+    )
+
+
 def cli_main(argv: list[str] | None = None) -> list[dict[str, Any]]:
-    """The command line (see the module docstring)."""
-    parser = argparse.ArgumentParser(prog="python -m baselines.experiments.compare.turn_methods")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3])
-    parser.add_argument("--out", type=Path, default=Path("results/compare/turn_methods"))
-    args = parser.parse_args(argv)
-    if any(s < 0 for s in args.seeds):
-        parser.error(f"--seeds must be >= 0, got {args.seeds}")
-    return main(args.seeds, args.out)
+    """The command line (see the module docstring); a bad flag exits 2 with one line."""
+    from routine_envs.cli import parse_settings
+
+    args = parse_settings(TurnMethodsSettings, argv)
+    return main(list(args.seeds), args.out)
 
 
 if __name__ == "__main__":

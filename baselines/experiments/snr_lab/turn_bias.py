@@ -19,8 +19,8 @@ and whether the closed form lies inside the measured interval. Writes ``turn_bia
 
 from __future__ import annotations
 
-import argparse
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -181,15 +181,22 @@ def main(episodes: int, out: Path, seed: int = 0) -> list[dict[str, Any]]:
     return rows
 
 
+@dataclass
+class TurnBiasSettings:
+    """The exact bias of per-turn-index normalisation on SearchOrAnswer-v0 (module docstring)."""
+
+    episodes: int = field(
+        default=400_000, metadata={"help": "episodes per policy", "min": GROUP_SIZE}
+    )
+    seed: int = field(default=0, metadata={"help": "seed of the episodes", "min": 0})
+    out: Path = field(default=Path("results/snr/turn_bias"), metadata={"help": "output folder"})
+
+
 def cli_main(argv: list[str] | None = None) -> list[dict[str, Any]]:
-    """The command line (see the module docstring)."""
-    parser = argparse.ArgumentParser(prog="python -m baselines.experiments.snr_lab.turn_bias")
-    parser.add_argument("--episodes", type=int, default=400_000, help="episodes per policy")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the episodes")
-    parser.add_argument("--out", type=Path, default=Path("results/snr/turn_bias"))
-    args = parser.parse_args(argv)
-    if args.episodes < GROUP_SIZE:
-        parser.error(f"--episodes must be at least {GROUP_SIZE}, got {args.episodes}")
+    """The command line (see the module docstring); a bad flag exits 2 with one line."""
+    from routine_envs.cli import parse_settings
+
+    args = parse_settings(TurnBiasSettings, argv)
     return main(args.episodes, args.out, args.seed)
 
 
