@@ -40,6 +40,7 @@ CASES: dict[str, list[dict[str, Any]]] = {
     "CodeFix-v1": [{}, {"max_attempts": 2, "step_cost": 0.01, "routine_length": 3}],
     "TeamDilutedDoors-v0": [{}, {"num_floors": 2, "routine_length": (0, 2)}],
     "TeamRoutineGrid-v0": [{}, {"num_junctions": 2, "branching": 2, "corridor_length": 2}],
+    "SearchOrAnswer-v0": [{}, {"num_candidates": 3, "max_searches": 2, "reading_length": 0}],
 }
 STEPS = 2000
 VECTOR_STEPS = 300
