@@ -33,6 +33,7 @@ from routine_envs.envs.code_fix import CodeFixDynamics
 from routine_envs.envs.diluted_doors import DoorsDynamics
 from routine_envs.envs.diluted_doors_v1 import PathDoorsDynamics
 from routine_envs.envs.routine_grid import GridDynamics
+from routine_envs.envs.routine_grid_v1 import TreeGridDynamics
 
 
 @dataclass(frozen=True)
@@ -216,6 +217,7 @@ ENVIRONMENTS: tuple[EnvEntry, ...] = (
     dynamics_entry("DilutedDoors-v1", PathDoorsDynamics),
     dynamics_entry("RoutineGrid-v0", GridDynamics),
     dynamics_entry("RoutineGridSoft-v0", GridDynamics, soft_routine=0.01, critical_tolerance=0.1),
+    dynamics_entry("RoutineGrid-v1", TreeGridDynamics),
     dynamics_entry("CodeFix-v0", CodeFixDynamics),
     dynamics_entry("CodeFix-v1", CodeFixDynamics, vocabulary="arbitrary"),
 )

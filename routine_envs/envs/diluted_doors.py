@@ -61,6 +61,8 @@ class DoorsDynamics(Dynamics[DoorsState, np.ndarray]):
     }
     render_modes = ("ansi", "rgb_array", "human")
     renderer = staticmethod(render_doors)
+    #: the share of doors right so far shows one step after each door (kept for comparison)
+    hides_outcome = False
 
     def __post_init__(self) -> None:
         floors = validation.integer("num_floors", self.num_floors, minimum=1, maximum=MAX_FLOORS)

@@ -222,6 +222,11 @@ class PathDoorsDynamics(Dynamics[PathState, np.ndarray]):
     def is_success(self, state: PathState) -> bool:
         return self.count_correct(state.path) == self.num_floors
 
+    @property
+    def hides_outcome(self) -> bool:  # type: ignore[override]
+        """``"progress"`` (v0's observation, kept for comparison) shows the doors right so far."""
+        return self.observation != "progress"
+
     def describe(self, state: PathState) -> str:
         """What the observation shows, in words (nothing more: no outcome before the end)."""
         floor, position, length, path = state

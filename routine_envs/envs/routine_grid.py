@@ -265,6 +265,8 @@ class GridDynamics(Dynamics[int, np.ndarray]):
     small_config: ClassVar[dict[str, Any]] = {"num_junctions": 2, "corridor_length": 2}
     render_modes = ("ansi", "rgb_array", "human")
     renderer = staticmethod(render_grid)
+    #: the heading after a junction shows whether it was right (kept for comparison: v1 hides it)
+    hides_outcome = False
 
     def __post_init__(self) -> None:
         junctions = validation.integer(
