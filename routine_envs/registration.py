@@ -258,6 +258,38 @@ TEAM_ADAPTERS: tuple[EnvEntry, ...] = (
         # Monte-Carlo checks)
         small_kwargs={"num_junctions": 2, "branching": 2, "corridor_length": 2},
     ),
+    EnvEntry(
+        id="TeamDilutedDoors-v1",
+        entry_point="routine_envs.multiagent.turn_based:team_diluted_doors_v1",
+        kwargs={
+            "num_agents": 2,
+            "num_floors": 4,
+            "num_doors": 3,
+            "routine_length": 10,
+            "chooser": "rotate",
+            "reward": "success",
+            "layout_seed": 0,
+            "observation": "actions",
+        },
+        rho="routine_length L: rho per agent = 1/(N(1+L)) (rotating chooser)",
+        density_kwarg="routine_length",
+        small_kwargs={"num_floors": 2, "routine_length": (0, 2)},
+    ),
+    EnvEntry(
+        id="TeamRoutineGrid-v1",
+        entry_point="routine_envs.multiagent.turn_based:team_routine_grid_v1",
+        kwargs={
+            "num_agents": 2,
+            "num_junctions": 3,
+            "branching": 3,
+            "corridor_length": 5,
+            "reward": "success",
+            "layout_seed": 0,
+        },
+        rho="corridor_length L: rho per agent = 1/(1+L)",
+        density_kwarg="corridor_length",
+        small_kwargs={"num_junctions": 2, "branching": 2, "corridor_length": 2},
+    ),
 )
 """The team environments as single-agent Gymnasium envs for a parameter-shared policy (agents
 take turns; needs the ``multiagent`` extra when made, so their rows name their keyword arguments

@@ -63,6 +63,8 @@ class TeamDoorsDynamics(TeamDynamics[DoorsState]):
     """
 
     renderer = staticmethod(render_team_doors)
+    #: v0's core shows the share of doors right so far (kept for comparison: v1 hides it)
+    hides_outcome = False
 
     core: DoorsDynamics
     num_agents: int = 2

@@ -39,6 +39,8 @@ class TeamGridDynamics(TeamDynamics[JointCells]):
     """
 
     renderer = staticmethod(render_team_grid)
+    #: v0's mazes and the share of teammates on track show mistakes (kept for comparison)
+    hides_outcome = False
 
     cores: tuple[GridDynamics, ...]
     reward: str = "success"
