@@ -366,6 +366,14 @@ class DilutedDoorsEnv(RoutineEnv[np.ndarray, DoorsState], dynamics=DoorsDynamics
     | ``num_floors + 3`` | doors chosen correctly so far / num_floors |
     | ``num_floors + 4`` | 1 in the terminal state, else 0 |
 
+    **What the observation reveals.** Nothing of which door is right before it is chosen (the
+    doors are fixed by ``layout_seed``, for a policy to learn), but whether it was right at
+    once: the share of doors chosen correctly so far (index ``num_floors + 3``) changes on the
+    step after each door, ``routine_length`` steps before the floor ends and before the reward,
+    so a learned critic can read each door's outcome instead of assigning the credit. This
+    version leaks, and is kept for comparison (the contract suite's leak probes check that it
+    does); ``DilutedDoors-v1`` shows no outcome before the end.
+
     ## Rewards
 
     Paid once, on the last step: ``"success"`` pays 1 when every door was correct, else 0;

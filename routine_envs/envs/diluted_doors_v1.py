@@ -379,6 +379,15 @@ class DilutedDoorsV1Env(RoutineEnv[np.ndarray, PathState], dynamics=PathDoorsDyn
       is the share of doors chosen correctly so far (then ``num_floors + 4`` is terminal). It
       reveals each door's outcome one step after it is chosen: kept only for comparison.
 
+    **What the observation reveals.** In ``"actions"`` and ``"position"``: where the agent is
+    (floor, at the doors or the corridor cell and cells left) and, in ``"actions"``, the doors
+    it chose; never which door is right, nor whether a chosen door was right, before the end
+    (the reward). For the same actions and routine lengths every observation before the last,
+    and ``describe()``, are the same under every ``layout_seed`` (the contract suite's leak
+    probes check it, and that a classifier reading the observations predicts success on unseen
+    layouts no better than one reading what the actions alone imply). ``"progress"`` shows the
+    share of doors right so far, as ``DilutedDoors-v0`` does.
+
     ## Rewards
 
     Paid once, on the last step: ``"success"`` pays 1 when every door was correct, else 0;

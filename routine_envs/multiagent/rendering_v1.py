@@ -105,9 +105,7 @@ def render_team_grid_v1(dynamics: Any, state: Any, history: Any, mode: str) -> s
             if here.position:
                 where += f", corridor cell {here.position}/{here.corridor_length}"
             status = f"{where}, {status}"
-        blocks.append(
-            f"agent_{i}: {status}; ways taken: " + (" ".join(ways) if ways else "none")
-        )
+        blocks.append(f"agent_{i}: {status}; ways taken: " + (" ".join(ways) if ways else "none"))
     return "\n".join(blocks) + "\n"
 
 

@@ -298,7 +298,9 @@ class TeamDilutedDoorsEnv(TeamEnv[DoorsState]):
 
     ## Version History
 
-    - v0: initial release.
+    - v0: initial release (kept, unchanged, for comparison; it leaks: see What the observation
+      reveals).
+    - v1: ``TeamDilutedDoors-v1`` (``diluted_doors_v1``), on ``DilutedDoors-v1``: no outcome shown.
     """
 
     metadata: ClassVar[dict[str, Any]] = {**TeamEnv.metadata, "name": "diluted_doors_v0"}

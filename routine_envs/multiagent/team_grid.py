@@ -309,7 +309,9 @@ class TeamRoutineGridEnv(TeamEnv[JointCells]):
 
     ## Version History
 
-    - v0: initial release.
+    - v0: initial release (kept, unchanged, for comparison; it leaks: see What the observation
+      reveals).
+    - v1: ``TeamRoutineGrid-v1`` (``routine_grid_v1``), on ``RoutineGrid-v1``: no outcome shown.
     """
 
     metadata: ClassVar[dict[str, Any]] = {**TeamEnv.metadata, "name": "routine_grid_v0"}

@@ -24,9 +24,10 @@ The wrapper exposes the team env's exact model the way the suite's envs do (``nu
 evaluates the exact success probability of the shared policy and the ``oracle`` estimator gives
 every agent its exact counterfactual advantage.
 
-``TeamDilutedDoors-v0``/``-v1`` and ``TeamRoutineGrid-v0``/``-v1`` (the turn-based views) are rows of the
-registration table (:data:`routine_envs.registration.TEAM_ADAPTERS`): ``import routine_envs``
-registers them without importing this module (nor PettingZoo), which ``gym.make`` imports.
+``TeamDilutedDoors-v0``/``-v1`` and ``TeamRoutineGrid-v0``/``-v1`` (the turn-based views) are
+rows of the registration table (:data:`routine_envs.registration.TEAM_ADAPTERS`): ``import
+routine_envs`` registers them without importing this module (nor PettingZoo), which
+``gym.make`` imports.
 """
 
 from __future__ import annotations
