@@ -1,4 +1,7 @@
 """Baselines, experiments and the demo of routine-envs.
 
-Run from the repository root (``python -m baselines.<script>``); not shipped in the wheel.
+Shipped in the wheel with their data (configs, protocols, references: :mod:`baselines.lib.data`);
+run as ``routine-envs COMMAND`` (the console script), ``python -m baselines COMMAND`` or
+``python -m baselines.<script>`` from any folder (:mod:`baselines.commands`). Their
+dependencies are the ``[baselines]`` extra.
 """

@@ -1,16 +1,17 @@
-"""``python -m baselines.bench_training``: training throughput (the experiment:
-:mod:`baselines.experiments.bench_training`)."""
+"""``python -m baselines.bench_training``: CPU per environment step of SB3 and of the batched
+trainer (the experiment: :mod:`baselines.experiments.bench_training`)."""
 
-from baselines.experiments.bench_training import sweep
-from baselines.experiments.bench_training.sweep import BenchArgs, parse_args, throughput
+from baselines.commands import script
+from baselines.experiments.bench_training.sweep import (
+    BenchArgs,
+    batched_cpu_per_step,
+    parse_args,
+    sb3_cpu_per_step,
+)
 
-__all__ = ["BenchArgs", "main", "parse_args", "throughput"]
+__all__ = ["BenchArgs", "batched_cpu_per_step", "main", "parse_args", "sb3_cpu_per_step"]
 
-
-def main(argv: list[str] | None = None) -> dict[str, float]:
-    """Parse ``argv`` and time the methods; the best env steps per second of each."""
-    return sweep.main(parse_args(argv))
-
+main = script("bench_training")
 
 if __name__ == "__main__":
     main()

@@ -1,17 +1,11 @@
-"""``python -m baselines.benchmark {run,report,references}``: the benchmark protocol (the
-experiment: :mod:`baselines.experiments.benchmark`)."""
+"""``python -m baselines.benchmark {run,report,references,leaderboard,plan}``: the benchmark
+protocol (the experiment: :mod:`baselines.experiments.benchmark`)."""
 
-from typing import Any
-
-from baselines.experiments.benchmark import command
+from baselines.commands import script
 
 __all__ = ["main"]
 
-
-def main(argv: list[str] | None = None) -> Any:
-    """Parse ``argv`` and run the subcommand (bad settings: one line on stderr, exit status 2)."""
-    return command.cli_main(argv)
-
+main = script("benchmark")
 
 if __name__ == "__main__":
     main()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import inspect
 import sys
 import typing
@@ -85,127 +84,25 @@ class RecordingParser(argparse.ArgumentParser):
         return action
 
 
-def _settings(module: str, name: str) -> Callable[[], type]:
-    return lambda: getattr(importlib.import_module(module), name)
+def entry_points() -> list[tuple[str, str, type, Callable[[argparse.ArgumentParser], None]]]:
+    """(command, what it does, its settings dataclass, what adds its flags to a parser) of every
+    command of the tree (:mod:`baselines.commands`: the baselines' and the core package's), in
+    the order ``python -m baselines --help`` lists them."""
+    from baselines import commands
+    from routine_envs import cli
 
+    found = []
+    for name, command in commands.tree().walk():
+        cls = cli.load(command.settings)
+        include = command.include
+        if include is None and command.fixed:
+            include = tuple(f.name for f in dataclasses.fields(cls) if f.name not in command.fixed)
 
-def _with_settings(settings: Callable[[], type]) -> Callable[[argparse.ArgumentParser], None]:
-    def add(parser: argparse.ArgumentParser) -> None:
-        from baselines.lib import cli
+        def add(parser: argparse.ArgumentParser, cls: type = cls, include: typing.Any = include):
+            cli.add_settings_arguments(parser, cls, include)
 
-        cli.add_settings_arguments(parser, settings())
-
-    return add
-
-
-def _compare(parser: argparse.ArgumentParser) -> None:
-    from baselines.experiments.compare import sweep
-
-    _with_settings(lambda: sweep.SweepArgs)(parser)
-    sweep.add_sweep_argument(parser)
-
-
-def _module_arguments(module: str) -> Callable[[argparse.ArgumentParser], None]:
-    return lambda parser: importlib.import_module(module).add_arguments(parser)
-
-
-def _dataclass_entry(
-    command: str, what: str, module: str, name: str
-) -> tuple[str, str, Callable[[], type], Callable[[argparse.ArgumentParser], None]]:
-    """An entry point whose flags are exactly the fields of the settings dataclass."""
-    settings = _settings(module, name)
-    return command, what, settings, _with_settings(settings)
-
-
-#: (command, what it does, the settings dataclass or None, what adds its flags to a parser).
-ENTRY_POINTS: list[tuple[str, str, Callable[[], type] | None, Callable[..., None]]] = [
-    _dataclass_entry(
-        "python -m baselines.demo",
-        "the main job (`make demo`): a rendered episode, rho against 1/(1+L), the oracle's "
-        "advantages, the rho law and a short training comparison",
-        "baselines.experiments.demo.sweep",
-        "DemoArgs",
-    ),
-    _dataclass_entry(
-        "python -m baselines.train",
-        "one training run of an SB3 method (docs/baselines.md)",
-        "baselines.lib.training",
-        "TrainArgs",
-    ),
-    (
-        "python -m baselines.compare",
-        "a comparison sweep: environments x routine lengths x methods x seeds (docs/baselines.md)",
-        _settings("baselines.experiments.compare.sweep", "SweepArgs"),
-        _compare,
-    ),
-    _dataclass_entry(
-        "python -m baselines.multiagent",
-        "parameter-shared training on the team environments (docs/multiagent.md)",
-        "baselines.experiments.multiagent.sweep",
-        "TeamSweepArgs",
-    ),
-    _dataclass_entry(
-        "python -m baselines.benchmark",
-        "the benchmark protocol: run, report, references, plan (docs/benchmark.md)",
-        "baselines.experiments.benchmark.command",
-        "BenchmarkArgs",
-    ),
-    _dataclass_entry(
-        "python -m baselines.snr_lab",
-        "the paper's SNR experiments: rho-law, critic, beyond or all (docs/reproducing.md)",
-        "baselines.experiments.snr_lab.sweep",
-        "LabCommand",
-    ),
-    _dataclass_entry(
-        "python -m baselines.snr_lab measure",
-        "the open lab: SNR, exact bias, cosine and MSE of any estimators on any environment "
-        "(docs/estimators.md, docs/reproducing.md)",
-        "baselines.experiments.snr_lab.measure",
-        "MeasureArgs",
-    ),
-    _dataclass_entry(
-        "python -m baselines.snr_network",
-        "gradient SNR of a neural policy (docs/reproducing.md)",
-        "baselines.experiments.snr_network.sweep",
-        "NetworkArgs",
-    ),
-    _dataclass_entry(
-        "python -m baselines.detectors score",
-        "criticality detectors scored against the annotations (docs/detectors.md)",
-        "baselines.experiments.detectors.score",
-        "ScoreArgs",
-    ),
-    _dataclass_entry(
-        "python -m baselines.detectors policy",
-        "a short training run's policy table as .npy, to score detectors under (docs/detectors.md)",
-        "baselines.experiments.detectors.trained_policy",
-        "PolicyArgs",
-    ),
-    _dataclass_entry(
-        "python -m baselines.bench_training",
-        "training throughput of the SB3 methods",
-        "baselines.experiments.bench_training.sweep",
-        "BenchArgs",
-    ),
-    _dataclass_entry(
-        "python -m baselines.bench_backends",
-        "one sweep on the process pool and on Ray (docs/cluster.md)",
-        "baselines.experiments.bench_backends.sweep",
-        "BenchArgs",
-    ),
-    (
-        "python -m routine_envs diagnose",
-        "the decision density rho of any branchable Gymnasium environment (docs/diagnose.md)",
-        None,
-        _module_arguments("routine_envs.diagnose.cli"),
-    ),
-    (
-        "python -m routine_envs.bench",
-        "the speed benchmark beside Gymnasium's FrozenLake-v1 and CartPole-v1",
-        None,
-        _module_arguments("routine_envs.bench"),
-    ),
-]
+        found.append((f"python -m baselines {name}", command.summary, cls, add))
+    return found
 
 
 def anchor(command: str) -> str:
@@ -216,7 +113,9 @@ def anchor(command: str) -> str:
 
 
 def _type_name(kind: typing.Any) -> str:
-    kind = next((a for a in typing.get_args(kind) if a is not type(None)), kind)
+    from routine_envs.cli import strip_optional
+
+    kind = strip_optional(kind)
     origin = typing.get_origin(kind) or kind
     if origin in (list, tuple):
         args = [a for a in typing.get_args(kind) if a is not Ellipsis]
@@ -249,16 +148,13 @@ def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
-def cli_section(
-    command: str, what: str, settings: Callable[[], type] | None, add: Callable[..., None]
-) -> str:
-    """One entry point's flags as a Markdown table, read from the parser its script builds."""
+def cli_section(command: str, what: str, cls: type, add: Callable[..., None]) -> str:
+    """One command's flags as a Markdown table, read from the parser the command builds."""
     parser = RecordingParser()
     add(parser)
-    cls = settings() if settings is not None else None
-    fields = {f.name: f for f in dataclasses.fields(cls)} if cls is not None else {}
-    hints = typing.get_type_hints(cls) if cls is not None else {}
-    source = f"settings `{cls.__module__}.{cls.__qualname__}`" if cls else "command's parser"
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    hints = typing.get_type_hints(cls)
+    source = f"settings `{cls.__module__}.{cls.__qualname__}`"
     rows = []
     for action in parser.recorded:
         flag = " / ".join(f"`{o}`" for o in action.option_strings) or f"`{action.dest.upper()}`"
@@ -279,14 +175,18 @@ def cli_section(
 
 def cli_page() -> str:
     """``docs/cli.md``: every flag of every entry point, each documented once."""
-    contents = "\n".join(f"- [`{c}`](#{anchor(c)})" for c, *_ in ENTRY_POINTS)
-    sections = "\n".join(cli_section(*entry) for entry in ENTRY_POINTS)
+    entries = entry_points()
+    contents = "\n".join(f"- [`{c}`](#{anchor(c)}): {what}" for c, what, *_ in entries)
+    sections = "\n".join(cli_section(*entry) for entry in entries)
     return (
         "# Command-line reference\n\n"
         "<!-- generated by docs/generate.py from the entry points' parsers; do not edit -->\n\n"
-        "Every flag of every entry point, with the help text `--help` prints (from the settings "
-        "dataclasses' field help, or the parser of a command without one). Run the `baselines` "
-        "scripts from the repository root. A bad value is refused before any work with one line "
+        "Every flag of every command, with the help text `--help` prints (from the settings "
+        "dataclasses' field help, through one generator: `routine_envs.cli`). Every command runs "
+        "as `python -m baselines COMMAND`, as the installed console script `routine-envs "
+        "COMMAND` (`routine-envs benchmark run ...`), or as its script `python -m "
+        "baselines.COMMAND` (`python -m routine_envs diagnose`, `python -m routine_envs.bench` "
+        "for the core package's). A bad value is refused before any work with one line "
         "naming the flag and exit status 2. Lists are given as `--routine-lengths 0 3 10`, JSON "
         "objects in quotes (`--env-kwargs '{\"routine_length\": 5}'`), booleans as "
         "`--flag` / `--no-flag`. Where another page explains what a flag's values mean, it "

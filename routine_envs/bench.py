@@ -19,13 +19,12 @@ machine are noisy: compare the ratios, measured in the same run. Not a test: it 
 
 from __future__ import annotations
 
-import argparse
 import copy
 import platform
 import time
 import timeit
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
@@ -377,35 +376,43 @@ def report_goals(results: dict[str, tuple[float, float, bool]], print_fn: PrintF
         print_fn(f"{'met    ' if met else 'NOT MET'}  {name:<58} measured {measured:.2f}")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags of ``python -m routine_envs.bench``."""
-    parser.add_argument("--steps", type=int, default=100_000, help="steps per timed run")
-    parser.add_argument("--repeats", type=int, default=5, help="timed runs; the best is kept")
-    parser.add_argument(
-        "--sizes", type=int, nargs="+", default=list(SIZES), help="numbers of sub-environments"
+@dataclass
+class BenchSettings:
+    """The speed benchmark: steps per second of every registered environment (single and
+    vectorized), the cost of branching an episode and of the exact model, beside Gymnasium's
+    FrozenLake-v1 and CartPole-v1 measured in the same run, and the suite's speed goals."""
+
+    steps: int = field(default=100_000, metadata={"help": "steps per timed run", "min": 1})
+    repeats: int = field(default=5, metadata={"help": "timed runs; the best is kept", "min": 1})
+    sizes: list[int] = field(
+        default_factory=lambda: list(SIZES),
+        metadata={"help": "numbers of sub-environments", "min": 1},
     )
-    parser.add_argument(
-        "--vector-steps",
-        type=int,
+    vector_steps: int = field(
         default=1_000_000,
-        help="sub-environment steps per timed run of a vector env",
+        metadata={"help": "sub-environment steps per timed run of a vector env", "min": 1},
     )
-    parser.add_argument("--seconds", type=float, default=1.0, help="cap on one timed run (s)")
-    parser.add_argument("--copies", type=int, default=2000, help="deep copies per timed run")
-    parser.add_argument(
-        "--model-floors",
-        type=int,
-        nargs="+",
-        default=list(MODEL_FLOORS),
-        help="numbers of floors of the exact-model table (routine_length 50)",
+    seconds: float = field(default=1.0, metadata={"help": "cap on one timed run (s)", "min": 0})
+    copies: int = field(default=2000, metadata={"help": "deep copies per timed run", "min": 1})
+    model_floors: list[int] = field(
+        default_factory=lambda: list(MODEL_FLOORS),
+        metadata={
+            "help": "numbers of floors of the exact-model table (routine_length 50)",
+            "min": 1,
+        },
     )
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """``python -m routine_envs.bench``: parse ``argv`` (the flags of :class:`BenchSettings`)
+    and run every table; ``{"single", "vector", "deepcopy", "model", "goals"}``."""
+    from routine_envs import cli, commands
+
+    return cli.main(commands.tree(), ["bench", *cli.arguments(argv)])
+
+
+def run(args: BenchSettings) -> dict[str, Any]:
     """Run every table; return ``{"single", "vector", "deepcopy", "model", "goals"}``."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(parser)
-    args = parser.parse_args(argv)
     print_fn = print
 
     print_fn(

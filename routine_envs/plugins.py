@@ -22,6 +22,7 @@ from __future__ import annotations
 import collections.abc
 import dataclasses
 import functools
+import hashlib
 import importlib
 import inspect
 import json
@@ -121,6 +122,17 @@ def is_import_path(text: str) -> bool:
     """``"package.module:Name"`` (a colon with something on both sides), not a built-in name."""
     module, sep, name = text.partition(":")
     return bool(sep and module.strip() and name.strip())
+
+
+def code_fingerprint(obj: Any) -> str:
+    """A short hash (16 hex digits) of the source of ``obj`` (a module, class or function), or
+    of its qualified name where the source is not available (defined in an interactive
+    session): what a spec's run key records of its code."""
+    try:
+        text = inspect.getsource(obj)
+    except (OSError, TypeError):
+        text = f"{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', repr(obj))}"
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 # ------------------------------------------------------------------------------ parsing

@@ -95,6 +95,62 @@ def test_trl_schemas_parse_with_transformers() -> None:
         assert set(params) == set(inspect.signature(method).parameters)
 
 
+def _play_doors_through_tools(env: object, doors: list[int]) -> list[str]:
+    """Call the generated tools of a DilutedDoors env: ``open_door`` with each door in turn
+    (a door outside 0..2 is an invalid turn), then ``walk`` until the episode ends."""
+    _, _, methods = _trl_tools(env)
+    tools = {m.__name__: m for m in methods}
+    texts = [tools["open_door"](door=d) for d in doors]
+    while "The episode is over." not in texts[-1]:
+        texts.append(tools["walk"]())
+    return texts
+
+
+def test_trl_annotations_reach_a_reward_function() -> None:
+    """TRL gives reward functions the rollouts' environments and a ``log_metric``; the
+    adapter's public annotations and its reward helper hand each turn's and each episode's
+    annotations over, and ``annotations`` is not taken for a tool."""
+    factory = trl.environment_factory("DilutedDoors-v1", num_floors=1, routine_length=3)
+    envs = [factory(), factory()]
+    for env in envs:
+        _, _, methods = _trl_tools(env)
+        assert "annotations" not in {m.__name__ for m in methods}
+        env.reset(seed=0)
+        assert env.annotations.turns() == [] and env.annotations.episode() is None
+    _play_doors_through_tools(envs[0], [1])  # 1 door turn + 3 corridor turns
+    _play_doors_through_tools(envs[1], [7, 2])  # an invalid door, then a door
+    logged: dict[str, list[float]] = {}
+    rewards = trl.routine_return(
+        prompts=["p", "p"],
+        completions=["c", "c"],
+        environments=envs,
+        log_metric=lambda name, value: logged.setdefault(name, []).append(value),
+        trainer_state=None,
+    )
+    assert rewards == [e.get_reward() for e in envs]
+    first, second = trl.annotations_of(envs)
+    assert [t["step"] for t in first["turns"]] == [0, 1, 2, 3]
+    assert [t["critical"] for t in first["turns"]] == [True, False, False, False]
+    assert first["episode"] == {
+        "decision_density": 0.25,
+        "num_critical": 1,
+        "num_invalid_turns": 0,
+        "episode_length": 4,
+        "success": bool(rewards[0]),
+    }
+    # the invalid turn is a turn of the critical state: it counts in rho (2 of 5 turns)
+    assert [t["invalid_turn"] for t in second["turns"]] == [True, False, False, False, False]
+    assert [t["critical"] for t in second["turns"]] == [True, True, False, False, False]
+    assert second["turns"][0]["anchor"] == second["turns"][1]["anchor"]  # same state, same text
+    assert len({t["anchor"] for t in second["turns"]}) == 4
+    assert second["episode"]["num_invalid_turns"] == 1
+    assert second["episode"]["decision_density"] == pytest.approx(2 / 5)
+    assert logged["routine/decision_density"] == [pytest.approx((0.25 + 0.4) / 2)]
+    assert logged["routine/num_invalid_turns"] == [0.5]
+    assert logged["routine/unfinished"] == [0.0]
+    assert trl.annotations_of([object()]) == [{}]
+
+
 # ------------------------------------------------------------------------------- SkyRL
 def test_skyrl_base_text_env_with_the_real_package() -> None:
     pytest.importorskip("skyrl_gym")
@@ -122,6 +178,53 @@ def test_skyrl_base_text_env_with_the_real_package() -> None:
     assert out["done"] and out["observations"] == []
     metrics = env.get_metrics()
     assert metrics[keys.EPISODE_LENGTH] == 8 and metrics[keys.NUM_INVALID_TURNS] == 1
+
+
+def test_skyrl_keeps_the_system_prompt_with_a_dataset_prompt() -> None:
+    """A SkyRL dataset row's prompt (a user message) keeps the env's system prompt: roles
+    ['system', 'user'] with the rules and the first observation; the step metadata and
+    ``get_metrics`` carry the annotations to SkyRL's aggregation of episode metrics."""
+    pytest.importorskip("skyrl_gym")
+    import skyrl_gym
+
+    from routine_envs.adapters import skyrl
+
+    env_id = skyrl.register()
+    extras = {
+        "env_id": "DilutedDoors-v1",
+        "seed": 1,
+        "env_kwargs": {"num_floors": 1, "routine_length": 2},
+    }
+    env = skyrl_gym.make(env_id, env_config={}, extras=extras)
+    dataset_prompt = [{"role": "user", "content": "Cross the building."}]
+    messages, _ = env.init(dataset_prompt)
+    assert [m["role"] for m in messages] == ["system", "user"]
+    assert messages[0]["content"] == env.text_env.system_prompt
+    assert messages[1]["content"].startswith("Cross the building.")
+    assert env.text_env.observation_text in messages[1]["content"]
+    assert dataset_prompt == [{"role": "user", "content": "Cross the building."}]  # not mutated
+    # a prompt with its own system message keeps it; one that already shows the observation
+    # is not repeated
+    own = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Go."}]
+    assert env.init(own)[0][0]["content"] == "Be brief."
+    shown = [{"role": "user", "content": env.text_env.observation_text}]
+    again, _ = env.init(shown)
+    assert again[1]["content"] == env.text_env.observation_text
+    metrics = []
+    for replies in (["open_door 0", "walk", "walk"], ["nothing", "open_door 2", "walk", "walk"]):
+        env.init(dataset_prompt)
+        for reply in replies:
+            out = env.step(reply)
+        assert out["done"]
+        annotations = out["metadata"]["annotations"]
+        assert [t["step"] for t in annotations["turns"]] == list(range(len(replies)))
+        assert annotations["turns"][0]["critical"] and not annotations["turns"][-1]["critical"]
+        metrics.append(env.get_metrics())
+    assert metrics[0]["decision_density"] == pytest.approx(1 / 3)
+    assert metrics[1]["num_invalid_turns"] == 1.0 and metrics[1]["num_critical"] == 2.0
+    pooled = skyrl.RoutineSkyRLEnv.aggregate_metrics(metrics)  # what SkyRL's generator calls
+    assert pooled["decision_density"] == pytest.approx((1 / 3 + 2 / 4) / 2)
+    assert pooled["num_invalid_turns"] == pytest.approx(0.5)
 
 
 # --------------------------------------------------------------------------------- GEM
@@ -228,6 +331,38 @@ def test_verifiers_multi_turn_signatures() -> None:
     assert list(params)[:3] == ["self", "messages", "state"]
 
 
+def _score_like_a_rubric(func: object, state: dict) -> float:
+    """Call a rubric function as verifiers does: the standard arguments it names (or all of
+    them when it takes ``**kwargs``)."""
+    offered = {"prompt": [], "completion": [], "answer": "", "state": state, "task": "", "info": {}}
+    params = inspect.signature(func).parameters
+    takes_all = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    return func(**{k: v for k, v in offered.items() if takes_all or k in params})
+
+
+def test_verifiers_rubric_metrics_carry_the_annotations() -> None:
+    logic = verifiers.RoutineMultiTurn("DilutedDoors-v1", routine_length=2, num_floors=1)
+
+    async def rollout(replies: list[str]) -> dict:
+        messages = logic.initial_prompt(seed=0)
+        state = await logic.setup_state({"info": {"seed": 0}})
+        for reply in replies:
+            messages.append({"role": "assistant", "content": reply})
+            messages += await logic.env_response(messages, state)
+        assert await logic.episode_done(state)
+        return state
+
+    state = asyncio.run(rollout(["not an action", "open_door 2", "walk", "walk"]))
+    scores = {m: _score_like_a_rubric(getattr(logic, m), state) for m in verifiers.RUBRIC_METRICS}
+    assert scores["decision_density"] == pytest.approx(2 / 4)
+    assert scores["num_critical"] == 2.0 and scores["num_invalid_turns"] == 1.0
+    assert scores["critical_turn_fraction"] == pytest.approx(0.5)
+    assert scores["episode_success"] == logic.episode_return(state)
+    turns = state["routine_annotations"].turns()
+    assert [t["invalid_turn"] for t in turns] == [True, False, False, False]
+    assert [t["critical"] for t in turns] == [True, True, False, False]
+
+
 def await_result(coroutine: object) -> object:
     return asyncio.run(coroutine)  # type: ignore[arg-type]
 
@@ -316,6 +451,11 @@ def test_verifiers_rollout_with_the_real_multi_turn_env() -> None:
     assert [i[keys.INVALID_TURN] for i in infos] == [False, True, False, False]
     assert infos[-1][keys.EPISODE_LENGTH] == 4 and infos[-1][keys.NUM_INVALID_TURNS] == 1
     assert env.episode_return(state) == float(infos[-1][keys.SUCCESS])
+    names = env.rubric.get_reward_func_names()
+    weights = env.rubric.get_reward_weights()
+    assert names == ["episode_return", *verifiers.RUBRIC_METRICS]
+    assert weights == [1.0] + [0.0] * len(verifiers.RUBRIC_METRICS)
+    assert env.decision_density(state) == pytest.approx(2 / 4)
 
 
 def test_gem_with_the_real_package() -> None:

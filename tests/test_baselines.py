@@ -19,8 +19,8 @@ import torch as th
 from stable_baselines3.common.callbacks import CallbackList
 from stable_baselines3.common.env_util import make_vec_env
 
-from baselines.experiments.compare import analysis
 from baselines.experiments.compare import sweep as compare
+from baselines.lib import curves as analysis
 from baselines.lib import stats
 from baselines.lib.config import load_hyperparameters
 from baselines.lib.results import ResultsFile

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from baselines.experiments.benchmark import command, cost, protocol, report, scores, sweep
+from baselines.experiments.benchmark import command, cost, report, scores
+from baselines.lib import protocol, protocol_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -159,8 +160,8 @@ def test_the_lab_measures_estimators_with_the_protocols_arguments():
 
 
 def test_method_slug_never_shares_a_file():
-    assert sweep.method_slug("ppo") == "ppo"
-    a, b = sweep.method_slug('m:E{"a": 1}'), sweep.method_slug('m:E{"a": 2}')
+    assert protocol_runs.method_slug("ppo") == "ppo"
+    a, b = protocol_runs.method_slug('m:E{"a": 1}'), protocol_runs.method_slug('m:E{"a": 2}')
     assert a != b and "/" not in a
 
 
@@ -168,21 +169,21 @@ def test_runs_are_keyed_by_their_settings_and_stale_rows_are_never_scored(tmp_pa
     """A draft's edit redoes exactly the runs whose settings it changes: the file hash is
     recorded, not keyed; a row of an earlier setting (another budget) is not a current run."""
     rb1 = protocol.load_protocol("rb1")
-    jobs = sweep.plan(rb1, rb1.tier("smoke"), "trajectory_mc", tmp_path)
+    jobs = protocol_runs.plan(rb1, rb1.tier("smoke"), "trajectory_mc", tmp_path)
     job = jobs[0]
     assert job["protocol"] == {"version": "rb1", "sha256": rb1.sha256}
     edited = {**job, "protocol": {"version": "rb1", "sha256": "0" * 64}}
-    assert sweep.run_key(edited) == sweep.run_key(job)
+    assert protocol_runs.run_key(edited) == protocol_runs.run_key(job)
     for changed in (
         {"budget": job["budget"] * 2},
         {"protocol": {"version": "rb2", "sha256": rb1.sha256}},
         {"tier": "lite"},
         {"hyperparameters": {**job["hyperparameters"], "n_steps": 7}},
     ):
-        assert sweep.run_key({**job, **changed}) != sweep.run_key(job), changed
-    stale = {"key": sweep.run_key({**job, "budget": job["budget"] * 2})}
-    current = {"key": sweep.run_key(job)}
-    assert sweep.current_records([stale, current, {"no": "key"}], jobs) == [current]
+        assert protocol_runs.run_key({**job, **changed}) != protocol_runs.run_key(job), changed
+    stale = {"key": protocol_runs.run_key({**job, "budget": job["budget"] * 2})}
+    current = {"key": protocol_runs.run_key(job)}
+    assert protocol_runs.current_records([stale, current, {"no": "key"}], jobs) == [current]
 
 
 def test_shipped_references_are_runs_of_the_current_protocol(tmp_path):
@@ -191,11 +192,13 @@ def test_shipped_references_are_runs_of_the_current_protocol(tmp_path):
     rb1 = protocol.load_protocol("rb1")
     lite = rb1.tier("lite")
     for method in protocol.REFERENCE_METHODS:
-        path = sweep.reference_path(rb1, "lite", method)
+        path = protocol_runs.reference_path(rb1, "lite", method)
         if not path.exists():
             continue
         records = command.load_records(path)
-        keys = {sweep.run_key(job) for job in sweep.plan(rb1, lite, method, tmp_path)}
+        keys = {
+            protocol_runs.run_key(job) for job in protocol_runs.plan(rb1, lite, method, tmp_path)
+        }
         assert len(keys) == lite.num_runs_per_method
         assert [r["key"] for r in records if r["key"] not in keys] == [], method
         assert len({r["key"] for r in records}) == len(records), method

@@ -438,7 +438,7 @@ def run_cli(main: Any, argv: list[str], capsys: pytest.CaptureFixture) -> tuple[
 def test_diagnose_refuses_a_non_string_render_mode_in_one_line(kwargs, capsys):
     from routine_envs.__main__ import main
 
-    argv = ["diagnose", "DilutedDoors-v1", "--kwargs", kwargs, "--no-progress"]
+    argv = ["diagnose", "DilutedDoors-v1", "--env-kwargs", kwargs, "--no-progress"]
     status, out, err = run_cli(main, argv, capsys)
     assert status == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and err.startswith("error: ")

@@ -129,7 +129,7 @@ def test_diagnose_command_line_imports_the_module_of_the_id(tmp_path):
     path = tmp_path / "result.json"
     command = [
         sys.executable, "-m", "routine_envs", "diagnose",
-        "tests.contributed.key_corridor:KeyCorridor-v0", "--kwargs", '{"length": 2}',
+        "tests.contributed.key_corridor:KeyCorridor-v0", "--env-kwargs", '{"length": 2}',
         "--states", "30", "--rollouts", "24", "--json", str(path), "--no-progress",
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=300)

@@ -309,7 +309,7 @@ def test_cli(tmp_path):
     path = tmp_path / "result.json"
     command = [
         sys.executable, "-m", "routine_envs", "diagnose", "DilutedDoors-v0",
-        "--kwargs", '{"routine_length": 2, "reward": "fraction"}',
+        "--env-kwargs", '{"routine_length": 2, "reward": "fraction"}',
         "--states", "12", "--rollouts", "9", "--seed", "0", "--json", str(path),
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=120)
@@ -322,7 +322,16 @@ def test_cli(tmp_path):
     bad = subprocess.run(
         [*command[:5], "--kwargs", "{oops"], capture_output=True, text=True, cwd=ROOT, timeout=120
     )
-    assert bad.returncode != 0 and "--kwargs must be a JSON object" in bad.stderr
+    assert bad.returncode == 2 and "--kwargs: must be a JSON object" in bad.stderr
+    old = subprocess.run(  # the deprecated spelling still works, with a notice
+        [*command[:5], "--kwargs", command[6], *command[7:11]],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert old.returncode == 0 and "rho (critical share of steps)  0.3333" in old.stdout
+    assert "warning: --kwargs is deprecated: use --env-kwargs" in old.stderr
     few = subprocess.run(
         [*command[:5], "--rollouts", "4"], capture_output=True, text=True, cwd=ROOT, timeout=120
     )
@@ -582,7 +591,7 @@ def _run_cli(argv: list[str], capsys) -> tuple[int, str, str]:
         ("{module}:nothing", "has no attribute 'nothing'"),
         ("{module}:wrong_shape", r"returned shape (2,), not (4,)"),
         ("{module}:broken", "RuntimeError on the first observation: no model here"),
-        ("greedy", "expected 'uniform', a saved stable-baselines3 model (.zip)"),
+        ("greedy", "expected 'uniform'; 'random{"),
     ],
 )
 def test_cli_refuses_a_bad_policy(policy_module, capsys, policy, message):

@@ -130,16 +130,16 @@ def test_cli_reference_is_generated_from_the_parsers():
 def test_cli_reference_covers_every_entry_point_and_every_flag_once():
     generator = load_generator()
     page = generator.cli_page()
-    commands = [c for c, *_ in generator.ENTRY_POINTS]
+    commands = [c for c, *_ in generator.entry_points()]
     scripts = [
         p.stem
         for p in (ROOT / "baselines").glob("*.py")
-        if 'if __name__ == "__main__"' in p.read_text()
+        if 'if __name__ == "__main__"' in p.read_text() and p.stem != "__main__"
     ]
-    for script in scripts:
-        assert any(c.split()[2] == f"baselines.{script}" for c in commands), script
-    assert "python -m routine_envs diagnose" in commands
-    assert "python -m routine_envs.bench" in commands
+    for script in scripts:  # every python -m baselines.<script> is a command of the tree
+        assert any(c.split()[3] == script for c in commands), script
+    assert "python -m baselines diagnose" in commands
+    assert "python -m baselines bench" in commands
     for command in commands:
         assert page.count(f"\n## `{command}`\n") == 1, command
     # within a section each flag has one row; the real parsers accept every flag listed
@@ -149,13 +149,14 @@ def test_cli_reference_covers_every_entry_point_and_every_flag_once():
     for section in page.split("\n## ")[1:]:
         flags = [line.split("`")[1] for line in section.splitlines() if line.startswith("| `")]
         assert len(flags) == len(set(flags)), section.splitlines()[0]
-    compare_section = page.split("## `python -m baselines.compare`")[1].split("\n## ")[0]
+    compare_section = page.split("## `python -m baselines compare`")[1].split("\n## ")[0]
     assert "| `--sweep` | `demo` \\| `rho` |" in compare_section
     assert compare.parse_args(["--sweep", "demo", "--seeds", "5"]).seeds == [5]
-    demo_section = page.split("## `python -m baselines.demo`")[1].split("\n## ")[0]
+    demo_section = page.split("## `python -m baselines demo`")[1].split("\n## ")[0]
     assert "| `--workers` | int >= 1 |" in demo_section
     assert demo.parse_args(["--workers", "1"]).workers == 1
     assert "(default: )" not in page  # empty defaults are not shown as blanks
+    assert "(default: all) (default" not in page  # a default is said once
 
 
 def test_other_pages_link_to_the_cli_reference_instead_of_listing_flags():
@@ -168,8 +169,8 @@ def test_other_pages_link_to_the_cli_reference_instead_of_listing_flags():
         assert not headers, f"{path.name} lists flags: link to docs/cli.md instead"
     estimators = (ROOT / "docs" / "estimators.md").read_text()
     reproducing = (ROOT / "docs" / "reproducing.md").read_text()
-    assert "cli.md#python--m-baselinessnr_lab-measure" in estimators
-    assert "cli.md#python--m-baselinessnr_lab-measure" in reproducing
+    assert "cli.md#python--m-baselines-snr_lab-measure" in estimators
+    assert "cli.md#python--m-baselines-snr_lab-measure" in reproducing
     assert "are listed in docs/reproducing.md" not in estimators
     assert "every flag: docs/estimators.md" not in reproducing
     assert "(docs/cli.md)" in (ROOT / "README.md").read_text()
@@ -180,7 +181,7 @@ def test_cli_reference_anchors_resolve():
     import re
 
     generator = load_generator()
-    anchors = {generator.anchor(c) for c, *_ in generator.ENTRY_POINTS}
+    anchors = {generator.anchor(c) for c, *_ in generator.entry_points()}
     for path in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]:
         for target in re.findall(r"cli\.md#([\w-]+)", path.read_text()):
             assert target in anchors, (path.name, target)

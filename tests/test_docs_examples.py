@@ -105,45 +105,30 @@ COMMANDS = [c for page in PAGES for c in bash_commands(page)]
 
 
 def _parsers() -> dict[str, Any]:
-    """Entry point module -> the parse function its script runs (argv -> settings)."""
-    from baselines import bench_backends, bench_training, compare, demo, multiagent, snr_network
-    from baselines import train as train_script
-    from baselines.experiments.benchmark import command as benchmark
-    from baselines.experiments.detectors import score, trained_policy
-    from baselines.experiments.snr_lab import measure
-    from baselines.experiments.snr_lab import sweep as snr_lab
-    from routine_envs import __main__ as routine_envs_main
-    from routine_envs import bench
+    """Entry point module -> the parse function its script runs (argv -> settings): every one
+    is the one command tree (:mod:`baselines.commands`), entered at the script's command."""
+    from baselines import commands
+    from routine_envs import cli
+    from routine_envs import commands as core
 
-    def lab(argv: list[str]) -> Any:
-        return measure.parse_args(argv[1:]) if argv[:1] == ["measure"] else snr_lab.parse_args(argv)
+    def at(path: str) -> Any:
+        return lambda argv: commands.settings_of(path, argv)
 
-    def detectors(argv: list[str]) -> Any:
-        commands = {"score": score.parse_args, "policy": trained_policy.parse_args}
-        assert argv[:1] in [[c] for c in commands], argv
-        return commands[argv[0]](argv[1:])
-
-    def speed(argv: list[str]) -> Any:
-        import argparse
-
-        parser = argparse.ArgumentParser()
-        bench.add_arguments(parser)
-        return parser.parse_args(argv)
-
+    scripts = {name.split()[0] for name, _ in commands.tree().walk()}
     return {
-        "baselines.train": train_script.parse_args,
-        "baselines.compare": compare.parse_args,
-        "baselines.multiagent": multiagent.parse_args,
-        "baselines.benchmark": benchmark.parse_args,
-        "baselines.snr_lab": lab,
-        "baselines.snr_network": snr_network.parse_args,
-        "baselines.detectors": detectors,
-        "baselines.demo": demo.parse_args,
-        "baselines.bench_training": bench_training.parse_args,
-        "baselines.bench_backends": bench_backends.parse_args,
-        "routine_envs": lambda argv: routine_envs_main.build_parser().parse_args(argv),
-        "routine_envs.bench": speed,
+        **{f"baselines.{name}": at(name) for name in scripts},
+        "baselines": lambda argv: cli.parse(commands.tree(), argv)[1],
+        "routine_envs": lambda argv: cli.parse(core.tree(), argv)[1],
+        "routine_envs.bench": at("bench"),
+        "examples.trl_grpo": _trl_recipe_parser,
     }
+
+
+def _trl_recipe_parser(argv: list[str]) -> Any:
+    """The TRL recipe's settings (an example script: its flags come from the same generator)."""
+    from examples import trl_grpo
+
+    return trl_grpo.parse_args(argv)
 
 
 OTHER_TOOLS = {

@@ -151,9 +151,12 @@ def test_duplicate_values_in_settings_are_refused_before_any_run(tmp_path):
 def good_row(key="a", **changes):
     row = {
         "key": key,
+        "env_id": "DilutedDoors-v1",
+        "env_kwargs": {"routine_length": 1},
         "method": "ppo",
         "seed": 0,
-        "routine_length": 1,
+        "density_kwarg": "routine_length",
+        "density_value": 1,
         "rho": 0.5,
         "timesteps": [0, 100],
         "success": [0.0, 1.0],
@@ -200,7 +203,8 @@ def test_snr_loader_rejects_a_row_without_its_ratios(tmp_path):
 
     row = {
         "key": "k",
-        "routine_length": 1,
+        "density_kwarg": "routine_length",
+        "density_value": 1,
         "rho": 0.5,
         "estimators": ["oracle", "trajectory_exact"],
         "reference": "trajectory_exact",
@@ -414,7 +418,7 @@ def curve_record(method, seed, success, length=0, grid=(0, 100, 200, 300)):
 
 
 def test_steps_to_target_interpolates_the_first_crossing():
-    from baselines.experiments.compare import analysis
+    from baselines.lib import curves as analysis
 
     assert analysis.steps_to_target(curve_record("a", 0, [0.1, 0.5, 1.0, 0.2])) == 180.0
     assert analysis.steps_to_target(curve_record("a", 0, [0.95, 0.5, 1.0, 1.0])) == 0.0
@@ -427,7 +431,7 @@ def test_steps_to_target_interpolates_the_first_crossing():
 
 
 def test_censored_ratios_are_bounds_in_tables_and_csv(tmp_path, capsys):
-    from baselines.experiments.compare import analysis
+    from baselines.lib import curves as analysis
 
     reached = [curve_record("ppo", s, [0.1, 0.5, 1.0, 1.0]) for s in range(3)]
     never = [curve_record("traj", s, [0.1] * 4) for s in range(3)]
@@ -492,7 +496,9 @@ def test_diagnose_cli_errors_are_one_line_before_any_work(capsys, tmp_path):
     refused(capsys, diagnose, ["DilutedDoors-v0", "--seed", "-1"], "--seed", ">= 0")
     refused(capsys, diagnose, ["DilutedDoors-v0", "--json", str(tmp_path / "no" / "r.json")],
             "--json", "no such folder")  # fmt: skip
-    refused(capsys, diagnose, ["DilutedDoors-v0", "--kwargs", '{"nope": 1}'], "--kwargs", "nope")
+    refused(
+        capsys, diagnose, ["DilutedDoors-v0", "--env-kwargs", '{"nope": 1}'], "--env-kwargs", "nope"
+    )
     refused(capsys, diagnose, ["DilutedDoors-v0", "--kwargs", "{oops"], "--kwargs", "JSON object")
     refused(capsys, diagnose, ["no_such_module:Env-v0"], "no_such_module")
 
@@ -507,8 +513,8 @@ def test_compare_refuses_a_density_kwarg_also_swept_and_a_baseline_not_run(tmp_p
 
 # ------------------------------------------------------------ privileged grouping is named
 def test_gigpo_grouping_by_state_id_is_named_privileged_in_tables(tmp_path, monkeypatch):
-    from baselines.experiments.compare import analysis
     from baselines.lib import config
+    from baselines.lib import curves as analysis
 
     monkeypatch.setattr(config, "CONFIG_DIR", tmp_path)
     (tmp_path / f"{tiny(tmp_path).env_id}.yml").write_text(

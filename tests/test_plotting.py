@@ -70,7 +70,7 @@ def _check(calls, expected_labels):
 
 
 def test_comparison_steps_plot_shows_a_detector_equal_to_the_annotations(tmp_path, errorbar_calls):
-    from baselines.experiments.compare import analysis
+    from baselines.lib import curves as analysis
 
     rows, ratios = [], []
     for method, factor in (("ppo", 1.0), ("routine_masked", 0.4), ("detector_masked", 0.4)):

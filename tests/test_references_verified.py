@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from baselines.experiments.benchmark import command, manifest, protocol, scores, sweep
+from baselines.experiments.benchmark import command, manifest, scores
+from baselines.lib import protocol, protocol_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "baselines" / "references" / "rb1" / "lite"
@@ -23,7 +24,7 @@ def test_the_shipped_references_match_their_pinned_manifest():
     listing = SHIPPED / manifest.MANIFEST_NAME
     assert manifest.file_sha256(listing) == pinned
     entries = manifest.read_manifest(listing)
-    shipped = {f"{sweep.method_slug(m)}.jsonl" for m in protocol.REFERENCE_METHODS}
+    shipped = {f"{protocol_runs.method_slug(m)}.jsonl" for m in protocol.REFERENCE_METHODS}
     assert set(entries) == shipped  # every reference method, nothing else
     assert manifest.problems(SHIPPED, pinned) == []
     # the format is sha256sum's: the standard tool checks the same files
@@ -40,7 +41,7 @@ def shipped_copy(tmp_path, monkeypatch):
     """A copy of the shipped references that the commands read as the shipped ones."""
     root = tmp_path / "references"
     shutil.copytree(SHIPPED, root / "rb1" / "lite")
-    monkeypatch.setattr(sweep, "REFERENCE_DIR", root)
+    monkeypatch.setattr(protocol_runs, "REFERENCE_DIR", root)
     return root / "rb1" / "lite"
 
 

@@ -327,12 +327,12 @@ def test_the_policy_command_checks_its_folder_before_training(tmp_path, capsys):
 
 
 def test_an_unwritable_folder_is_one_line_naming_it(tmp_path, monkeypatch, capsys):
-    from baselines.lib import cli as lib_cli
+    from routine_envs import cli as core_cli
 
     def refuse(*args, **kwargs):
         raise PermissionError(errno.EACCES, "Permission denied", str(tmp_path / "tmpXYZ"))
 
-    monkeypatch.setattr(lib_cli.tempfile, "TemporaryFile", refuse)
+    monkeypatch.setattr(core_cli.tempfile, "TemporaryFile", refuse)
     with pytest.raises(SystemExit) as end:
         cli(["benchmark", "run", "--method", "ppo", "--tier", "smoke", "--out", str(tmp_path)])
     err = capsys.readouterr().err.strip()

@@ -16,13 +16,27 @@ from typing import Any
 
 import yaml
 
+from baselines.lib import data
+from baselines.lib.specs import TURN_LEVEL_METHODS, MethodSpec, known_methods, parse_method
 from routine_envs.plugins import Spec, brief, parse_spec
 
-CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
-TURN_LEVEL_METHODS = ("ppo",)
-"""Methods trained by SB3's own PPO (MaskablePPO where the env has action masks)."""
-EXTRA_KEYS = {"n_envs", "estimator_kwargs"}
-"""Keys that are not ``PPO.__init__`` arguments: the vector env size and estimator arguments."""
+__all__ = [
+    "CONFIG_DIR",
+    "DEFAULT_CONFIG",
+    "EXTRA_KEYS",
+    "TURN_LEVEL_METHODS",
+    "check_estimator_kwargs",
+    "check_method",
+    "config_path",
+    "known_methods",
+    "load_hyperparameters",
+    "method_spec",
+]
+
+CONFIG_DIR = data.CONFIGS
+EXTRA_KEYS = {"n_envs", "estimator_kwargs", "policy"}
+"""Keys that are not ``PPO.__init__`` arguments: the vector env size, estimator arguments and
+the policy (``mlp``, SB3's, the default; ``transformer``: the batched trainer's only)."""
 
 
 DEFAULT_CONFIG: dict[str, Any] = {
@@ -52,43 +66,17 @@ def _ppo_keys() -> set[str]:
     return set(params) - {"self", "policy", "env", "seed", "device", "_init_setup_model"}
 
 
-def known_methods() -> list[str]:
-    """``ppo`` plus every built-in estimator name (trained by ``TrajectoryAdvantagePPO``); any
-    import path ``package.module:Name`` of an estimator is a method too (:func:`check_method`)."""
-    from routine_envs.credit import ESTIMATORS
-
-    return [*TURN_LEVEL_METHODS, *sorted(ESTIMATORS)]
-
-
 def method_spec(method: str) -> Spec:
     """``method`` parsed: a built-in name or an import path, with optional JSON arguments
     (``'gigpo{"omega": 0.5}'``, ``'my_lab.est:Scaled{"scale": 0.7}'``)."""
     return parse_spec(method, "method")
 
 
-def check_method(method: str) -> Spec:
-    """The parsed ``method`` if it names ``ppo``, a built-in estimator or an importable
-    estimator class or object (the import is done here, so a bad one fails before any training)
-    whose JSON arguments match its constructor's signature and types
-    (:func:`routine_envs.credit.check_estimator_spec`); else ``ValueError`` naming the method
-    (and the argument), one line."""
-    spec = method_spec(method)
-    if spec.target in TURN_LEVEL_METHODS:
-        if spec.kwargs:
-            raise ValueError(f"method {brief(spec.text)}: ppo takes no estimator arguments")
-        return spec
-    from routine_envs import credit
-
-    try:
-        credit.resolve_estimator(spec.target)
-    except ValueError as err:
-        if spec.is_import_path:
-            raise
-        raise ValueError(
-            f"unknown method {brief(method)}; known: {known_methods()} {err}"
-        ) from None
-    credit.check_estimator_spec(spec, "method")
-    return spec
+def check_method(method: str | MethodSpec) -> MethodSpec:
+    """The :class:`~baselines.lib.specs.MethodSpec` of ``method`` (parsed, resolved and checked
+    once per text and process: :func:`~baselines.lib.specs.parse_method`); ``ValueError``
+    naming the method (and the argument), one line."""
+    return method if isinstance(method, MethodSpec) else parse_method(method)
 
 
 def check_estimator_kwargs(method: str, kwargs: Any, where: str) -> None:
@@ -101,10 +89,10 @@ def check_estimator_kwargs(method: str, kwargs: Any, where: str) -> None:
         return
     if not isinstance(kwargs, dict):
         raise ValueError(f"{where}: estimator_kwargs must be a mapping, got {brief(kwargs)}")
-    spec = method_spec(method)
+    spec = check_method(method)
     if spec.target in TURN_LEVEL_METHODS:
         return
-    found = credit.resolve_estimator(spec.target)
+    found = spec.estimator
     label = f"bad arguments for method {spec.target!r} in the estimator_kwargs of {where}"
     credit.check_arguments(found, kwargs, label, from_data=True)
 
@@ -143,7 +131,9 @@ def _sections(data: dict[str, Any], where: str) -> dict[str, dict[str, Any]]:
     return sections
 
 
-def load_hyperparameters(env_id: str, method: str, path: Path | None = None) -> dict[str, Any]:
+def load_hyperparameters(
+    env_id: str, method: str | MethodSpec, path: Path | None = None
+) -> dict[str, Any]:
     """The settings of ``method`` on ``env_id``: :data:`DEFAULT_CONFIG` overridden by the file
     at ``path`` (default: ``baselines/configs/<env_id>.yml`` when it exists). ``method`` may
     carry JSON arguments (:func:`method_spec`): its section is that of the name or import path

@@ -10,8 +10,10 @@ checks that no connection had a peer outside 127.0.0.0/8.
 namespace, where the kernel allows it) and runs this file inside it as a watcher: it brings
 ``lo`` up, runs the command, reads ``ss -tuanH`` every ``poll`` seconds while it runs and once
 after, ends every process still in the namespace (Ray's daemons: the namespace dies with them)
-and writes what it saw to a report file. Only the standard library: the watcher runs as a plain
-script.
+and writes what it saw to a report file. The watcher (``python -m baselines.lib.loopback``, its
+flags from :mod:`routine_envs.cli`) refuses to start outside a namespace :func:`run` made
+(:func:`own_namespace`): ending every process of its namespace anywhere else would end every
+process of the machine.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 LOOPBACK = ipaddress.ip_network("127.0.0.0/8")
+WATCHER_MARK = "ROUTINE_ENVS_LOOPBACK_WATCHER"
+"""Set by :func:`run` in the watcher's environment; the watcher refuses to start without it."""
 _UNSHARE_FLAGS: list[list[str]] = [["-n"], ["-rn"]]
 
 
@@ -115,11 +119,16 @@ def run(
         raise RuntimeError(reason)
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
-        watcher = [sys.executable, str(Path(__file__).resolve()), str(report), str(timeout)]
+        watcher = [sys.executable, "-m", "baselines.lib.loopback", "--report", str(report)]
+        watcher += ["--timeout", str(timeout), "--poll", str(poll)]
+        root = str(Path(__file__).resolve().parents[2])  # this checkout's baselines, found
+        base = dict(os.environ if env is None else env)
+        base["PYTHONPATH"] = os.pathsep.join(p for p in (root, base.get("PYTHONPATH")) if p)
+        base[WATCHER_MARK] = "1"
         proc = subprocess.run(
-            ["unshare", *flags, "--", *watcher, str(poll), "--", *argv],
+            ["unshare", *flags, "--", *watcher, "--", *argv],
             cwd=cwd,
-            env=env,
+            env=base,
             capture_output=capture,
             text=True,
             timeout=timeout + 60,
@@ -167,8 +176,29 @@ def _end_namespace() -> int:
     return len(ended)
 
 
+def own_namespace() -> str | None:
+    """Why this process is not in a network namespace of its own (one :func:`run` made), or
+    ``None`` when it is: the watcher ends every process of its namespace at the end, which
+    outside one would be every process of the machine."""
+    if os.environ.get(WATCHER_MARK) != "1":
+        return f"{WATCHER_MARK} is not set (the watcher is started by loopback.run only)"
+    try:
+        mine = os.readlink("/proc/self/ns/net")
+        parent = os.readlink(f"/proc/{os.getppid()}/ns/net")  # run()'s process: outside
+    except OSError as err:  # no /proc: cannot tell, so refuse
+        return f"cannot compare network namespaces ({err})"
+    if mine == parent:
+        return "this process shares its parent's network namespace"
+    return None
+
+
 def _watch(report: Path, timeout: float, poll: float, argv: list[str]) -> int:
-    """The watcher, inside the namespace: ``lo`` up, run ``argv``, collect the peers."""
+    """The watcher, inside the namespace: ``lo`` up, run ``argv``, collect the peers. Refuses
+    (``RuntimeError``) outside a namespace of its own (:func:`own_namespace`), before it starts
+    anything or ends anything."""
+    why = own_namespace()
+    if why is not None:
+        raise RuntimeError(f"the loopback watcher runs only inside its own namespace: {why}")
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     interfaces = subprocess.run(
         ["ip", "-o", "link", "show", "up"], capture_output=True, text=True
@@ -189,8 +219,30 @@ def _watch(report: Path, timeout: float, poll: float, argv: list[str]) -> int:
     return returncode
 
 
+@dataclass
+class WatchSettings:
+    """The watcher inside the namespace: bring ``lo`` up, run a command, record the peers of
+    its connections (what :func:`run` starts; not a command for people)."""
+
+    report: Path = field(metadata={"help": "the JSON file the watcher writes what it saw to"})
+    timeout: float = field(metadata={"help": "seconds the command may run", "min": 0})
+    poll: float = field(metadata={"help": "seconds between two looks at the connections"})
+    command: list[str] = field(
+        default_factory=list,
+        metadata={"help": "the command to run (after --)", "positional": True, "remainder": True},
+    )
+
+
+def watch_main(argv: list[str] | None = None) -> int:
+    """``python -m baselines.lib.loopback --report R --timeout T --poll P -- COMMAND...``."""
+    from routine_envs.cli import parse_settings
+
+    args = parse_settings(WatchSettings, argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        raise SystemExit("error: no command to run after --")
+    return _watch(args.report, args.timeout, args.poll, command)
+
+
 if __name__ == "__main__":
-    # watcher REPORT TIMEOUT POLL -- COMMAND...
-    split = sys.argv.index("--")
-    report_path, limit, every = sys.argv[1:split]
-    sys.exit(_watch(Path(report_path), float(limit), float(every), sys.argv[split + 1 :]))
+    sys.exit(watch_main())

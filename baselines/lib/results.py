@@ -45,6 +45,9 @@ Kind = str
 Schema = Mapping[str, Kind]
 Check = Callable[[dict[str, Any]], None]
 """An experiment's own check of a row: raises ``ValueError`` with the reason."""
+Upgrade = Callable[[Any], Any]
+"""A row as the current records have it, from a row as it was written (older field names):
+applied when a row is read, before it is checked; the file itself is never rewritten for it."""
 
 
 class InvalidRecord(ValueError):
@@ -196,8 +199,10 @@ class ResultsFile:
         path: Path,
         required: tuple[str, ...] | Schema = ("key",),
         check: Check | None = None,
+        upgrade: Upgrade | None = None,
     ) -> None:
         self.path = Path(path)
+        self.upgrade = upgrade
         self.schema: Schema = (
             dict(required) if isinstance(required, Mapping) else dict.fromkeys(required, "any")
         )
@@ -238,15 +243,22 @@ class ResultsFile:
         except OSError as err:
             raise ValueError(f"cannot write results to {self.path}: {err}") from None
 
+    def _read_row(self, raw: bytes) -> dict[str, Any]:
+        """One line as a valid record (upgraded first); :class:`InvalidRecord` or a JSON error
+        otherwise."""
+        row = json.loads(raw)
+        return self.validate(self.upgrade(row) if self.upgrade is not None else row)
+
     def _parse(self, data: bytes) -> tuple[list[dict[str, Any]], list[tuple[int, bytes, str]]]:
         """The good records of ``data`` and the bad lines ``(number, text, reason)``."""
         good, bad, seen = [], [], set()
+        self._raw: dict[str, bytes] = {}
         lines = data.split(b"\n")
         for number, raw in enumerate(lines, start=1):
             if not raw.strip():
                 continue
             try:
-                record = self.validate(json.loads(raw))
+                record = self._read_row(raw)
             except Exception as err:  # JSON errors, recursion, invalid rows: any is a reason
                 last = number == len(lines) or (number == len(lines) - 1 and not lines[-1])
                 kind = "partial last line" if last else "corrupt line"
@@ -256,6 +268,7 @@ class ResultsFile:
                 bad.append((number, raw, f"line {number}: duplicate run"))
                 continue
             seen.add(record["key"])
+            self._raw[record["key"]] = raw.rstrip(b"\r")
             good.append(record)
         return good, bad
 
@@ -292,9 +305,8 @@ class ResultsFile:
                 if not held:
                     raise OSError(f"cannot lock {self.lock_path}")
                 self._reject([(n, raw.decode(errors="replace"), why) for n, raw, why in bad])
-                write_atomic(
-                    self.path,
-                    b"".join(json.dumps(r, allow_nan=False).encode() + b"\n" for r in good),
+                write_atomic(  # the good lines as they were written (never upgraded)
+                    self.path, b"".join(self._raw[r["key"]] + b"\n" for r in good)
                 )
             except OSError as err:
                 for _, _, why in bad:
@@ -327,7 +339,7 @@ class ResultsFile:
         for raw in complete.split(b"\n"):
             with contextlib.suppress(Exception):  # any bad line: load() reports it
                 if raw.strip():
-                    records.append(self.validate(json.loads(raw)))
+                    records.append(self._read_row(raw))
         return records, (stat.st_ino, offset + len(complete))
 
     def _reject(self, entries: list[tuple[int | None, str, str]]) -> None:

@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from baselines.lib.backend import BackendArgs, check_backend
-from baselines.lib.results import Check, Claim, Position, ResultsFile, Schema
+from baselines.lib.results import Check, Claim, Position, ResultsFile, Schema, Upgrade
+from routine_envs.cli import CommandFailed
+from routine_envs.cli import Interrupted as CommandInterrupted
 
 WAIT_SECONDS = 0.5
 """How often a runner looks again at the runs other processes hold (seconds)."""
@@ -29,12 +31,12 @@ WAIT_SECONDS = 0.5
 Task = tuple[Callable[[dict[str, Any]], dict[str, Any]], str, dict[str, Any]]
 
 
-class RunFailed(RuntimeError):
+class RunFailed(CommandFailed):
     """Runs of a sweep failed; the message names each (env, kwargs, method, seed) and its
     error. The runs that finished are in the results file."""
 
 
-class Interrupted(KeyboardInterrupt):
+class Interrupted(CommandInterrupted):
     """Ctrl-C during a sweep: the runs in progress were stopped; the message says how many runs
     are saved and where (a rerun resumes from there)."""
 
@@ -43,8 +45,8 @@ def describe(job: dict[str, Any]) -> str:
     """``DilutedDoors-v1 {'routine_length': 4}, method ppo, seed 1`` (the fields a job has)."""
     parts = [f"{job['env_id']} {job.get('env_kwargs', {})}" if "env_id" in job else ""]
     parts += [f"{name} {job[name]}" for name in ("experiment", "method", "param") if name in job]
-    if "env_id" not in job and "routine_length" in job:
-        parts.append(f"routine_length {job['routine_length']}")
+    if "density_value" in job and job.get("density_kwarg") not in job.get("env_kwargs", {}):
+        parts.append(f"{job.get('density_kwarg', 'density')} {job['density_value']}")
     parts += [f"seed {job['seed']}"] if "seed" in job else []
     return ", ".join(p for p in parts if p) or repr(job)[:200]
 
@@ -60,6 +62,7 @@ def run_resumable(
     progress: bool = True,
     unit: str = "run",
     backend: BackendArgs | None = None,
+    upgrade: Upgrade | None = None,
 ) -> list[dict[str, Any]]:
     """Run the jobs whose ``key`` is not yet in the results file at ``path`` with ``worker``
     (``workers`` spawned processes, or in this process for 1; or Ray tasks when ``backend``
@@ -69,6 +72,9 @@ def run_resumable(
     fields and their kinds, finite numbers, ``check``) when the file is loaded and when a
     record is written (:class:`~baselines.lib.results.ResultsFile`); an invalid record is
     kept aside and left out of the returned records (reported), so tables never see it.
+    ``worker`` returns a record's row, or a record object with ``row()``
+    (:class:`~baselines.lib.records.Record`); rows read from the file go through ``upgrade``
+    first (older field names), the file itself unchanged.
     Each run is claimed before it starts; runs claimed by another live process are waited for
     (see the module docstring).
 
@@ -80,7 +86,7 @@ def run_resumable(
 
     settings = backend if backend is not None else BackendArgs()
     check_backend(settings)  # before any work: a bad backend setting names itself
-    store = ResultsFile(path, required, check)
+    store = ResultsFile(path, required, check, upgrade)
     store.check_writable()  # before any work: a finished run must have somewhere to go
     keys = [key(j) for j in jobs]
     done = {r["key"]: r for r in store.load()}
@@ -221,6 +227,8 @@ class _Sweep:
                 self.failures.append(record.message)
                 self.bar.write(f"failed: {record.message}")
                 return
+            if callable(getattr(record, "row", None)):
+                record = record.row()
             record["key"] = job_key  # the key of the job as planned, never recomputed
             try:
                 self.store.validate(record)

@@ -29,7 +29,6 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 
 import routine_envs
-from baselines.lib import cli
 from baselines.lib.config import TURN_LEVEL_METHODS, check_method, load_hyperparameters
 from baselines.lib.envs import check_env_kwargs, check_trainable
 from baselines.lib.stats import first_crossing
@@ -66,6 +65,17 @@ class TrainArgs:
     config: Path | None = field(default=None, metadata={"help": "hyperparameter YAML"})
     tensorboard: bool = field(default=False, metadata={"help": "write TensorBoard logs"})
     progress: bool = field(default=True, metadata={"help": "show a progress bar"})
+    trainer: str = field(
+        default="sb3",
+        metadata={
+            "help": "'sb3' (SB3 PPO / TrajectoryAdvantagePPO, one process per run) or 'batched' "
+            "(baselines.lib.batched: the same algorithm, many runs per process)"
+        },
+    )
+
+
+TRAINERS = ("sb3", "batched")
+"""The trainers ``--trainer`` names."""
 
 
 @dataclass
@@ -79,6 +89,8 @@ class RunResult:
     hyperparameters: dict[str, Any]
     steps_trained: int = 0
     """Environment steps the learner consumed (whole rollouts: may exceed the budget)."""
+    cpu_time: float | None = None
+    """CPU seconds of the run (process time; for a batched run its share of the batch's)."""
 
     @property
     def final_success(self) -> float:
@@ -237,6 +249,8 @@ def build(args: TrainArgs) -> tuple[Any, gym.Env, dict[str, Any]]:
         raise
     hyper = load_hyperparameters(args.env_id, args.method, args.config)
     params = dict(hyper)
+    if params.pop("policy", "mlp") != "mlp":
+        raise ValueError("policy: transformer needs --trainer batched (SB3 trains the MLP only)")
     n_envs = params.pop("n_envs", 8)
     estimator_kwargs = params.pop("estimator_kwargs", None)
     venv = make_vec_env(args.env_id, n_envs=n_envs, seed=args.seed, env_kwargs=args.env_kwargs)
@@ -263,6 +277,11 @@ def build(args: TrainArgs) -> tuple[Any, gym.Env, dict[str, Any]]:
 
 def main(args: TrainArgs) -> RunResult:
     """Train one run and return its success curve (also written to ``args.out``)."""
+    if args.trainer not in TRAINERS:
+        raise ValueError(f"--trainer must be one of {TRAINERS}, got {args.trainer!r}")
+    if args.trainer == "batched":
+        return main_batched(args)
+    start_cpu = time.process_time()
     algo, eval_env, hyper = build(args)
     if args.out is not None:
         from stable_baselines3.common.logger import configure
@@ -304,20 +323,77 @@ def main(args: TrainArgs) -> RunResult:
         time.perf_counter() - start,
         hyper,
         int(algo.num_timesteps),
+        cpu_time=time.process_time() - start_cpu,
     )
+
+
+def main_batched(args: TrainArgs) -> RunResult:
+    """One run on the batched trainer (:mod:`baselines.lib.batched`, R = 1): validated as
+    :func:`build` validates, the same ``success.csv`` and ``settings.json`` in ``args.out``
+    (its evaluation is always exact: the trainer needs an environment with a model)."""
+    from baselines.lib.batched import RunSpec, train_runs
+
+    if args.tensorboard:
+        raise ValueError("--tensorboard is not supported by --trainer batched (it logs no SB3 run)")
+    check_env_kwargs(args.env_id, args.env_kwargs)
+    if args.eval_episodes < 1:
+        raise ValueError(f"eval_episodes must be >= 1, got {args.eval_episodes}")
+    if args.out is not None:
+        check_output_folder(args.out)
+    spec = RunSpec(
+        env_id=args.env_id,
+        env_kwargs=dict(args.env_kwargs),
+        method=args.method,
+        seed=args.seed,
+        total_timesteps=args.total_timesteps,
+        eval_every=args.eval_every,
+        target_success=args.target_success,
+        config=args.config,
+    )
+    spec.check()
+    hyper = spec.resolved_hyperparameters()
+    if args.out is not None:
+        (args.out / "settings.json").write_text(
+            json.dumps(
+                {
+                    **asdict(args),
+                    "out": str(args.out),
+                    "config": str(args.config),
+                    "hyperparameters": hyper,
+                },
+                indent=2,
+                default=str,
+            )
+        )
+    (result,) = train_runs([spec], progress=args.progress)
+    if args.out is not None:
+        with (args.out / "success.csv").open("w", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(["timesteps", "success", "exact"])
+            for t, value in zip(result.timesteps, result.success, strict=True):
+                writer.writerow([t, f"{value:.6f}", 1])
+    return result
 
 
 def parse_args(argv: list[str] | None = None) -> TrainArgs:
     """The settings of one run from the command line (one flag per :class:`TrainArgs` field)."""
-    return cli.parse_settings(TrainArgs, argv, description=__doc__.splitlines()[0])
+    from baselines.commands import settings_of
+
+    return settings_of("train", argv)
 
 
 def cli_main(argv: list[str] | None = None) -> RunResult:
     """``python -m baselines.train``: parse, train, print the outcome. Bad settings are one line
     on stderr and exit status 2, before any training; a full disk and Ctrl-C are one line too
-    (:func:`baselines.lib.cli.run_main`)."""
-    run_args = parse_args(argv)
-    result = cli.run_main(main, run_args)
+    (:func:`routine_envs.cli.run_main`)."""
+    from baselines.commands import script
+
+    return script("train")(argv)
+
+
+def train_command(run_args: TrainArgs) -> RunResult:
+    """``train``: one run, then its outcome printed."""
+    result = main(run_args)
     print(
         f"final success {result.final_success:.3f}; steps to {run_args.target_success}: "
         f"{'not reached' if result.steps_to_target is None else f'{result.steps_to_target:.0f}'}"

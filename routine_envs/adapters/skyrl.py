@@ -3,10 +3,19 @@
     from routine_envs.adapters.skyrl import register
     register()  # skyrl_gym.make("routine_envs", env_config=..., extras={"env_id": ...})
 
-``init(prompt)`` returns the conversation to start from (the system prompt and the first
-observation as chat messages), ``step(reply)`` a ``BaseTextEnvStepOutput`` with the next
-observation as a user message, the reward, ``done`` and ``metadata["info"]`` (the turn's
-``info``: annotations included). Configuration comes from ``extras`` (per example) over
+``init(prompt)`` returns the conversation to start from: the env's system prompt (unless the
+prompt brings a system message of its own), the prompt's other messages, and the first
+observation, merged into the prompt's last user message when there is one (a dataset prompt
+``[{"role": "user", ...}]`` gives roles ``['system', 'user']``, never two user messages in a
+row; a prompt that already ends with the first observation is not repeated). ``step(reply)``
+returns a ``BaseTextEnvStepOutput`` with the next observation as a user message, the reward,
+``done``, ``metadata["info"]`` (the turn's ``info``) and ``metadata["annotations"]`` (the
+episode's :class:`~routine_envs.adapters.annotations.AnnotationLog` as a dict: per turn
+``step``, ``critical``, ``anchor``, ``state_id``, ``invalid_turn``; per episode
+``decision_density``, ``num_critical``, ``num_invalid_turns``, ...); ``get_metrics()`` gives the
+episode's counts as floats, which SkyRL's generator logs per episode.
+
+Configuration comes from ``extras`` (per example) over
 ``env_config`` (per run): ``env_id``, ``env_kwargs``, ``seed``, ``invalid_penalty``,
 ``max_turns``.
 """
@@ -16,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from routine_envs import annotations as keys
+from routine_envs.adapters.annotations import AnnotationLog
 from routine_envs.text import make_text_env
 
 try:
@@ -55,16 +64,23 @@ class RoutineSkyRLEnv(BaseTextEnv):
         )
         self.max_turns = self.text_env.max_turns or 10**9
         self.last_info: dict[str, Any] = {}
+        self.annotations = AnnotationLog()
 
     def init(self, prompt: list[dict[str, str]]) -> tuple[list[dict[str, str]], dict[str, Any]]:
-        """Reset; the conversation is ``prompt`` (if any) then the system prompt and the first
-        observation."""
+        """Reset; the conversation to start from (see the module docstring)."""
         text, info = self.text_env.reset(seed=self.seed)
         self.turns = 0
         self.last_info = info
-        system = {"role": "system", "content": self.text_env.system_prompt}
-        first = {"role": "user", "content": text}
-        return [*(prompt or [system]), first], {"info": info}
+        self.annotations.start(info)
+        messages = [dict(m) for m in (prompt or [])]
+        if not any(m.get("role") == "system" for m in messages):
+            messages.insert(0, {"role": "system", "content": self.text_env.system_prompt})
+        last = messages[-1]
+        if last.get("role") != "user":
+            messages.append({"role": "user", "content": text})
+        elif not str(last.get("content", "")).rstrip().endswith(text):
+            last["content"] = f"{last.get('content', '')}\n\n{text}".lstrip()
+        return messages, {"info": info}
 
     def step(self, action: str) -> BaseTextEnvStepOutput:
         """One assistant reply: any text (a malformed one is an invalid turn)."""
@@ -72,16 +88,18 @@ class RoutineSkyRLEnv(BaseTextEnv):
         text, reward, terminated, truncated, info = self.text_env.step(action)
         self.last_info = info
         done = terminated or truncated
+        self.annotations.record(info, done)
         observations = [] if done else [{"role": "user", "content": text}]
+        metadata = {"info": info, "annotations": self.annotations.as_dict()}
         return BaseTextEnvStepOutput(
-            observations=observations, reward=reward, done=done, metadata={"info": info}
+            observations=observations, reward=reward, done=done, metadata=metadata
         )
 
     def get_metrics(self) -> dict[str, Any]:
-        """The episode's statistics once it ended (success, rho, invalid turns), else {}."""
-        info = self.last_info
-        names = (keys.SUCCESS, keys.DECISION_DENSITY, keys.EPISODE_LENGTH, keys.NUM_INVALID_TURNS)
-        return {name: float(info[name]) for name in names if name in info}
+        """The episode's annotations as floats once it ended (``success``,
+        ``decision_density``, ``num_critical``, ``num_invalid_turns``, ``episode_length``,
+        ``critical_turn_fraction``), else {}."""
+        return self.annotations.metrics() if self.annotations.episode() is not None else {}
 
 
 def register(env_id: str = SKYRL_ID) -> str:

@@ -12,6 +12,21 @@ has exactly one public method per tool of the environment's text view (``open_do
 each returning the next observation as text, and ``get_reward()`` returning the episode's
 return. A call after the episode ended changes nothing and says so; an invalid argument is an
 invalid turn (counted, as in :class:`~routine_envs.text.TextEnv`), never an exception.
+
+**The annotations reach the trainer.** TRL passes the rollouts' environment instances to every
+reward function (the ``environments`` keyword); :attr:`RoutineToolEnv.annotations` is the
+episode's :class:`~routine_envs.adapters.annotations.AnnotationLog` (per turn ``step``,
+``critical``, ``anchor``, ``state_id``, ``invalid_turn``; per episode ``decision_density``,
+``num_critical``, ``num_invalid_turns``, ``episode_length``, ``success``), a property, so TRL
+does not take it for a tool. The reward helpers read it:
+
+    from routine_envs.adapters.trl import environment_factory, routine_return
+    trainer = GRPOTrainer(..., reward_funcs=[routine_return],
+                          environment_factory=environment_factory("DilutedDoors-v1"))
+
+:func:`routine_return` is the episode's return and logs the annotations' means through TRL's
+``log_metric`` (``routine/decision_density``, ...); :func:`annotations_of` gives them to any
+reward function of your own.
 """
 
 from __future__ import annotations
@@ -19,9 +34,10 @@ from __future__ import annotations
 import inspect
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from routine_envs.adapters.annotations import AnnotationLog
 from routine_envs.text import TextEnv, make_text_env
 from routine_envs.text.views import Tool
 
@@ -40,11 +56,23 @@ class RoutineToolEnv:
         self._return = 0.0
         self._done = True
         self._last_info: dict[str, Any] = {}
+        self._log = AnnotationLog()
 
     @property
     def text_env(self) -> TextEnv:
         """The :class:`TextEnv` played (a property: TRL takes only functions as tools)."""
         return self._env
+
+    @property
+    def annotations(self) -> AnnotationLog:
+        """The episode's annotations, per turn and (once it ended) per episode (a property:
+        TRL takes only functions as tools)."""
+        return self._log
+
+    @property
+    def done(self) -> bool:
+        """Whether the episode has ended."""
+        return self._done
 
     def reset(self, **kwargs: Any) -> str:
         """Start an episode (``seed`` from the example, if any); returns the rules and the
@@ -52,6 +80,7 @@ class RoutineToolEnv:
         seed = kwargs.get("seed")
         text, self._last_info = self._env.reset(seed=None if seed is None else int(seed))
         self._return, self._done = 0.0, False
+        self._log.start(self._last_info)
         return f"{self._env.system_prompt}\n\n{text}"
 
     def get_reward(self) -> float:
@@ -65,6 +94,7 @@ class RoutineToolEnv:
         text, reward, terminated, truncated, self._last_info = self._env.step(reply)
         self._return += reward
         self._done = terminated or truncated
+        self._log.record(self._last_info, self._done)
         return text + ("\nThe episode is over." if self._done else "")
 
 
@@ -113,3 +143,36 @@ def environment_factory(env_id: str, **kwargs: Any) -> type[RoutineToolEnv]:
     """What ``GRPOTrainer(environment_factory=...)`` takes: a zero-argument callable (the
     generated class) making one environment per rollout."""
     return environment_class(env_id, **kwargs)
+
+
+# ------------------------------------------------------------------- reward helpers
+def annotations_of(environments: Sequence[Any] | None) -> list[dict[str, Any]]:
+    """The annotations (``{"turns": [...], "episode": {...} | None}``) of each rollout's
+    environment, as TRL passes them to a reward function (``environments=``); an empty dict for
+    an environment that is not one of this adapter's."""
+    return [
+        e.annotations.as_dict() if isinstance(e, RoutineToolEnv) else {}
+        for e in (environments or [])
+    ]
+
+
+def routine_return(
+    prompts: Any = None,
+    completions: Any = None,
+    environments: Sequence[Any] | None = None,
+    log_metric: Callable[[str, float], None] | None = None,
+    **kwargs: Any,
+) -> list[float]:
+    """A TRL reward function: each rollout's episode return. With TRL's ``log_metric`` it
+    also logs the batch means of the finished episodes' annotations as
+    ``routine/<name>`` (``decision_density``, ``num_critical``, ``num_invalid_turns``,
+    ``episode_length``, ``success``, ``critical_turn_fraction``) and the fraction of
+    rollouts whose episode did not end (``routine/unfinished``: a generation budget too small)."""
+    envs = [e for e in (environments or []) if isinstance(e, RoutineToolEnv)]
+    if log_metric is not None and envs:
+        metrics = [e.annotations.metrics() for e in envs]
+        for name in sorted({n for m in metrics for n in m}):
+            values = [m[name] for m in metrics if name in m]
+            log_metric(f"routine/{name}", sum(values) / len(values))
+        log_metric("routine/unfinished", sum(not e.done for e in envs) / len(envs))
+    return [e.get_reward() if isinstance(e, RoutineToolEnv) else 0.0 for e in environments or []]

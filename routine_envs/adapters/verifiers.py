@@ -11,6 +11,14 @@ the reward ``episode_return(state) -> float`` for a rubric. :func:`load_environm
 real ``vf.MultiTurnEnv`` subclass (``episode_done`` registered with ``@vf.stop``); verifiers 0.2
 and later replaced ``MultiTurnEnv`` by a different API (``verifiers.v1``), so it needs
 ``verifiers<0.2`` and says so otherwise.
+
+**The annotations reach the rubric.** ``state["routine_annotations"]`` is the episode's
+:class:`~routine_envs.adapters.annotations.AnnotationLog` (per turn ``step``, ``critical``,
+``anchor``, ``state_id``, ``invalid_turn``; per episode ``decision_density``,
+``num_critical``, ``num_invalid_turns``, ...), and :data:`RUBRIC_METRICS` are rubric functions
+of the state that :func:`load_environment` adds with weight 0 (verifiers' metrics: scored and
+reported for every rollout, not part of the reward): ``episode_success``,
+``decision_density``, ``num_critical``, ``num_invalid_turns``, ``critical_turn_fraction``.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from routine_envs import annotations as keys
+from routine_envs.adapters.annotations import AnnotationLog
 from routine_envs.text import TextEnv, make_text_env
 
 Messages = list[dict[str, Any]]
@@ -51,7 +60,10 @@ class RoutineMultiTurn:
         env_kwargs = {**self.routine_kwargs, **info.get("env_kwargs", {})}
         env_id = info.get("routine_env_id", self.routine_env_id)
         env: TextEnv = make_text_env(env_id, **env_kwargs)
-        env.reset(seed=info.get("seed"))
+        _, first = env.reset(seed=info.get("seed"))
+        log = AnnotationLog()
+        log.start(first)
+        state["routine_annotations"] = log
         state["routine_env"] = env
         state["routine_return"] = 0.0
         state["routine_done"] = False
@@ -69,6 +81,7 @@ class RoutineMultiTurn:
         state["routine_return"] += reward
         state["routine_done"] = terminated or truncated
         state["routine_infos"].append(info)
+        state["routine_annotations"].record(info, state["routine_done"])
         response = [{"role": "user", "content": text}]
         if state["routine_done"]:
             state["final_env_response"] = response
@@ -89,6 +102,41 @@ class RoutineMultiTurn:
         infos = state.get("routine_infos") or [{}]
         return float(bool(infos[-1].get(keys.SUCCESS, False)))
 
+    @staticmethod
+    def decision_density(state: State, **kwargs: Any) -> float:
+        """The episode's decision density rho (a rubric metric; 0 before the end)."""
+        return _metric(state, keys.DECISION_DENSITY)
+
+    @staticmethod
+    def num_critical(state: State, **kwargs: Any) -> float:
+        """Turns taken in critical states (a rubric metric; 0 before the end)."""
+        return _metric(state, keys.NUM_CRITICAL)
+
+    @staticmethod
+    def num_invalid_turns(state: State, **kwargs: Any) -> float:
+        """Replies that named no action (a rubric metric; 0 before the end)."""
+        return _metric(state, keys.NUM_INVALID_TURNS)
+
+    @staticmethod
+    def critical_turn_fraction(state: State, **kwargs: Any) -> float:
+        """Fraction of the turns so far taken in critical states (a rubric metric)."""
+        return _metric(state, "critical_turn_fraction")
+
+
+#: the rubric metrics (weight 0) :func:`load_environment` adds beside the return.
+RUBRIC_METRICS = (
+    "episode_success",
+    "decision_density",
+    "num_critical",
+    "num_invalid_turns",
+    "critical_turn_fraction",
+)
+
+
+def _metric(state: State, name: str) -> float:
+    log = state.get("routine_annotations")
+    return float(log.metrics().get(name, 0.0)) if isinstance(log, AnnotationLog) else 0.0
+
 
 def _field(message: Any, name: str) -> Any:
     """``message[name]`` of a dict or a (pydantic) message object."""
@@ -99,7 +147,8 @@ def _field(message: Any, name: str) -> Any:
 
 def load_environment(env_id: str = "DilutedDoors-v1", num_examples: int = 64, **kwargs: Any) -> Any:
     """A ``vf.MultiTurnEnv`` of ``env_id`` with ``num_examples`` seeded episodes as its
-    dataset and the episode return as its rubric (needs ``verifiers<0.2`` and ``datasets``)."""
+    dataset, the episode return as its rubric's reward and :data:`RUBRIC_METRICS` as its metrics
+    (weight 0) (needs ``verifiers<0.2`` and ``datasets``)."""
     try:
         import verifiers as vf
     except ImportError as err:
@@ -126,7 +175,10 @@ def load_environment(env_id: str = "DilutedDoors-v1", num_examples: int = 64, **
             vf.MultiTurnEnv.__init__(
                 self,
                 dataset=Dataset.from_list(rows),
-                rubric=vf.Rubric(funcs=[self.episode_return], weights=[1.0]),
+                rubric=vf.Rubric(
+                    funcs=[self.episode_return, *(getattr(self, m) for m in RUBRIC_METRICS)],
+                    weights=[1.0, *(0.0 for _ in RUBRIC_METRICS)],
+                ),
             )
 
         @vf.stop

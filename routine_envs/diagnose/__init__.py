@@ -74,7 +74,7 @@ except ImportError as error:
     ) from error
 
 from routine_envs.diagnose.algorithm import ContinuationPolicy, branch, check_arguments, diagnose
-from routine_envs.diagnose.cli import add_arguments, run
+from routine_envs.diagnose.cli import DiagnoseSettings, run
 from routine_envs.diagnose.policies import (
     DiagnosisPolicy,
     ModelPolicy,
@@ -109,6 +109,7 @@ __all__ = [
     "ActionTest",
     "Agreement",
     "ContinuationPolicy",
+    "DiagnoseSettings",
     "DiagnosisPolicy",
     "DiagnosisResult",
     "MinimumDetectableEffect",
@@ -117,7 +118,6 @@ __all__ = [
     "StateRecord",
     "UniformPolicy",
     "action_dependence_test",
-    "add_arguments",
     "as_policy",
     "branch",
     "check_arguments",

@@ -1,14 +1,15 @@
-"""``python -m routine_envs diagnose``: argument parsing and the command."""
+"""``python -m routine_envs diagnose``: its settings (the flags, through :mod:`routine_envs.cli`)
+and the command."""
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import inspect
 import json
 import os
 import sys
 import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -16,40 +17,55 @@ import gymnasium as gym
 import numpy as np
 
 from routine_envs.diagnose.algorithm import branch, check_arguments, diagnose
-from routine_envs.diagnose.policies import UNIFORM, as_policy, with_action_mask
+from routine_envs.diagnose.policies import POLICY_FORMS, UNIFORM, as_policy, with_action_mask
 from routine_envs.diagnose.report import format_result
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``python -m routine_envs diagnose``."""
-    parser.add_argument("env_id", help="a registered Gymnasium id, e.g. DilutedDoors-v0")
-    parser.add_argument(
-        "--kwargs", default="{}", help="keyword arguments of gym.make, as a JSON object"
+@dataclass
+class DiagnoseSettings:
+    """Estimate the decision density rho of any branchable Gymnasium environment by
+    counterfactual branching: sample states under a policy, branch every action from each with
+    common random numbers, and test whether the action changes the return (docs/diagnose.md)."""
+
+    env_id: str = field(
+        metadata={
+            "help": "a registered Gymnasium id, e.g. DilutedDoors-v1 ('module:Env-v0' imports "
+            "the module first)",
+            "positional": True,
+        }
     )
-    parser.add_argument("--states", type=int, default=200, help="minimum number of states tested")
-    parser.add_argument("--rollouts", type=int, default=16, help="continuations per action")
-    parser.add_argument("--alpha", type=float, default=0.01, help="significance level per state")
-    parser.add_argument("--seed", type=int, default=0, help="seeds resets, policy and rollouts")
-    parser.add_argument(
-        "--max-steps", type=int, default=1000, help="step budget of an episode (a time limit)"
+    env_kwargs: dict[str, Any] = field(
+        default_factory=dict,
+        metadata={
+            "help": "keyword arguments of gym.make, as a JSON object (--kwargs: deprecated)",
+            "aliases": ("--kwargs",),
+        },
     )
-    parser.add_argument("--confidence", type=float, default=0.95, help="level of the CI of rho")
-    parser.add_argument(
-        "--policy",
+    states: int = field(default=200, metadata={"help": "minimum number of states tested"})
+    rollouts: int = field(default=16, metadata={"help": "continuations per action"})
+    alpha: float = field(default=0.01, metadata={"help": "significance level per state"})
+    seed: int = field(default=0, metadata={"help": "seeds resets, policy and rollouts", "min": 0})
+    max_steps: int = field(
+        default=1000, metadata={"help": "step budget of an episode (a time limit)"}
+    )
+    confidence: float = field(default=0.95, metadata={"help": "level of the CI of rho"})
+    policy: str = field(
         default=UNIFORM,
-        help="the policy that reaches the tested states and continues the rollouts: 'uniform' "
-        "(default), a saved stable-baselines3 model (.zip), or 'package.module:callable' "
-        "(observation -> action probabilities; a class or, with JSON keyword arguments after "
-        "it, a factory is called to make one)",
+        metadata={
+            "help": "the policy that reaches the tested states and continues the rollouts "
+            f"({POLICY_FORMS})"
+        },
     )
-    parser.add_argument("--json", metavar="PATH", help="also write the result (with records)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    json: Path | None = field(
+        default=None,
+        metadata={"help": "also write the result (with records) to this file", "metavar": "PATH"},
+    )
+    progress: bool = field(default=True, metadata={"help": "show a progress bar"})
 
 
 def _refuse(message: str) -> NoReturn:
-    """Bad settings: one line on stderr, exit status 2, before any work."""
-    print(f"error: {message}", file=sys.stderr)
-    raise SystemExit(2)
+    """Bad settings: a ``ValueError`` (one line on stderr, exit status 2, before any work)."""
+    raise ValueError(message)
 
 
 def _make(env_id: str, kwargs: Any) -> gym.Env:
@@ -57,7 +73,7 @@ def _make(env_id: str, kwargs: Any) -> gym.Env:
     ``module:Env-v0`` that cannot be imported, an unknown id, kwargs that are not an object or
     that the constructor does not take (its ``inspect.signature``), a bad value."""
     if not isinstance(kwargs, dict):
-        _refuse(f"--kwargs must be a JSON object, got {kwargs!r}")
+        _refuse(f"--env-kwargs must be a JSON object, got {kwargs!r}")
     module, sep, name = env_id.rpartition(":")
     if sep:
         try:
@@ -79,22 +95,19 @@ def _make(env_id: str, kwargs: Any) -> gym.Env:
         unknown = sorted(set(kwargs) - allowed)
         if unknown:
             _refuse(
-                f"--kwargs: {env_id} takes no keyword argument(s) {unknown}; "
+                f"--env-kwargs: {env_id} takes no keyword argument(s) {unknown}; "
                 f"allowed: {sorted(allowed)}"
             )
     try:
         return gym.make(env_id, **kwargs)
     except (gym.error.Error, TypeError, ValueError) as error:
-        _refuse(f"cannot make {env_id} with --kwargs {kwargs}: {' '.join(str(error).split())}")
+        _refuse(f"cannot make {env_id} with --env-kwargs {kwargs}: {' '.join(str(error).split())}")
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run ``python -m routine_envs diagnose`` with parsed ``args``; the exit status. Bad
-    settings are refused with one line and exit status 2 before any work."""
-    try:
-        kwargs = json.loads(args.kwargs)
-    except json.JSONDecodeError as error:
-        _refuse(f"--kwargs must be a JSON object, got {args.kwargs!r} ({error})")
+def run(args: DiagnoseSettings) -> int:
+    """Run ``python -m routine_envs diagnose`` with its settings; the exit status. Bad
+    settings are refused with a ``ValueError`` naming the flag, before any work."""
+    kwargs = args.env_kwargs
     if args.seed < 0:
         _refuse(f"--seed must be >= 0, got {args.seed}")
     if args.json:
@@ -110,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         )
         obs, info = env.reset(seed=args.seed)
         branch(env)
-        policy = as_policy(args.policy, env.action_space, what="--policy")
+        policy = as_policy(args.policy, env.action_space, what="--policy", env=env)
     except (TypeError, ValueError) as error:
         env.close()
         _refuse(str(error))
@@ -132,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
                 num_rollouts=args.rollouts,
                 alpha=args.alpha,
                 seed=args.seed,
-                progress=not args.no_progress,
+                progress=args.progress,
                 max_steps=args.max_steps,
                 confidence=args.confidence,
                 policy=policy,

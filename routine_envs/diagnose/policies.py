@@ -27,13 +27,15 @@ import gymnasium as gym
 import numpy as np
 
 from routine_envs import annotations as keys
-from routine_envs.plugins import load_object, parse_spec
+from routine_envs.policy_specs import POLICY_FORMS, parse_policy
 
 __all__ = [
+    "POLICY_FORMS",
     "UNIFORM",
     "DiagnosisPolicy",
     "ModelPolicy",
     "ProbabilityPolicy",
+    "TablePolicy",
     "UniformPolicy",
     "as_policy",
     "check_probabilities",
@@ -274,19 +276,21 @@ def _says_maskable(path: Path) -> bool:
 
 
 def as_policy(
-    policy: Any, action_space: gym.spaces.Space, what: str = "policy"
+    policy: Any, action_space: gym.spaces.Space, what: str = "policy", env: gym.Env | None = None
 ) -> Callable[[Any, dict[str, Any], np.random.Generator], int]:
     """Turn ``policy`` into the ``(observation, info, rng) -> action`` form of :func:`diagnose`.
 
     Accepted (``what`` names the parameter in errors, e.g. ``"--policy"``):
 
-    - ``None`` or ``"uniform"``: the uniform random policy;
-    - a path to a saved stable-baselines3 model (a string or :class:`~pathlib.Path` ending in
-      ``.zip``), loaded with :func:`load_model`;
-    - ``"package.module:Name"``, optionally followed by keyword arguments as a JSON object
-      (``'my_lab.policies:Softmax{"temperature": 0.5}'``): the imported object is a class or,
+    - ``None`` or any policy spec of :mod:`routine_envs.policy_specs` (one grammar with the SNR
+      lab and the detectors): ``"uniform"``; a saved stable-baselines3 model (``.zip``, also a
+      :class:`~pathlib.Path`), loaded with :func:`load_model`; ``"package.module:Name"``,
+      optionally followed by keyword arguments as a JSON object
+      (``'my_lab.policies:Softmax{"temperature": 0.5}'``: the imported object is a class or,
       with arguments, a factory, called with the arguments to make the policy; otherwise it is
-      the policy itself; the result is then taken as below;
+      the policy itself; the result is then taken as below); the tabular ``random{...}``,
+      ``mixture{...}`` and ``.npy`` forms on an environment of the suite (``env``: its
+      ``state_id`` indexes the table; :class:`TablePolicy`);
     - a stable-baselines3 model (anything with ``.policy.get_distribution``) or policy network:
       :class:`ModelPolicy`;
     - a callable ``(observation, info, rng) -> action`` (three required positional parameters, the
@@ -295,38 +299,44 @@ def as_policy(
       :class:`ProbabilityPolicy`.
 
     Raises:
-        ValueError: a spec that cannot be parsed or loaded, a model whose action space does not
-            match, or an object that is none of these.
+        ValueError: a spec that cannot be parsed or loaded, a tabular spec without an env with an
+            exact model, a model whose action space does not match, or an object that is none
+            of these.
     """
     space = _discrete(action_space)
     if policy is None:
         return UniformPolicy(space)
-    if isinstance(policy, Path) or (
-        isinstance(policy, str) and policy.strip().lower().endswith(".zip")
-    ):
-        text = str(policy).strip()
-        model = load_model(text, what)
-        return ModelPolicy(model, space, f"{type(model).__name__} {text}", what)
-    if isinstance(policy, str):
-        spec = parse_spec(policy, what)
-        if spec.target == UNIFORM and not spec.kwargs:
-            return UniformPolicy(space)
-        if not spec.is_import_path:
-            raise ValueError(
-                f"{what} {policy!r}: expected {UNIFORM!r}, a saved stable-baselines3 model "
-                "(.zip) or 'package.module:callable'"
-            )
-        loaded = load_object(spec.target, what)
-        if isinstance(loaded, type) or spec.kwargs:
-            try:
-                loaded = loaded(**spec.kwargs)
-            except Exception as error:  # user code: name the spec
-                raise ValueError(
-                    f"{what} {spec.text!r}: calling {spec.target} with {spec.kwargs} failed "
-                    f"({type(error).__name__}: {error})"
-                ) from None
-        return _from_object(loaded, space, spec.text, what)
-    return _from_object(policy, space, None, what)
+    if isinstance(policy, Path):
+        policy = str(policy)
+    if not isinstance(policy, str):
+        return _from_object(policy, space, None, what)
+    spec = parse_policy(policy, what)
+    if spec.kind == "uniform":
+        return UniformPolicy(space)
+    if spec.kind == "model":
+        model = load_model(spec.target, what)
+        return ModelPolicy(model, space, f"{type(model).__name__} {spec.target}", what)
+    if spec.kind == "callable":
+        return _from_object(spec.load(), space, spec.text, what)
+    base = getattr(env, "unwrapped", None)
+    if base is None or not hasattr(base, "dynamics"):
+        raise ValueError(
+            f"{what} {spec.text!r}: a tabular policy needs an environment with an exact model "
+            "(state ids), such as the suite's"
+        )
+    return TablePolicy(spec.table(base), space, spec.text)
+
+
+class TablePolicy(DiagnosisPolicy):
+    """A probability table ``(num_states, num_actions)`` indexed by ``info["state_id"]`` (the
+    tabular policy specs on an environment of the suite)."""
+
+    def __init__(self, table: np.ndarray, action_space: gym.spaces.Discrete, name: str) -> None:
+        super().__init__(name, action_space)
+        self.table = np.asarray(table, dtype=np.float64)
+
+    def probabilities(self, observation: Any, info: dict[str, Any]) -> np.ndarray:
+        return self.table[int(info[keys.STATE_ID])]
 
 
 def _from_object(

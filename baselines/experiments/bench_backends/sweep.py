@@ -70,19 +70,32 @@ def sweep_settings(out: Path, backend: str, workers: int, args: BenchArgs) -> di
 
 def time_sweep(settings: dict[str, Any]) -> dict[str, Any]:
     """Run the sweep (in a fresh interpreter: see :func:`measure`); its wall time, Ray's
-    start-up, the mean training time per run and the records without timings."""
-    from baselines.experiments.compare import sweep as compare
+    start-up, the mean training time per run and the records without timings. The sweep is
+    the library's training sweep (:mod:`baselines.lib.training_runs`), as ``compare`` runs
+    it."""
+    from baselines.lib import training_runs
+    from baselines.lib.experiment import Experiment, run_experiment
 
-    args = cli.settings_from(compare.SweepArgs, {**settings, "out": Path(settings["out"])})
-    jobs = compare.plan(args)
+    args = cli.settings_from(
+        training_runs.SweepArgs, {**settings, "out": Path(settings["out"]), "baseline": "ppo"}
+    )
+    training_runs.check_sweep(args, "routine_length")
+    jobs = training_runs.jobs_of(args, "routine_length")
+    sweep = Experiment(
+        "bench_backends",
+        lambda _: jobs,
+        training_runs.run_key,
+        training_runs.run_training,
+        training_runs.TrainingRecord,
+    )
     start = time.perf_counter()
     startup = 0.0
     if args.backend == "ray":
         from baselines.lib import ray_backend
 
-        ray_backend.connect(args, args.workers, ray_backend.packages_of(compare.run_job))
+        ray_backend.connect(args, args.workers, ray_backend.packages_of(sweep.run))
         startup = time.perf_counter() - start
-    records = compare.run_sweep(args, progress=False)
+    records = run_experiment(sweep, args, progress=False)
     wall = time.perf_counter() - start
     assert len(records) == len(jobs)
     return {
@@ -100,11 +113,11 @@ def measure(out: Path, backend: str, workers: int, args: BenchArgs) -> dict[str,
     """:func:`time_sweep` in a fresh interpreter (a cold start, as a user's command)."""
     code = (
         "import json, sys; from baselines.experiments.bench_backends import sweep; "
-        "print('RESULT ' + json.dumps(sweep.time_sweep(json.loads(sys.argv[1]))))"
+        "print('RESULT ' + json.dumps(sweep.time_sweep(json.loads(sys.stdin.read()))))"
     )
     settings = json.dumps(sweep_settings(out, backend, workers, args))
     proc = subprocess.run(
-        [sys.executable, "-c", code, settings], capture_output=True, text=True, check=False
+        [sys.executable, "-c", code], input=settings, capture_output=True, text=True, check=False
     )
     lines = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
     if proc.returncode != 0 or not lines:
@@ -114,17 +127,19 @@ def measure(out: Path, backend: str, workers: int, args: BenchArgs) -> dict[str,
 
 def parse_args(argv: list[str] | None = None) -> BenchArgs:
     """The settings from the command line (one flag per :class:`BenchArgs` field)."""
-    return cli.parse_settings(BenchArgs, argv, description=__doc__.splitlines()[0])
+    from baselines.commands import settings_of
+
+    return settings_of("bench_backends", argv)
 
 
-def main(args: BenchArgs, argv: list[str] | None = None) -> dict[str, Any]:
+def main(args: BenchArgs) -> dict[str, Any]:
     """Time every backend x worker count (alternately, in that order), print the table and the
     ratios, and return them; inside a loopback-only namespace unless ``args.namespace`` is off."""
     if args.namespace and not os.environ.get(INSIDE):
         reason = loopback.unavailable()
         if reason:
             cli.fail(f"no loopback-only network namespace ({reason}); --no-namespace to run here")
-        again = [sys.executable, "-m", "baselines.bench_backends", *(argv or sys.argv[1:])]
+        again = [sys.executable, "-m", "baselines", "bench_backends", *cli.to_argv(args)]
         outcome = loopback.run(
             again, env={**os.environ, INSIDE: "1"}, timeout=3 * 3600, capture=False
         )

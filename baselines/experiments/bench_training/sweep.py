@@ -1,9 +1,20 @@
-"""Training throughput: ``python -m baselines.bench_training``.
+"""Training cost: ``python -m baselines.bench_training``.
 
-Environment steps per second of ``learn()`` (collection and updates) for SB3's ``PPO`` and for
-``TrajectoryAdvantagePPO`` with ``trajectory_mc``, on the same environment and hyperparameters
-(``baselines/configs/<env id>.yml``), measured alternately in one process, best of
-``--repeats``. Goal: the ratio is at least 0.9. Not a test: it asserts nothing.
+CPU seconds per 10^6 environment steps of one run (collection, updates and, for the batched
+trainer, its exact evaluations at 0 and at the budget), measured side by side in one process
+(one torch thread) on the same environment and hyperparameters (the protocol's, else
+``baselines/configs/<env id>.yml``):
+
+- SB3's ``PPO`` (``ppo``) and ``TrajectoryAdvantagePPO`` (estimator methods), one run each, by
+  ``learn()``;
+- the batched trainer (:mod:`baselines.lib.batched`) with R runs at once, for each R of
+  ``--runs``: the batch's CPU time divided by the steps of all its runs.
+
+CPU time (``time.process_time``), not wall time, because the machine may be shared; each
+figure is the best of ``--repeats``. Then the ratio SB3 / batched per method, and the batched
+trainer's achieved arithmetic rate (the FLOPs of its matrix products per CPU second) against
+the machine's own: a ``--matmul-size`` square float32 matrix product timed in the same run, on
+one thread. Not a test: it asserts nothing.
 """
 
 from __future__ import annotations
@@ -12,54 +23,178 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from baselines.lib import cli
+import torch
+
 from baselines.lib.training import TrainArgs, build
 
 
-def throughput(
-    method: str, env_id: str, env_kwargs: dict[str, Any], steps: int, seed: int = 0
+def sb3_cpu_per_step(
+    method: str, env_id: str, env_kwargs: dict[str, Any], steps: int, config: Any, seed: int = 0
 ) -> float:
-    """Environment steps per second of one ``learn(steps)`` call."""
+    """CPU seconds per environment step of one SB3 ``learn(steps)`` (no evaluation)."""
     algo, _, _ = build(
-        TrainArgs(env_id=env_id, env_kwargs=env_kwargs, method=method, seed=seed, progress=False)
+        TrainArgs(
+            env_id=env_id,
+            env_kwargs=env_kwargs,
+            method=method,
+            seed=seed,
+            progress=False,
+            config=config,
+        )
     )
-    start = time.perf_counter()
+    start = time.process_time()
     algo.learn(steps)
-    return algo.num_timesteps / (time.perf_counter() - start)
+    return (time.process_time() - start) / algo.num_timesteps
+
+
+def batched_cpu_per_step(
+    method: str,
+    env_id: str,
+    env_kwargs: dict[str, Any],
+    steps: int,
+    runs: int,
+    hyper: dict[str, Any],
+    seed: int = 0,
+) -> tuple[float, float]:
+    """CPU seconds per environment step of one run when ``runs`` train at once, and the matrix
+    FLOPs per CPU second the batch achieved."""
+    from baselines.lib.batched import RunSpec, train_runs
+    from baselines.lib.batched.mlp import FLOPS
+
+    specs = [
+        RunSpec(env_id, env_kwargs, method, seed + r, steps, steps, hyperparameters=hyper)
+        for r in range(runs)
+    ]
+    flops = FLOPS.count
+    start = time.process_time()
+    results = train_runs(specs)
+    cpu = time.process_time() - start
+    return cpu / sum(r.steps_trained for r in results), (FLOPS.count - flops) / cpu
+
+
+def matmul_flops(size: int) -> float:
+    """FLOP/s of a ``size x size`` float32 matrix product on one torch thread (best of 3)."""
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    a @ b
+    best = float("inf")
+    for _ in range(3):
+        start = time.process_time()
+        a @ b
+        best = min(best, time.process_time() - start)
+    return 2 * size**3 / best
 
 
 @dataclass
 class BenchArgs:
-    """Training throughput of PPO and TrajectoryAdvantagePPO on the same environment."""
+    """CPU per environment step of SB3 and of the batched trainer, side by side."""
 
     env_id: str = field(default="DilutedDoors-v1", metadata={"help": "registered env id"})
     env_kwargs: dict[str, Any] = field(
-        default_factory=dict, metadata={"help": "gym.make keyword arguments (JSON)"}
+        default_factory=lambda: {"num_floors": 2, "routine_length": 9},
+        metadata={"help": "gym.make keyword arguments (JSON)"},
     )
-    steps: int = field(default=30_000, metadata={"help": "environment steps per learn() call"})
-    repeats: int = field(default=3, metadata={"help": "measurements per method (best kept)"})
+    steps: int = field(default=20_000, metadata={"help": "environment steps per run", "min": 1})
+    repeats: int = field(default=2, metadata={"help": "measurements (best kept)", "min": 1})
     methods: list[str] = field(
         default_factory=lambda: ["ppo", "trajectory_mc"],
-        metadata={"help": "methods to time; the first is the reference of the ratio"},
+        metadata={"help": "methods (ppo: SB3 PPO; estimators: TrajectoryAdvantagePPO)"},
+    )
+    runs: list[int] = field(
+        default_factory=lambda: [1, 10, 40],
+        metadata={"help": "batch sizes R of the batched trainer", "min": 1},
+    )
+    protocol: str = field(
+        default="rb1", metadata={"help": "protocol whose hyperparameters to use ('' for none)"}
+    )
+    matmul_size: int = field(default=2048, metadata={"help": "matrix size of the peak", "min": 64})
+    memory_tier: str = field(
+        default="",
+        metadata={
+            "help": "instead of timing: peak memory of every batch the batched trainer forms "
+            "from this tier of --protocol (e.g. full), with the first --methods"
+        },
     )
 
 
 def parse_args(argv: list[str] | None = None) -> BenchArgs:
-    """The settings from the command line (one flag per :class:`BenchArgs` field)."""
-    return cli.parse_settings(BenchArgs, argv, description=__doc__.splitlines()[0])
+    """The settings of ``python -m baselines bench_training`` from ``argv``."""
+    from baselines.commands import settings_of
+
+    return settings_of("bench_training", argv)
 
 
-def main(args: BenchArgs) -> dict[str, float]:
-    """Time every method ``args.repeats`` times alternately; print and return the best env
-    steps per second of each."""
-    best = {m: 0.0 for m in args.methods}
-    for r in range(args.repeats):
-        for method in args.methods:
-            best[method] = max(
-                best[method], throughput(method, args.env_id, args.env_kwargs, args.steps, seed=r)
+def main(args: BenchArgs) -> list[dict[str, Any]]:
+    """Measure and print the table; return its rows."""
+    import tempfile
+    from pathlib import Path
+
+    from baselines.lib.config import load_hyperparameters
+
+    torch.set_num_threads(1)
+    if args.memory_tier:
+        from baselines.experiments.bench_training.memory import tier_peaks
+
+        rows = tier_peaks(args.protocol or "rb1", args.memory_tier, args.methods[0])
+        print(f"peak memory of one batch per setting, {args.methods[0]}, tier {args.memory_tier}")
+        for row in rows:
+            print(
+                f"{row['setting']:<50} {row['runs']:>3} runs ({row['densities']} densities) "
+                f"{row['peak_bytes'] / 2**20:>8,.0f} MiB"
             )
-    base = best[args.methods[0]]
-    print(f"{'method':<16} {'env steps/s':>12} {'x ' + args.methods[0]:>10}")
-    for method, sps in best.items():
-        print(f"{method:<16} {sps:>12,.0f} {sps / base:>10.2f}")
-    return best
+        return rows
+    config = None
+    if args.protocol:
+        from baselines.lib.protocol import load_protocol
+        from baselines.lib.protocol_runs import write_configs
+
+        protocol = load_protocol(args.protocol)
+        folder = Path(tempfile.mkdtemp(prefix="bench_training_"))
+        config = write_configs(protocol, folder).get(args.env_id)
+    peak = matmul_flops(args.matmul_size)
+    rows: list[dict[str, Any]] = []
+    for method in args.methods:
+        hyper = load_hyperparameters(args.env_id, method, config)
+        sb3 = min(
+            sb3_cpu_per_step(method, args.env_id, args.env_kwargs, args.steps, config, seed=k)
+            for k in range(args.repeats)
+        )
+        label = "PPO" if method == "ppo" else "TrajectoryAdvantagePPO"
+        rows.append(
+            {"trainer": f"sb3 {label}", "method": method, "runs": 1, "cpu_s_per_1e6": sb3 * 1e6}
+        )
+        for r in args.runs:
+            best, rate = float("inf"), 0.0
+            for k in range(args.repeats):
+                cpu, flops = batched_cpu_per_step(
+                    method, args.env_id, args.env_kwargs, args.steps, r, hyper, seed=100 * k
+                )
+                if cpu < best:
+                    best, rate = cpu, flops
+            rows.append(
+                {
+                    "trainer": "batched",
+                    "method": method,
+                    "runs": r,
+                    "cpu_s_per_1e6": best * 1e6,
+                    "x_sb3": sb3 / best,
+                    "gflops": rate / 1e9,
+                    "of_peak": rate / peak,
+                }
+            )
+    print(
+        f"{args.env_id} {args.env_kwargs}, {args.steps:,} steps per run; CPU time, one thread; "
+        f"float32 matmul peak {peak / 1e9:.1f} GFLOP/s ({args.matmul_size}^2)"
+    )
+    print(
+        f"{'trainer':<28} {'method':<14} {'R':>3} {'CPU s / 1e6 steps':>18} {'x SB3':>7} "
+        f"{'GFLOP/s':>8} {'of peak':>8}"
+    )
+    for row in rows:
+        extra = ""
+        if "x_sb3" in row:
+            extra = f" {row['x_sb3']:>7.1f} {row['gflops']:>8.1f} {row['of_peak']:>8.0%}"
+        print(
+            f"{row['trainer']:<28} {row['method']:<14} {row['runs']:>3} "
+            f"{row['cpu_s_per_1e6']:>18,.1f}{extra}"
+        )
+    return rows

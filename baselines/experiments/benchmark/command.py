@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from baselines.experiments.benchmark import cost, manifest, report, sweep
-from baselines.experiments.benchmark import protocol as protocols
-from baselines.lib import cli
+from baselines.experiments.benchmark import cost, manifest, report
+from baselines.lib import cli, protocol_runs
+from baselines.lib import protocol as protocols
 from baselines.lib.backend import BackendArgs
 from baselines.lib.results import ResultsFile, write_atomic
 
@@ -113,7 +113,7 @@ class BenchmarkArgs(BackendArgs):
 
 
 def method_folder(args: BenchmarkArgs, method: str) -> Path:
-    return args.out / args.protocol / args.tier / sweep.method_slug(method)
+    return args.out / args.protocol / args.tier / protocol_runs.method_slug(method)
 
 
 def load_records(path: Path, read_only: bool = False) -> list[dict[str, Any]]:
@@ -121,9 +121,10 @@ def load_records(path: Path, read_only: bool = False) -> list[dict[str, Any]]:
     write anything (references: bad lines are skipped, not moved)."""
     if not path.exists():
         return []
-    from baselines.experiments.compare.sweep import REQUIRED, check_record
+    from baselines.lib import training_runs
+    from baselines.lib.records import upgrade
 
-    store = ResultsFile(path, REQUIRED, check_record)
+    store = ResultsFile(path, training_runs.SCHEMA, training_runs.TrainingRecord.check, upgrade)
     return store.read() if read_only else store.load()
 
 
@@ -137,8 +138,8 @@ def planned_records(
 ) -> list[dict[str, Any]]:
     """The records of ``path`` that are runs of ``method`` in the protocol's ``tier`` as it is
     now (by run key): rows of an earlier draft's settings, or of another tier, are left out."""
-    jobs = sweep.plan(protocol, protocol.tier(tier), method, config_folder)
-    return sweep.current_records(load_records(path, read_only), jobs)
+    jobs = protocol_runs.plan(protocol, protocol.tier(tier), method, config_folder)
+    return protocol_runs.current_records(load_records(path, read_only), jobs)
 
 
 def load_references(
@@ -323,9 +324,9 @@ def list_references(
     listed, found = {}, {}
     runs = protocol.tier(tier).num_runs_per_method
     for method in protocols.REFERENCE_METHODS:
-        every = load_records(folder / f"{sweep.method_slug(method)}.jsonl", read_only=True)
-        jobs = sweep.plan(protocol, protocol.tier(tier), method, configs)
-        records = sweep.current_records(every, jobs)  # each file read and planned once
+        every = load_records(folder / f"{protocol_runs.method_slug(method)}.jsonl", read_only=True)
+        jobs = protocol_runs.plan(protocol, protocol.tier(tier), method, configs)
+        records = protocol_runs.current_records(every, jobs)  # each file read and planned once
         listed[method] = len(records)
         if records:
             found[method] = records
@@ -361,7 +362,7 @@ def references(args: BenchmarkArgs, protocol: protocols.Protocol) -> dict[str, A
         print(
             f"wrote {path} ({len(manifest.reference_files(folder))} files); to ship them, pin "
             f"REFERENCE_MANIFESTS[{protocol.version!r}][{args.tier!r}] = {digest!r} in "
-            "baselines/experiments/benchmark/protocol.py"
+            "baselines/lib/protocol.py"
         )
         return {"manifest": path, "sha256": digest}
     tier = protocol.tier(args.tier)
@@ -369,9 +370,11 @@ def references(args: BenchmarkArgs, protocol: protocols.Protocol) -> dict[str, A
         folder = args.references_dir or args.out / "references" / protocol.version / args.tier
         cli.check_output_folder(folder, "--references-dir")
         for method in args.methods:
-            jobs = sweep.plan(protocol, tier, method, args.out / "configs", args.env_id or None)
-            path = folder / f"{sweep.method_slug(method)}.jsonl"
-            sweep.run_method(jobs, path, args.workers, args.progress, backend=args)
+            jobs = protocol_runs.plan(
+                protocol, tier, method, args.out / "configs", args.env_id or None
+            )
+            path = folder / f"{protocol_runs.method_slug(method)}.jsonl"
+            protocol_runs.run_method(jobs, path, args.workers, args.progress, backend=args)
         listed, _ = list_references(protocol, args.tier, folder, args.out / "configs")
         print(
             f"\ncomputed references in {folder} (not shipped). To ship them: copy its .jsonl "
@@ -428,7 +431,9 @@ def price_tier(
     tier = protocol.tier(args.tier)
     methods = [args.method] if args.method else []
     costs = {
-        m: cost.sweep_cost(sweep.plan(protocol, tier, m, configs, args.env_id or None), m, per_step)
+        m: cost.sweep_cost(
+            protocol_runs.plan(protocol, tier, m, configs, args.env_id or None), m, per_step
+        )
         for m in dict.fromkeys([*methods, *protocols.REFERENCE_METHODS])
     }
     everything = cost.combined([costs[m] for m in protocols.REFERENCE_METHODS])
@@ -479,8 +484,12 @@ def main(args: BenchmarkArgs) -> Any:
     if args.command == "run":
         start = time.perf_counter()
         folder = method_folder(args, args.method)
-        jobs = sweep.plan(protocol, tier, args.method, args.out / "configs", args.env_id or None)
-        sweep.run_method(jobs, folder / "results.jsonl", args.workers, args.progress, backend=args)
+        jobs = protocol_runs.plan(
+            protocol, tier, args.method, args.out / "configs", args.env_id or None
+        )
+        protocol_runs.run_method(
+            jobs, folder / "results.jsonl", args.workers, args.progress, backend=args
+        )
         path = make_report(args, protocol, time.perf_counter() - start, refs)
     else:
         path = make_report(args, protocol, None, refs)
@@ -489,9 +498,14 @@ def main(args: BenchmarkArgs) -> Any:
 
 
 def parse_args(argv: list[str] | None = None) -> BenchmarkArgs:
-    return cli.parse_settings(BenchmarkArgs, argv, description=__doc__.splitlines()[0])
+    """The settings of ``benchmark COMMAND ...`` (``argv[0]`` is the command)."""
+    from baselines.commands import settings_of
+
+    return settings_of("benchmark", argv)
 
 
 def cli_main(argv: list[str] | None = None) -> Any:
     """``python -m baselines.benchmark``: bad settings are one line on stderr, exit status 2."""
-    return cli.run_main(main, parse_args(argv))
+    from baselines.commands import script
+
+    return script("benchmark")(argv)

@@ -3,7 +3,7 @@
 ``baselines/references/<version>/<tier>/MANIFEST.sha256`` lists the SHA-256 of every reference
 file of the tier (one ``<method slug>.jsonl`` per reference method), in ``sha256sum`` format
 (``sha256sum -c MANIFEST.sha256`` in the folder checks them by hand), and
-:data:`~baselines.experiments.benchmark.protocol.REFERENCE_MANIFESTS` pins the manifest's own
+:data:`~baselines.lib.protocol.REFERENCE_MANIFESTS` pins the manifest's own
 SHA-256 beside the protocol's. :func:`open_references` checks both: a changed, added or missing
 reference file (or a changed manifest) is refused with the file's name, unless the caller
 accepts unverified references (``--unverified-references``, for a local experiment), and then
@@ -22,8 +22,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from baselines.experiments.benchmark import protocol as protocols
-from baselines.experiments.benchmark import sweep
+from baselines.lib import protocol as protocols
+from baselines.lib import protocol_runs
 from baselines.lib.results import write_atomic
 
 MANIFEST_NAME = "MANIFEST.sha256"
@@ -52,12 +52,12 @@ class References:
 
     def path(self, method: str) -> Path:
         """The reference file of ``method``."""
-        return self.folder / f"{sweep.method_slug(method)}.jsonl"
+        return self.folder / f"{protocol_runs.method_slug(method)}.jsonl"
 
 
 def shipped_folder(version: str, tier: str) -> Path:
     """The folder the references of ``version``'s ``tier`` ship in."""
-    return sweep.REFERENCE_DIR / version / tier
+    return protocol_runs.REFERENCE_DIR / version / tier
 
 
 def file_sha256(path: Path) -> str:
@@ -71,7 +71,7 @@ def file_sha256(path: Path) -> str:
 
 def reference_files(folder: Path) -> dict[str, Path]:
     """The reference methods' files present in ``folder``, by file name."""
-    paths = [folder / f"{sweep.method_slug(m)}.jsonl" for m in protocols.REFERENCE_METHODS]
+    paths = [folder / f"{protocol_runs.method_slug(m)}.jsonl" for m in protocols.REFERENCE_METHODS]
     return {p.name: p for p in paths if p.is_file()}
 
 
@@ -99,7 +99,7 @@ def manifest_text(folder: Path) -> str:
 
 def write_manifest(folder: Path) -> tuple[Path, str]:
     """Write ``folder``'s manifest (atomically); its path and its SHA-256, the value to pin in
-    :data:`~baselines.experiments.benchmark.protocol.REFERENCE_MANIFESTS`."""
+    :data:`~baselines.lib.protocol.REFERENCE_MANIFESTS`."""
     if not reference_files(folder):
         raise ValueError(f"--references-dir {folder}: no reference files to list")
     path = folder / MANIFEST_NAME

@@ -20,7 +20,7 @@ Across the densities of a setting:
   lowest densities make it an upper bound (``<=``: the true slope is steeper).
 - **ratio to a reference** at the lowest density: ``IQM(steps) / IQM(steps of the reference)``
   with a two-sample bootstrap interval; a bound when either side is censored
-  (:func:`baselines.experiments.compare.analysis.ratio_bound`).
+  (:func:`baselines.lib.curves.ratio_bound`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from baselines.experiments.compare.analysis import (
+from baselines.lib.curves import (
     BOUND_SIGN,
     normalized_auc,
     ratio_bound,

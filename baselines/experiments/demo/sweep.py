@@ -203,21 +203,23 @@ def main(args: DemoArgs) -> None:
     print(f"\nwrote {args.out}/rho_by_routine_length.csv, oracle_advantages.csv, episode.png")
 
     print("\n== 4. The rho law: SNR(perfect critic) / SNR(trajectory advantage) against rho")
-    from baselines.experiments.snr_lab import sweep as snr_lab
+    from baselines import commands  # the other experiments, run by name (never imported)
+    from baselines.lib.lab import PAPER, fit_text
 
-    lab = snr_lab.LabArgs(
-        out=args.out / "snr",
-        episodes=args.snr_episodes,
-        workers=args.workers,
-        **backend_fields(args),
+    lab = cli.settings_from(
+        commands.settings_class("snr_lab rho-law"),
+        {
+            "out": args.out / "snr",
+            "episodes": args.snr_episodes,
+            "workers": args.workers,
+            **backend_fields(args),
+        },
     )
     start = time.perf_counter()
-    summary = snr_lab.rho_law(lab)
+    summary = commands.run_command("snr_lab rho-law", lab)["rho-law"]
     columns = ("routine_length", "rho", "ratio", "ratio_low", "ratio_high", "theory_ratio")
     rows = [r for r in read_csv(lab.out / "rho_law" / "rho_law.csv") if r["param"] == "per_state"]
     print_table([{k: r[k] for k in columns} for r in rows])
-    from baselines.experiments.snr_lab.analysis import fit_text
-
     for param, fit in summary["fits"].items():
         print(
             f"fit ({param}): {fit_text(fit)}; closed form within "
@@ -225,21 +227,21 @@ def main(args: DemoArgs) -> None:
         )
     print(
         f"closed-form fit: {fit_text(summary['theory_fit'])}; paper: slope "
-        f"{snr_lab.PAPER['slope']}, R^2 {snr_lab.PAPER['r2']}; "
+        f"{PAPER['slope']}, R^2 {PAPER['r2']}; "
         f"{args.snr_episodes} episodes per setting ({time.perf_counter() - start:.1f} s)"
     )
 
     if args.compare:
         print("\n== 5. PPO (turn-level, learned critic) vs TrajectoryAdvantagePPO (trajectory_mc)")
-        from baselines.experiments.compare import sweep as compare
-
+        compare = commands.settings_class("compare")
+        base = commands.find("compare")
+        named = cli.load(base.base)({"sweep": "demo"})
         settings = {
-            **compare.SWEEPS["demo"],
             "out": args.out / "compare",
             "workers": args.workers,
             **backend_fields(args),
         }
-        compare.main(cli.settings_from(compare.SweepArgs, settings))
+        commands.run_command("compare", cli.settings_from(compare, settings, named))
 
 
 def read_csv(path: Path) -> list[dict]:
@@ -256,4 +258,6 @@ def read_csv(path: Path) -> list[dict]:
 
 def parse_args(argv: list[str] | None = None) -> DemoArgs:
     """Command-line flags, one per :class:`DemoArgs` field."""
-    return cli.parse_settings(DemoArgs, argv, description=__doc__.splitlines()[0])
+    from baselines.commands import settings_of
+
+    return settings_of("demo", argv)

@@ -18,24 +18,25 @@ One job per (density value, policy); results go to ``<out>/results.jsonl`` (resu
 
 from __future__ import annotations
 
-import inspect
 import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 
 import routine_envs
-from baselines.experiments.snr_lab.measure import lab_policy
-from baselines.experiments.snr_lab.measure import policy_identity as lab_policy_identity
 from baselines.lib import cli, provenance
-from baselines.lib.runner import run_resumable
+from baselines.lib.experiment import Experiment, run_experiment
+from baselines.lib.lab import policy_table
+from baselines.lib.records import Record
+from baselines.lib.specs import parse_detector
 from baselines.lib.tables import format_table, write_csv
-from routine_envs import credit, detectors, plugins
+from routine_envs import credit, detectors
 from routine_envs.detectors import scoring
+from routine_envs.policy_specs import parse_policy
 from routine_envs.sampler import ModelSampler
 
 gym.register_envs(routine_envs)
@@ -100,16 +101,9 @@ class ScoreArgs:
 
 # ------------------------------------------------------------------------------- policies
 def policy_identity(text: str) -> dict[str, Any]:
-    """What the policy spec ``text`` stands for in a run key (the spec, a file's hash); the
-    SNR lab's policies (:func:`baselines.experiments.snr_lab.measure.policy_identity`)."""
-    return lab_policy_identity(text)
-
-
-def policy_table(env: Any, text: str) -> np.ndarray:
-    """The probability table ``(num_states, num_actions)`` the policy spec ``text`` names."""
-    if text.strip() == "uniform":
-        return detectors.uniform_policy(env)
-    return lab_policy(env, text)[0].probs()
+    """What the policy spec ``text`` stands for in a run key (the spec, a file's hash, outside
+    code's fingerprint: :func:`routine_envs.policy_specs.parse_policy`)."""
+    return parse_policy(text, "--policies").identity
 
 
 def make_env(setting: dict[str, Any]) -> Any:
@@ -156,6 +150,7 @@ def score_setting(setting: dict[str, Any]) -> dict[str, Any]:
         rows.append({"detector": spec, **result.as_row(), "seconds": time.perf_counter() - began})
     return {
         **setting,
+        "rho": float(env.decision_density),
         "success_probability": float(env.success_probability(table)),
         "results": rows,
         "seconds": time.perf_counter() - start,
@@ -187,7 +182,26 @@ def setting_key(setting: dict[str, Any]) -> str:
     return json.dumps({k: setting[k] for k in KEY_FIELDS}, sort_keys=True)
 
 
-REQUIRED = {"key": "str", "density_value": "int", "detectors": "list", "results": "list"}
+@dataclass
+class DetectorRecord(Record):
+    """One (density value, policy): every detector's scores on the same batches (``results``),
+    the policy's exact success probability; the setting's other fields in ``extra``."""
+
+    env_id: str
+    detectors: list[Any]
+    results: list[Any]
+    success_probability: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    unit: ClassVar[str] = "setting"
+
+    @staticmethod
+    def check(record: dict[str, Any]) -> None:
+        """One result per detector, each with its numbers."""
+        check_record(record)
+
+
+REQUIRED = {"key": "str", **DetectorRecord.schema()}
 SCORE_COLUMNS = ("auc", "ap", "rho", "rho_implied", "rho_error", "cost_per_step")
 
 
@@ -204,10 +218,9 @@ def check_record(record: dict[str, Any]) -> None:
 
 def detector_code(spec: str) -> str:
     """The fingerprint of a detector's code: its module's whole source (helpers included),
-    with the scoring module's and the sampler's (branching rollouts live there)."""
-    obj = detectors.resolve_detector(plugins.parse_spec(spec, "--detectors").target)
-    parts = (inspect.getmodule(obj) or obj, scoring, ModelSampler)
-    return "+".join(provenance.code_fingerprint(p) for p in parts)
+    with the scoring module's and the sampler's (:func:`~baselines.lib.specs.parse_detector`,
+    parsed once)."""
+    return parse_detector(spec).code
 
 
 def plan(args: ScoreArgs) -> list[dict[str, Any]]:
@@ -330,16 +343,7 @@ TABLE_COLUMNS = (
 def main(args: ScoreArgs) -> dict[str, Any]:
     """Score what is missing, write the tables and the summary; return them."""
     settings = plan(args)
-    records = run_resumable(
-        settings,
-        setting_key,
-        score_setting,
-        args.out / "results.jsonl",
-        args.workers,
-        required=REQUIRED,
-        check=check_record,
-        unit="setting",
-    )
+    records = run_experiment(EXPERIMENT, args, settings)
     rows = flat_rows(records)
     density_kwarg = settings[0]["density_kwarg"]
     write_csv(args.out / "detectors.csv", rows)
@@ -364,11 +368,19 @@ def main(args: ScoreArgs) -> dict[str, Any]:
     return {"summary": summary, "rows": rows}
 
 
+EXPERIMENT = Experiment("detectors score", plan, setting_key, score_setting, DetectorRecord)
+"""Detectors scored against the annotations (the analysis is :func:`main`'s tables)."""
+
+
 def parse_args(argv: list[str] | None = None) -> ScoreArgs:
     """The settings from the command line (one flag per :class:`ScoreArgs` field)."""
-    return cli.parse_settings(ScoreArgs, argv, description=__doc__.splitlines()[0])
+    from baselines.commands import settings_of
+
+    return settings_of("detectors score", argv)
 
 
 def cli_main(argv: list[str] | None = None) -> dict[str, Any]:
     """``python -m baselines.detectors score``: bad settings are one line on stderr, exit 2."""
-    return cli.run_main(main, parse_args(argv))
+    from baselines.commands import script
+
+    return script("detectors score")(argv)

@@ -80,9 +80,13 @@ def main(args: PolicyArgs) -> dict[str, Any]:
 
 def parse_args(argv: list[str] | None = None) -> PolicyArgs:
     """The settings from the command line (one flag per :class:`PolicyArgs` field)."""
-    return cli.parse_settings(PolicyArgs, argv, description=__doc__.splitlines()[0])
+    from baselines.commands import settings_of
+
+    return settings_of("detectors policy", argv)
 
 
 def cli_main(argv: list[str] | None = None) -> dict[str, Any]:
     """``python -m baselines.detectors policy``: bad settings are one line, exit status 2."""
-    return cli.run_main(main, parse_args(argv))
+    from baselines.commands import script
+
+    return script("detectors policy")(argv)

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from baselines.lib import plotting
+from baselines.lib.lab import fit_text
 from baselines.lib.tables import pyplot
 
 RAW_COSINE = ("cosine_raw", "cosine_raw_low", "cosine_raw_high")
@@ -77,7 +78,7 @@ def flat_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             ratio = rec["ratios"].get(f"{res['estimator']}/{rec['reference']}", [1.0, 1.0, 1.0])
             rows.append(
                 {
-                    "routine_length": rec["routine_length"],
+                    rec["density_kwarg"]: rec["density_value"],
                     "rho": rec["rho"],
                     "param": rec["param"],
                     **table_fields(res),
@@ -89,13 +90,6 @@ def flat_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 }
             )
     return rows
-
-
-def fit_text(f: dict[str, Any]) -> str:
-    """``slope -0.508, R^2 0.9994``, or why the fit is not available."""
-    if f.get("slope") is None:
-        return f.get("note", "fit not available")
-    return f"slope {f['slope']:.3f}, R^2 {f['r2']:.4f}"
 
 
 def series_errorbars(

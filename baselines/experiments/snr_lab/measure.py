@@ -26,30 +26,30 @@ the JSON records keep the raw estimate (``cosine_raw``, which can exceed 1: see
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 
 import routine_envs
 from baselines.experiments.snr_lab import analysis
-from baselines.experiments.snr_lab.sweep import estimator_code, lab_estimator
 from baselines.lib import cli, provenance
 from baselines.lib.backend import BackendArgs
-from baselines.lib.runner import run_resumable
+from baselines.lib.experiment import Experiment, run_experiment
+from baselines.lib.lab import estimator_code, lab_estimator, lab_policy
+from baselines.lib.records import Record
 from baselines.lib.tables import format_table, write_csv
-from routine_envs import credit, plugins, snr
+from routine_envs import credit, snr
+from routine_envs.policy_specs import parse_policy
 from routine_envs.sampler import ModelSampler
 
 gym.register_envs(routine_envs)
 
-POLICY_KINDS = ("uniform", "random", "mixture")
 PILOT_EPISODES = 4096
 """Episodes of a separate pilot sample that estimates ``std(R)`` (the unit of ``oracle:C``'s
 noise, ``sigma = C std(R)``)."""
@@ -101,97 +101,11 @@ class MeasureArgs(BackendArgs):
 
 
 # ------------------------------------------------------------------------------- policies
-def file_digest(path: Path) -> str:
-    """A short hash of a file's bytes (a saved policy is part of a setting's identity)."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-
-
 def policy_identity(text: str) -> dict[str, Any]:
-    """What the policy spec ``text`` stands for in a run key: the spec, and a file's hash."""
-    spec = plugins.parse_spec(text, "--policy")
-    if spec.target == "mixture":
-        eps = spec.kwargs.get("eps")
-        if set(spec.kwargs) != {"eps"} or not isinstance(eps, (int, float)) or not 0 <= eps <= 1:
-            raise ValueError(f"--policy {text!r}: a mixture is 'mixture{{\"eps\": E}}', 0<=E<=1")
-    if spec.target in POLICY_KINDS:
-        return {"spec": spec.text}
-    path = Path(spec.target)
-    if path.suffix not in (".npy", ".zip"):
-        raise ValueError(
-            f"--policy {text!r}: expected 'uniform', 'random{{...}}', a .npy table or an SB3 .zip"
-        )
-    if not path.is_file():
-        raise ValueError(f"--policy {text!r}: no file at {path}")
-    return {"spec": spec.text, "sha256": file_digest(path)}
-
-
-def masked_logits(env: Any, logits: np.ndarray) -> np.ndarray:
-    """``logits`` with the invalid actions of each state at ``-inf`` where the env has masks
-    (states without a valid action are left alone: they are never decided)."""
-    if not env.has_action_masks:
-        return logits
-    mask = env.dynamics.mask_table()
-    decided = mask.any(axis=1)
-    return np.where(~mask & decided[:, None], -np.inf, logits)
-
-
-def lab_policy(env: Any, text: str) -> tuple[snr.TabularSoftmax, np.ndarray | None]:
-    """The per-state softmax policy ``text`` names (see the module docstring) and, for an SB3
-    network, the metric ``J J^T`` of its logits' Jacobian."""
-    spec = plugins.parse_spec(text, "--policy")
-    num_states, num_actions = env.num_states, env.num_actions
-    if spec.target == "uniform":
-        if spec.kwargs:
-            raise ValueError(f"--policy {text!r}: 'uniform' takes no arguments")
-        logits = np.zeros((num_states, num_actions))
-        return snr.TabularSoftmax.per_state(
-            num_states, num_actions, masked_logits(env, logits)
-        ), None
-    if spec.target == "random":
-        unknown = set(spec.kwargs) - {"seed", "scale"}
-        if unknown:
-            raise ValueError(f"--policy {text!r}: unknown arguments {sorted(unknown)}")
-        rng = np.random.default_rng(int(spec.kwargs.get("seed", 0)))
-        scale = float(spec.kwargs.get("scale", 1.0))
-        logits = scale * rng.standard_normal((num_states, num_actions))
-        return snr.TabularSoftmax.per_state(
-            num_states, num_actions, masked_logits(env, logits)
-        ), None
-    if spec.target == "mixture":
-        from routine_envs.detectors import mixture_policy
-
-        policy_identity(text)
-        with np.errstate(divide="ignore"):
-            logits = np.log(mixture_policy(env, float(spec.kwargs["eps"])))
-        return snr.TabularSoftmax.per_state(num_states, num_actions, logits), None
-    policy_identity(text)  # the file exists and has a known suffix
-    path = Path(spec.target)
-    if path.suffix == ".npy":
-        table = np.load(path)
-        if table.shape != (num_states, num_actions):
-            raise ValueError(
-                f"--policy {path}: a table of shape ({num_states}, {num_actions}) is needed, "
-                f"got {table.shape}"
-            )
-        if np.any(table < 0) or not np.allclose(table.sum(axis=1), 1.0, atol=1e-6):
-            raise ValueError(f"--policy {path}: rows must be probabilities (>= 0, summing to 1)")
-        with np.errstate(divide="ignore"):
-            logits = np.log(table)
-        return snr.TabularSoftmax.per_state(num_states, num_actions, logits), None
-    if env.has_action_masks:
-        raise ValueError(
-            f"--policy {path}: an SB3 network policy is measured through its logits' Jacobian, "
-            f"which assumes no action masks; {env.spec.id if env.spec else env} has them "
-            "(save its probability table as .npy instead)"
-        )
-    from stable_baselines3 import PPO
-
-    from baselines.lib.network import logits_and_jacobian
-
-    model = PPO.load(path, device="cpu")
-    logits, jac = logits_and_jacobian(model.policy, env)
-    log_probs = logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)
-    return snr.TabularSoftmax.per_state(num_states, num_actions, log_probs), jac @ jac.T
+    """What the policy spec ``text`` stands for in a run key (the one policy grammar,
+    :func:`routine_envs.policy_specs.parse_policy`: the spec, a file's hash, outside code's
+    fingerprint)."""
+    return parse_policy(text).identity
 
 
 # ------------------------------------------------------------------------------- a setting
@@ -272,15 +186,28 @@ def setting_key(setting: dict[str, Any]) -> str:
     return json.dumps({k: setting[k] for k in KEY_FIELDS}, sort_keys=True)
 
 
-REQUIRED = {
-    "key": "str",
-    "density_value": "int",
-    "rho": "number",
-    "estimators": "list",
-    "reference": "str",
-    "results": "list",
-    "ratios": "dict",
-}
+@dataclass
+class MeasureRecord(Record):
+    """One density value of the open lab: every estimator's SNR, bias, cosine and MSE on the
+    same episodes (``results``), the ratio of each SNR to the reference's (``ratios``); the
+    setting's other fields (env, policy identity, sample, code) in ``extra``."""
+
+    env_id: str
+    estimators: list[Any]
+    reference: str
+    results: list[Any]
+    ratios: dict[str, Any]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    unit: ClassVar[str] = "setting"
+
+    @staticmethod
+    def check(record: dict[str, Any]) -> None:
+        """One result per estimator, each with its SNR and bias columns."""
+        check_record(record)
+
+
+REQUIRED = {"key": "str", **MeasureRecord.schema()}
 
 
 def check_record(record: dict[str, Any]) -> None:
@@ -385,17 +312,7 @@ def flat_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def main(args: MeasureArgs) -> dict[str, Any]:
     """Measure what is missing, write the table, the figure and the summary; return it."""
     settings = plan(args)
-    records = run_resumable(
-        settings,
-        setting_key,
-        measure_setting,
-        args.out / "results.jsonl",
-        args.workers,
-        required=REQUIRED,
-        check=check_record,
-        unit="setting",
-        backend=args,
-    )
+    records = run_experiment(EXPERIMENT, args, settings)
     rows = flat_rows(records)
     write_csv(args.out / "measure.csv", rows)
     density_kwarg = settings[0]["density_kwarg"]
@@ -428,11 +345,19 @@ def main(args: MeasureArgs) -> dict[str, Any]:
     return {"summary": summary, "rows": rows}
 
 
+EXPERIMENT = Experiment("snr_lab measure", plan, setting_key, measure_setting, MeasureRecord)
+"""The open lab (its analysis is :func:`main`'s tables, figure and summary)."""
+
+
 def parse_args(argv: list[str] | None = None) -> MeasureArgs:
     """The settings from the command line (one flag per :class:`MeasureArgs` field)."""
-    return cli.parse_settings(MeasureArgs, argv, description=__doc__.splitlines()[0])
+    from baselines.commands import settings_of
+
+    return settings_of("snr_lab measure", argv)
 
 
 def cli_main(argv: list[str] | None = None) -> dict[str, Any]:
     """``python -m baselines.snr_lab measure``: bad settings are one line on stderr, exit 2."""
-    return cli.run_main(main, parse_args(argv))
+    from baselines.commands import script
+
+    return script("snr_lab measure")(argv)

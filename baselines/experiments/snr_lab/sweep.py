@@ -23,10 +23,9 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -35,14 +34,15 @@ import routine_envs
 from baselines.experiments.snr_lab import analysis
 from baselines.lib import cli, provenance
 from baselines.lib.backend import BackendArgs
-from baselines.lib.runner import run_resumable
+from baselines.lib.experiment import Experiment, run_experiment
+from baselines.lib.lab import PAPER, estimator_code, lab_estimator
+from baselines.lib.records import Record
 from baselines.lib.tables import write_csv
-from routine_envs import credit, plugins, snr
+from routine_envs import credit, snr
 from routine_envs.sampler import ModelSampler
 
 gym.register_envs(routine_envs)
 
-PAPER = {"slope": -0.5084, "r2": 0.9994, "rho_range": "1 .. 1/51"}
 ROUTINE_LENGTHS = (0, 1, 2, 3, 5, 7, 10, 15, 20, 30, 40, 50)
 SIGMA_MULTIPLES = (0.0, 0.05, 0.1, 0.2, 0.5, 1.0)
 ROLLOUTS = (1, 2, 4, 8, 16)
@@ -96,35 +96,6 @@ class LabArgs(BackendArgs):
 
 
 # --------------------------------------------------------------------------- one setting
-LAB_ESTIMATORS: dict[str, Callable[[str, dict[str, float]], tuple[Any, dict[str, Any]]]] = {
-    "oracle": lambda arg, ctx: ("oracle", {"sigma": float(arg or 0) * ctx["std_R"]}),
-    "trajectory_exact": lambda arg, ctx: ("trajectory_mc", {"baseline": ctx["J"]}),
-    "mc_rollout": lambda arg, ctx: ("mc_rollout", {"num_rollouts": int(arg)}),
-}
-"""Lab labels ``kind[:arg]`` that are not plain registry names: ``(arg, {"J", "std_R"}) ->
-(estimator spec, constructor kwargs)``. ``oracle:c`` has noise ``sigma = c std(R)``,
-``trajectory_exact`` the exact baseline ``J``, ``mc_rollout:k`` ``k`` simulated rollouts."""
-SEED_OFFSETS = {"oracle": 1, "mc_rollout": 2}
-"""Each randomized estimator's seed is the setting's seed plus its offset."""
-
-
-def lab_estimator(
-    label: str, context: credit.EstimatorContext, exact: dict[str, float]
-) -> credit.AdvantageEstimator:
-    """The estimator a lab label names (see :data:`LAB_ESTIMATORS`), else any spec that
-    :func:`routine_envs.credit.build_estimator` accepts (a name or an import path
-    ``package.module:Name``, optionally with JSON arguments), built from ``context``;
-    ``exact`` holds ``J`` and ``std_R`` of the setting."""
-    kind, _, arg = label.partition(":")
-    if kind in LAB_ESTIMATORS:
-        spec, kwargs = LAB_ESTIMATORS[kind](arg, exact)
-    else:
-        spec, kwargs, kind = label, {}, plugins.parse_spec(label, "estimator").target
-    if kind in SEED_OFFSETS and context.seed is not None:
-        kwargs["seed"] = context.seed + SEED_OFFSETS[kind]
-    return credit.build_estimator(spec, context, **kwargs)
-
-
 def measure_setting(setting: dict[str, Any]) -> dict[str, Any]:
     """Measure one setting (a worker's job): SNR of each named estimator on shared episodes."""
     start = time.perf_counter()
@@ -132,7 +103,7 @@ def measure_setting(setting: dict[str, Any]) -> dict[str, Any]:
         setting["env_id"],
         num_floors=setting["num_floors"],
         num_doors=setting["num_doors"],
-        routine_length=setting["routine_length"],
+        **{setting["density_kwarg"]: setting["density_value"]},
     ).unwrapped
     rows = snr.floor_rows(env) if setting["param"] == "per_floor" else np.arange(env.num_states)
     policy = snr.TabularSoftmax.shared(rows, env.num_doors)
@@ -173,7 +144,7 @@ def measure_setting(setting: dict[str, Any]) -> dict[str, Any]:
     }
     return {
         **setting,
-        "rho": 1 / (1 + setting["routine_length"]),
+        "rho": 1 / (1 + setting["density_value"]),
         "J": j,
         "std_R": std_r,
         "results": out,
@@ -182,21 +153,11 @@ def measure_setting(setting: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def estimator_code(label: str) -> str:
-    """The fingerprint of the code a lab label builds (see :data:`LAB_ESTIMATORS`; outside
-    code: its whole module, :func:`baselines.lib.provenance.estimator_code`)."""
-    kind, _, arg = label.partition(":")
-    if kind in LAB_ESTIMATORS:
-        spec = LAB_ESTIMATORS[kind](arg or "1", {"J": 0.5, "std_R": 0.5})[0]
-        return provenance.code_fingerprint(credit.estimator_class(spec))
-    spec = plugins.parse_spec(label, "estimator")
-    return provenance.estimator_code(spec.target, spec.kwargs)
-
-
 KEY_FIELDS = (
     "experiment",
     "env_id",
-    "routine_length",
+    "density_kwarg",
+    "density_value",
     "param",
     "estimators",
     "reference",
@@ -217,15 +178,29 @@ def setting_key(setting: dict[str, Any]) -> str:
     return json.dumps({k: setting[k] for k in KEY_FIELDS}, sort_keys=True)
 
 
-REQUIRED = {
-    "key": "str",
-    "routine_length": "int",
-    "rho": "number",
-    "estimators": "list",
-    "reference": "str",
-    "results": "list",
-    "ratios": "dict",
-}
+@dataclass
+class LabRecord(Record):
+    """One setting of a lab experiment: its estimators' SNR results on shared episodes and the
+    ratio of each to the reference (``results``: one row per estimator, :func:`measure_setting`;
+    ``ratios``: ``"name/reference" -> [ratio, low, high]``); the setting's other fields, the
+    exact ``J`` and ``std_R`` and the time taken in ``extra``."""
+
+    estimators: list[Any]
+    reference: str
+    results: list[Any]
+    ratios: dict[str, Any]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    unit: ClassVar[str] = "setting"
+
+    @staticmethod
+    def check(record: dict[str, Any]) -> None:
+        """Every estimator has a result with its SNR, and a ratio to the reference wherever the
+        reference's SNR is not zero (as :func:`measure_setting` writes)."""
+        check_record(record)
+
+
+REQUIRED = {"key": "str", **LabRecord.schema()}
 """The fields every setting's record has, and their kinds."""
 
 
@@ -256,18 +231,11 @@ def check_record(record: dict[str, Any]) -> None:
 def run_settings(
     settings: list[dict[str, Any]], path: Path, workers: int, backend: BackendArgs | None = None
 ) -> list[dict]:
-    """Measure what is missing (resumable, on ``backend``), append each result as one JSON line."""
-    return run_resumable(
-        settings,
-        setting_key,
-        measure_setting,
-        path,
-        workers,
-        required=REQUIRED,
-        check=check_record,
-        unit="setting",
-        backend=backend,
-    )
+    """Measure what is missing (resumable, on ``backend``), append each result as one JSON line
+    (the lab's experiment through the one runner: :func:`~baselines.lib.experiment.
+    run_experiment`)."""
+    lab = Experiment("snr_lab", lambda _: settings, setting_key, measure_setting, LabRecord)
+    return run_experiment(lab, None, settings, path=path, workers=workers, backend=backend)
 
 
 def check_lab_args(args: LabArgs) -> None:
@@ -296,7 +264,8 @@ def _settings(
     return [
         {
             "experiment": experiment,
-            "routine_length": int(length),
+            "density_kwarg": "routine_length",
+            "density_value": int(length),
             "param": param,
             "estimators": estimators,
             "reference": reference,
@@ -357,12 +326,12 @@ def rho_law(args: LabArgs) -> dict[str, Any]:
     records = run_settings(settings, out / "results.jsonl", args.workers, args)
     rows = []
     for rec in records:
-        theory = snr.uniform_doors_snr(args.num_floors, args.num_doors, rec["routine_length"])
+        theory = snr.uniform_doors_snr(args.num_floors, args.num_doors, rec["density_value"])
         res = {r["estimator"]: r for r in rec["results"]}
         ratio, low, high = rec["ratios"]["oracle/trajectory_exact"]
         rows.append(
             {
-                "routine_length": rec["routine_length"],
+                rec["density_kwarg"]: rec["density_value"],
                 "rho": rec["rho"],
                 "param": rec["param"],
                 "snr_oracle": res["oracle"]["snr"],
@@ -426,7 +395,7 @@ def critic(args: LabArgs) -> dict[str, Any]:
     )
     records = run_settings(settings, out / "results.jsonl", args.workers, args)
     rows = analysis.flat_rows(records)
-    std_r = {r["routine_length"]: r["std_R"] for r in records}
+    std_r = {r["density_value"]: r["std_R"] for r in records}
     for row in rows:
         kind, _, arg = row["estimator"].partition(":")
         row["critic"] = kind
@@ -510,8 +479,14 @@ class LabCommand(LabArgs):
 
 def parse_args(argv: list[str] | None = None) -> LabCommand:
     """The experiment and its settings from the command line (one flag per field)."""
-    parser = cli.settings_parser(LabCommand, description=__doc__.splitlines()[0])
-    args = cli.settings_from(LabCommand, vars(parser.parse_args(argv)))
+    from baselines.commands import settings_of
+
+    return settings_of("snr_lab", argv)
+
+
+def check_command(args: LabCommand, parser: Any) -> None:
+    """Refuse what the flags alone cannot (``parser.error``: one line, exit status 2): fewer
+    episodes than the SNR's jackknife needs, an ``--out`` that is a file."""
     for name in ("episodes", "mc_episodes"):
         if getattr(args, name) < 40 * args.group_size:  # the SNR's jackknife needs 40 groups
             flag = "--" + name.replace("_", "-")
@@ -521,13 +496,14 @@ def parse_args(argv: list[str] | None = None) -> LabCommand:
             )
     if args.out.exists() and not args.out.is_dir():
         parser.error(f"argument --out: {args.out} is a file; give a folder")
-    return args
 
 
 def cli_main(argv: list[str] | None = None) -> dict[str, Any]:
     """``python -m baselines.snr_lab``: bad settings are one line on stderr and exit status 2,
     before any work."""
-    return cli.run_main(main, parse_args(argv))
+    from baselines.commands import script
+
+    return script("snr_lab")(argv)
 
 
 def main(args: LabCommand) -> dict[str, Any]:

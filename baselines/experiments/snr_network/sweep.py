@@ -83,7 +83,9 @@ class NetworkArgs:
 
 def parse_args(argv: list[str] | None = None) -> NetworkArgs:
     """The settings from the command line (one flag per :class:`NetworkArgs` field)."""
-    return cli.parse_settings(NetworkArgs, argv, description=__doc__.splitlines()[0])
+    from baselines.commands import settings_of
+
+    return settings_of("snr_network", argv)
 
 
 def main(args: NetworkArgs) -> dict[str, Any]:

@@ -1,9 +1,12 @@
-"""Analysis of a comparison sweep: statistics across seeds, tables and plots (bsuite-style).
+"""Learning curves of training runs: statistics across seeds, tables and plots (bsuite-style),
+for every experiment that trains (the comparison sweep, the team sweep).
 
-Every function takes the list of run records of the sweep
-(:mod:`baselines.experiments.compare.sweep`) (one dict per run, with
-``method``, ``seed``, ``routine_length``, ``rho``, ``timesteps``, ``success``, ``budget``,
-``target``) and returns plain rows (lists of dicts), so it is tested on small synthetic tables.
+Every function takes training records (:class:`~baselines.lib.training_runs.TrainingRecord`
+rows: one dict per run, with ``method``, ``seed``, ``density_kwarg``, ``density_value``,
+``rho``, ``timesteps``, ``success``, ``budget``, ``target``; older rows with
+``routine_length`` are read through :func:`~baselines.lib.records.upgrade`) and returns plain
+rows (lists of dicts), so it is tested on small synthetic tables. Tables name the density
+column by the environment's keyword (``routine_length``, ``corridor_length``).
 Across seeds: the interquartile mean (IQM) or the mean, with percentile bootstrap confidence
 intervals over seeds (:mod:`baselines.lib.stats`). ``summary_scores`` is the sweep's score;
 :func:`analyse` writes every table and plot.
@@ -19,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from baselines.lib import plotting
+from baselines.lib.records import upgrade
 from baselines.lib.stats import STATISTICS, bootstrap_ci, first_crossing
 from baselines.lib.tables import format_table, pyplot, write_csv
 
@@ -27,6 +31,23 @@ Row = dict[str, Any]
 
 
 # ------------------------------------------------------------------------------- grouping
+def current(records: Iterable[Record]) -> list[Record]:
+    """``records`` with the current density fields (:func:`~baselines.lib.records.upgrade`)."""
+    return [upgrade(r) for r in records]
+
+
+def density_column(records: Iterable[Record]) -> str:
+    """The name of the density column of the tables: the records' ``density_kwarg`` (the
+    same for every record of a sweep; ``density_value`` when they differ or there are none)."""
+    names = {r["density_kwarg"] for r in records}
+    return names.pop() if len(names) == 1 else "density_value"
+
+
+def density_symbol(column: str) -> str:
+    """How a plot's panel names the density keyword: ``L`` for a length."""
+    return "L" if column.endswith("_length") else column
+
+
 def method_label(record: Record) -> str:
     """How tables and plots name a run's method: its ``label`` where the record has one (GiGPO
     grouping by the privileged ``state_id`` is ``gigpo (privileged: state_id)``), else its
@@ -103,15 +124,17 @@ def normalized_auc(record: Record) -> float:
 def learning_curves(records: Iterable[Record], statistic: str = "iqm") -> list[Row]:
     """Per (routine length, method, timestep): the statistic of success across seeds with a
     95% bootstrap band. Runs of a group share their evaluation grid (cut to the shortest)."""
+    records = current(records)
+    column = density_column(records)
     rows = []
-    for (length, method), runs in group_runs(records, "routine_length", "method").items():
+    for (length, method), runs in group_runs(records, "density_value", "method").items():
         size = min(len(r["success"]) for r in runs)
         table = np.array([r["success"][:size] for r in runs])
         est, lo, hi = bootstrap_ci(table, STATISTICS[statistic])
         for i, t in enumerate(runs[0]["timesteps"][:size]):
             rows.append(
                 {
-                    "routine_length": length,
+                    column: length,
                     "rho": runs[0]["rho"],
                     "method": method,
                     "timesteps": t,
@@ -129,15 +152,17 @@ def steps_to_target_table(records: Iterable[Record]) -> list[Row]:
     interpolated between evaluations), with a 95% bootstrap interval. A seed that never reaches
     it counts as its budget, so a method that fails is not flattered: the mean is then a lower
     bound (``mean_steps_is``; ``censored`` says how many seeds)."""
+    records = current(records)
+    column = density_column(records)
     rows = []
-    for (length, method), runs in group_runs(records, "routine_length", "method").items():
+    for (length, method), runs in group_runs(records, "density_value", "method").items():
         steps = np.array([steps_to_target(r) for r in runs])
         censored = ~np.isfinite(steps)
         filled = np.where(censored, [r["budget"] for r in runs], steps)
         est, lo, hi = bootstrap_ci(filled)
         rows.append(
             {
-                "routine_length": length,
+                column: length,
                 "rho": runs[0]["rho"],
                 "method": method,
                 "seeds": len(runs),
@@ -160,9 +185,10 @@ def ratio_table(
     """Per (routine length, method != baseline): mean steps to target of the method over that
     of ``baseline`` (turn-level), with a 95% bootstrap interval resampling the seeds of both.
     ``ratio_is`` says whether censored runs make it a bound (:func:`ratio_bound`)."""
-    records = list(records)
+    records = current(records)
+    column = density_column(records)
     baseline = baseline_label(records, baseline)
-    by_key = group_runs(records, "routine_length", "method")
+    by_key = group_runs(records, "density_value", "method")
     rng = np.random.default_rng(seed)
     rows = []
     for (length, method), runs in by_key.items():
@@ -183,7 +209,7 @@ def ratio_table(
         ]
         rows.append(
             {
-                "routine_length": length,
+                column: length,
                 "rho": runs[0]["rho"],
                 "method": method,
                 "baseline": baseline,
@@ -204,6 +230,8 @@ def summary_scores(records: Iterable[Record]) -> list[Row]:
     """bsuite-style score per method over the swept routine lengths: the share of runs that
     reach the target within the budget, and the normalized area under the success curve (mean
     over runs, with a 95% bootstrap interval)."""
+    records = current(records)
+    column = density_column(records)
     rows = []
     for (method,), runs in group_runs(records, "method").items():
         reached = np.array([np.isfinite(steps_to_target(r)) for r in runs], dtype=float)
@@ -213,7 +241,7 @@ def summary_scores(records: Iterable[Record]) -> list[Row]:
             {
                 "method": method,
                 "runs": len(runs),
-                "routine_lengths": len({r["routine_length"] for r in runs}),
+                f"{column}s": len({r["density_value"] for r in runs}),
                 "reached_share": float(reached.mean()),
                 "auc": float(est),
                 "auc_low": float(lo),
@@ -226,10 +254,11 @@ def summary_scores(records: Iterable[Record]) -> list[Row]:
 def plot_learning_curves(rows: list[Row], path: Path, statistic: str = "iqm") -> None:
     """One panel per routine length: success against steps, a line and band per method."""
     plt = pyplot()
-    lengths = sorted({r["routine_length"] for r in rows})
+    column = next(iter(rows[0])) if rows else "density_value"  # the rows' first column
+    lengths = sorted({r[column] for r in rows})
     fig, axes = plt.subplots(1, len(lengths), figsize=(4.2 * len(lengths), 3.4), squeeze=False)
     for ax, length in zip(axes[0], lengths, strict=True):
-        sub = [r for r in rows if r["routine_length"] == length]
+        sub = [r for r in rows if r[column] == length]
         methods = sorted({r["method"] for r in sub})
         curves = {m: [r for r in sub if r["method"] == m] for m in methods}
         same = plotting.same_as(
@@ -248,7 +277,10 @@ def plot_learning_curves(rows: list[Row], path: Path, statistic: str = "iqm") ->
                 **plotting.style(index),
             )
             ax.fill_between(t, [r["low"] for r in pts], [r["high"] for r in pts], alpha=0.2)
-        ax.set_title(f"L = {length} (rho = {sub[0]['rho']:.3g}), {sub[0]['seeds']} seeds")
+        ax.set_title(
+            f"{density_symbol(column)} = {length} (rho = {sub[0]['rho']:.3g}), "
+            f"{sub[0]['seeds']} seeds"
+        )
         ax.set_xlabel("environment steps")
         ax.set_ylim(-0.02, 1.02)
     axes[0][0].set_ylabel(f"success ({statistic.upper()}, 95% CI)")
@@ -365,6 +397,7 @@ def analyse(
     records: list[dict[str, Any]], out: Path, baseline: str = "ppo", statistic: str = "iqm"
 ) -> dict[str, list[dict[str, Any]]]:
     """Write the tables (CSV) and plots (PNG) of a sweep into ``out``; return the tables."""
+    records = current(records)
     tables = {
         "learning_curves": learning_curves(records, statistic),
         "steps_to_target": steps_to_target_table(records),
@@ -399,7 +432,7 @@ def report(tables: dict[str, list[dict[str, Any]]], records: list[dict[str, Any]
         format_table(
             steps,
             [
-                "routine_length",
+                density_column(current(records)),
                 "rho",
                 "method",
                 "seeds",

@@ -1,8 +1,8 @@
 """The benchmark's runs: every (setting, density, seed) of a protocol tier for one method.
 
-A run is the comparison sweep's run (:func:`baselines.experiments.compare.sweep.run_job`: one
+A run is a training run of the library (:func:`baselines.lib.training_runs.run_training`: one
 :func:`baselines.lib.training.main` in a worker process) with the protocol's budget, schedule,
-target and hyperparameters; its record and key are the comparison sweep's, plus the protocol
+target and hyperparameters; its record and key are every training run's, plus the protocol
 version and tier, so the report can tell whose runs it reads. Results go to one JSON-lines file
 per method (``<out>/<method slug>/results.jsonl``, resumable); the references ship as such files
 in ``baselines/references/<version>/<tier>/``.
@@ -14,17 +14,18 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
-from baselines.experiments.benchmark.protocol import Protocol, Tier
-from baselines.experiments.compare import sweep as compare
+from baselines.lib import data, training_runs
 from baselines.lib.backend import BackendArgs
+from baselines.lib.protocol import Protocol, Tier
+from baselines.lib.records import upgrade
 from baselines.lib.results import write_atomic
 from baselines.lib.runner import run_resumable
+from baselines.lib.training_runs import TrainingRecord
 
-REFERENCE_DIR = Path(__file__).resolve().parents[2] / "references"
-KEY_FIELDS = (*compare.KEY_FIELDS, "protocol", "tier")
+REFERENCE_DIR = data.REFERENCES
+KEY_FIELDS = (*training_runs.KEY_FIELDS, "protocol", "tier")
 """A benchmark run's identity: the comparison run's key fields (every setting the run depends
 on: environment and its arguments, method spec and code fingerprint, seed, budget, schedule,
 target, hyperparameters) plus the protocol version and the tier."""
@@ -102,41 +103,40 @@ def plan(
         wanted = protocol.method_hyperparameters(setting.env_id, spec.target)
         if spec.kwargs:
             wanted["estimator_kwargs"] = {**wanted.get("estimator_kwargs", {}), **spec.kwargs}
-        got = load_hyperparameters(setting.env_id, method, configs[setting.env_id])
+        got = load_hyperparameters(setting.env_id, spec, configs[setting.env_id])
         if got != wanted:
             raise ValueError(
                 f"the trainer's hyperparameters for {method} on {setting.env_id} differ from "
                 f"protocol {protocol.version}'s: {got} != {wanted} (did the default config "
                 "gain a key?)"
             )
-        args = SimpleNamespace(  # the attributes compare.make_jobs reads
-            env_id=setting.env_id,
-            env_kwargs=setting.env_kwargs,
-            routine_lengths=list(setting.values),
-            methods=[method],
-            seeds=list(tier.seeds),
-            budget_episodes=setting.budget_episodes,
-            min_budget_steps=setting.min_budget_steps,
-            eval_points=protocol.eval_points,
-            target_success=protocol.target,
-            config=configs[setting.env_id],
+        runs = training_runs.training_jobs(
+            setting.env_id,
+            setting.env_kwargs,
+            setting.density_kwarg,
+            setting.values,
+            [method],
+            tier.seeds,
+            setting.budget_episodes,
+            setting.min_budget_steps,
+            protocol.eval_points,
+            protocol.target,
+            configs[setting.env_id],
         )
-        for job in compare.make_jobs(args, setting.density_kwarg):
+        for job in runs:
             job.update(
                 protocol={"version": protocol.version, "sha256": protocol.sha256},
                 tier=tier.name,
-                density_kwarg=setting.density_kwarg,
-                density_value=job["routine_length"],
                 setting=setting.env_id + json.dumps(setting.env_kwargs, sort_keys=True),
             )
             jobs.append(job)
     return jobs
 
 
-def run_benchmark_job(job: dict[str, Any]) -> dict[str, Any]:
-    """One run (a worker's job): the comparison run, keyed by :func:`run_key`."""
-    record = compare.run_job(job)
-    record["key"] = run_key(job)
+def run_benchmark_job(job: dict[str, Any]) -> TrainingRecord:
+    """One run (a worker's job): a training run, keyed by :func:`run_key`."""
+    record = training_runs.run_training(job)
+    record.extra["key"] = run_key(job)
     return record
 
 
@@ -155,8 +155,9 @@ def run_method(
         run_benchmark_job,
         path,
         workers,
-        required=compare.REQUIRED,
-        check=compare.check_record,
+        required=training_runs.SCHEMA,
+        check=TrainingRecord.check,
         progress=progress,
         backend=backend,
+        upgrade=upgrade,
     )

@@ -21,7 +21,9 @@ from typing import Any
 
 import yaml
 
-PROTOCOL_DIR = Path(__file__).resolve().parents[2] / "protocols"
+from baselines.lib import data
+
+PROTOCOL_DIR = data.PROTOCOLS
 RELEASED: dict[str, str] = {
     "rb1": "78ff4702607aa93005bddc3e7e2616e0ecd856587a26298c2b9c4ec1ec972a52",
 }

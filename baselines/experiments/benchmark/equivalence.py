@@ -1,0 +1,213 @@
+"""The equivalence study: ``python -m baselines.equivalence``.
+
+The batched trainer (:mod:`baselines.lib.batched`) trains exactly the runs of the shipped rb1
+references (``baselines/references/<protocol>/<tier>/<method>.jsonl``, made with SB3): the same
+jobs as :func:`baselines.lib.protocol_runs.plan` (environment, kwargs, budget,
+evaluation schedule, target, hyperparameters), with the references' seeds and optionally more.
+Every finished batch is appended to ``<out>/results.jsonl`` (one JSON line per run, keyed like
+the benchmark's rows, plus ``trainer: "batched"``); a rerun trains only what is missing. Then
+:mod:`baselines.experiments.benchmark.equivalence_analysis` compares steps to target per cell.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from baselines.lib import cli
+
+METHODS = ("ppo", "trajectory_mc", "oracle")
+
+
+@dataclass
+class EquivalenceArgs:
+    """Settings of the equivalence study (batched trainer against the SB3 references)."""
+
+    methods: list[str] = field(
+        default_factory=lambda: list(METHODS),
+        metadata={"help": "reference methods to reproduce"},
+    )
+    env_ids: list[str] = field(
+        default_factory=list, metadata={"help": "environments (default: every one of the tier)"}
+    )
+    seeds: list[int] = field(
+        default_factory=lambda: list(range(10)),
+        metadata={"help": "seeds of the batched runs (the references have 0-9)", "min": 0},
+    )
+    protocol: str = field(default="rb1", metadata={"help": "protocol version"})
+    tier: str = field(default="lite", metadata={"help": "protocol tier"})
+    out: Path = field(default=Path("results/equivalence"), metadata={"help": "output folder"})
+    max_batch: int = field(default=64, metadata={"help": "runs per batch at most", "min": 1})
+    train: bool = field(default=True, metadata={"help": "train what is missing (else analyse)"})
+    sb3_seeds: list[int] = field(
+        default_factory=list,
+        metadata={
+            "help": "extra SB3 seeds beside the shipped references' (run like them, into "
+            "<out>/sb3_results.jsonl), to narrow the SB3 side of wide intervals",
+            "min": 0,
+        },
+    )
+
+
+def run_key(job: dict[str, Any]) -> str:
+    """A batched run's identity: the benchmark's key fields plus the trainer."""
+    from baselines.lib.protocol_runs import run_key as benchmark_key
+
+    return json.dumps({"benchmark": benchmark_key(job), "trainer": "batched"}, sort_keys=True)
+
+
+def plan(args: EquivalenceArgs, seeds: list[int] | None = None) -> list[dict[str, Any]]:
+    """The benchmark's jobs of every method on ``args.seeds`` (or ``seeds``), validated before
+    training."""
+    from baselines.lib import protocol_runs as bench
+    from baselines.lib.protocol import load_protocol
+
+    cli.check_unique("seeds", args.seeds)
+    cli.check_unique("methods", args.methods)
+    protocol = load_protocol(args.protocol)
+    tier = protocol.tier(args.tier)
+    tier = type(tier)(tier.name, tuple(args.seeds if seeds is None else seeds), tier.settings)
+    jobs = []
+    for method in args.methods:
+        jobs += bench.plan(protocol, tier, method, args.out / "configs", args.env_ids or None)
+    for job in jobs:
+        job["trainer"] = "batched"
+        job["key"] = run_key(job)
+    return jobs
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """The records of a results file (a missing file: none; a torn last line is skipped)."""
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
+def append_records(path: Path, records: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        for record in records:
+            f.write(json.dumps(record, sort_keys=True) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def run(args: EquivalenceArgs, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Train the jobs not yet in ``<out>/results.jsonl``, one batch (env, method) at a time;
+    return every record of ``jobs``."""
+    from baselines.lib.batched import RunSpec, group_runs, train_runs
+
+    path = args.out / "results.jsonl"
+    done = {r["key"] for r in read_records(path)}
+    todo = [job for job in jobs if job["key"] not in done]
+    specs = [
+        RunSpec(
+            env_id=job["env_id"],
+            env_kwargs=job["env_kwargs"],
+            method=job["method"],
+            seed=job["seed"],
+            total_timesteps=job["budget"],
+            eval_every=job["eval_every"],
+            target_success=job["target"],
+            hyperparameters=job["hyperparameters"],
+        )
+        for job in todo
+    ]
+    for group in group_runs(specs, args.max_batch):
+        start = time.perf_counter()
+        results = train_runs([specs[i] for i in group], max_batch=args.max_batch)
+        records = []
+        for i, result in zip(group, results, strict=True):
+            records.append(
+                {
+                    **todo[i],
+                    "timesteps": result.timesteps,
+                    "success": result.success,
+                    "steps_to_target": result.steps_to_target,
+                    "steps_trained": result.steps_trained,
+                    "wall_time": result.wall_time,
+                    "cpu_time": result.cpu_time,
+                }
+            )
+        append_records(path, records)
+        first = todo[group[0]]
+        print(
+            f"{first['method']} on {first['env_id']}: {len(group)} runs in "
+            f"{time.perf_counter() - start:.1f} s wall",
+            flush=True,
+        )
+    keys = {job["key"] for job in jobs}
+    return [r for r in read_records(path) if r["key"] in keys]
+
+
+def run_sb3(args: EquivalenceArgs) -> list[dict[str, Any]]:
+    """The SB3 runs of ``args.sb3_seeds`` not yet in ``<out>/sb3_results.jsonl`` (each one
+    :func:`baselines.lib.protocol_runs.run_benchmark_job`, as the references were
+    made), one after the other in this process; return the file's records of the plan."""
+    from baselines.lib.protocol_runs import run_benchmark_job
+
+    if not args.sb3_seeds:
+        return []
+    overlap = sorted(set(args.sb3_seeds) & set(range(10)))
+    if overlap:
+        raise ValueError(f"--sb3-seeds {overlap} are the references' seeds already")
+    jobs = plan(args, args.sb3_seeds)
+    for job in jobs:
+        job.pop("trainer")
+        job.pop("key")
+    path = args.out / "sb3_results.jsonl"
+    from baselines.lib.protocol_runs import run_key as benchmark_key
+
+    done = {r["key"] for r in read_records(path)}
+    for job in jobs:
+        if benchmark_key(job) not in done:
+            append_records(path, [{**run_benchmark_job(job), "trainer": "sb3"}])
+    keys = {benchmark_key(job) for job in jobs}
+    return [r for r in read_records(path) if r["key"] in keys]
+
+
+def parse_args(argv: list[str] | None = None) -> EquivalenceArgs:
+    """The settings of ``python -m baselines equivalence`` from ``argv`` (the one command tree)."""
+    from baselines.commands import settings_of
+
+    return settings_of("equivalence", argv)
+
+
+def main(args: EquivalenceArgs) -> list[dict[str, Any]]:
+    from baselines.experiments.benchmark import equivalence_analysis as analysis
+
+    jobs = plan(args)
+    records = (
+        run(args, jobs)
+        if args.train
+        else [
+            r
+            for r in read_records(args.out / "results.jsonl")
+            if r["key"] in {j["key"] for j in jobs}
+        ]
+    )
+    extra = (
+        run_sb3(args)
+        if args.train
+        else [r for r in read_records(args.out / "sb3_results.jsonl") if r.get("trainer") == "sb3"]
+    )
+    rows = analysis.analyse(records, args.out, args.protocol, args.tier, args.methods, extra)
+    print(analysis.markdown_table(rows))
+    return rows
+
+
+def cli_main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    """``python -m baselines equivalence``: parse and run (every ending one line)."""
+    from baselines.commands import script
+
+    return script("equivalence")(argv)

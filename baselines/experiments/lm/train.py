@@ -1,0 +1,267 @@
+"""``python -m baselines.lm train``: a tiny causal LM learns a text env by GRPO on CPU.
+
+Per seed: a word tokenizer built from the env's own text, a :class:`TinyCausalLM` initialised
+from the seed, an optional supervised warm start on the canonical replies (all of them, equally
+weighted: the format is learned, the policy stays at chance), then GRPO steps
+(:class:`~baselines.lib.lm.grpo.GRPOTrainer`) until the exact success probability of the
+model's policy reaches ``--target`` or ``--steps`` run out. Writes ``curve.csv`` (every step of
+every seed: batch success, exact success, CPU seconds, ...), ``curve.png`` and
+``summary.json`` into ``--out``; the runs are resumable (``results.jsonl``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from baselines.lib import cli
+from baselines.lib.runner import run_resumable
+from baselines.lib.tables import format_table, write_csv
+
+ENV_ID = "DilutedDoors-v1"
+
+
+@dataclass
+class LMSettings:
+    """The model, its warm start and the GRPO loop (shared by ``train`` and ``dilution``)."""
+
+    env_id: str = field(default=ENV_ID, metadata={"help": "text env id"})
+    env_kwargs: dict = field(
+        default_factory=lambda: {"num_floors": 1, "routine_length": 3},
+        metadata={"help": "env keyword arguments (JSON)"},
+    )
+    max_turns: int = field(
+        default=0, metadata={"help": "turn limit (0: twice the env's longest episode)", "min": 0}
+    )
+    estimator: str = field(
+        default="trajectory_mc",
+        metadata={"help": "advantage estimator of routine_envs.credit (name, 'name{json}', path)"},
+    )
+    steps: int = field(default=200, metadata={"help": "most GRPO steps per run", "min": 1})
+    target: float = field(
+        default=0.8, metadata={"help": "stop at this exact success probability", "min": 0.0}
+    )
+    warm_start_steps: int = field(
+        default=60, metadata={"help": "supervised steps on canonical replies (0: none)", "min": 0}
+    )
+    learning_rate: float = field(default=1e-3, metadata={"help": "Adam step size", "min": 0.0})
+    group_size: int = field(default=8, metadata={"help": "episodes per group", "min": 1})
+    groups_per_step: int = field(default=4, metadata={"help": "groups per step", "min": 1})
+    num_iterations: int = field(default=1, metadata={"help": "Adam steps per batch", "min": 1})
+    epsilon: float = field(default=0.2, metadata={"help": "clipping range", "min": 0.0})
+    beta: float = field(default=0.0, metadata={"help": "weight of the k3 KL term", "min": 0.0})
+    loss_type: str = field(
+        default="dapo",
+        metadata={
+            "help": "aggregation of the token losses",
+            "choices": ("dapo", "grpo", "dr_grpo"),
+        },
+    )
+    max_reply_tokens: int = field(default=8, metadata={"help": "longest reply", "min": 1})
+    invalid_advantage: float = field(
+        default=-1.0, metadata={"help": "advantage of an invalid reply's tokens (format reward)"}
+    )
+    window: int = field(
+        default=1,
+        metadata={"help": "observations in the context (1: Markov; 0: whole transcript)", "min": 0},
+    )
+    max_positions: int = field(
+        default=256,
+        metadata={"help": "longest context in tokens (raise for --window 0)", "min": 16},
+    )
+    dim: int = field(default=64, metadata={"help": "model width", "min": 8})
+    num_layers: int = field(default=2, metadata={"help": "transformer blocks", "min": 1})
+    threads: int = field(default=1, metadata={"help": "torch threads per run", "min": 1})
+
+
+@dataclass
+class TrainSettings(LMSettings):
+    """A tiny causal LM learns a text env by GRPO on CPU (learning curves per seed)."""
+
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2], metadata={"help": "seeds"})
+    workers: int = field(default=1, metadata={"help": "runs in parallel", "min": 1})
+    out: Path = field(default=Path("results/lm/train"), metadata={"help": "output folder"})
+
+
+LM_FIELDS = tuple(f.name for f in dataclasses.fields(LMSettings))
+
+
+def job_of(settings: LMSettings, seed: int, **changes: Any) -> dict[str, Any]:
+    """One run: the :class:`LMSettings` fields (with ``changes``) and the seed."""
+    job = {name: getattr(settings, name) for name in LM_FIELDS}
+    job.update(changes, seed=int(seed))
+    return job
+
+
+def plan(settings: TrainSettings) -> list[dict[str, Any]]:
+    """One run per seed."""
+    cli.check_unique("seeds", settings.seeds)
+    return [job_of(settings, seed) for seed in settings.seeds]
+
+
+def key(job: dict[str, Any]) -> str:
+    return json.dumps(job, sort_keys=True)
+
+
+def run(job: dict[str, Any]) -> dict[str, Any]:
+    """Train one model; its record: the job, the curve (one row per step), ``steps_to_target``
+    (``None`` when not reached), the initial and final exact success, CPU seconds."""
+    import torch
+
+    from baselines.lib.lm import GRPOConfig, GRPOTrainer, build_policy, warm_start
+    from routine_envs.text import make_text_env
+
+    torch.set_num_threads(int(job["threads"]))
+    probe = make_text_env(job["env_id"], **job["env_kwargs"])
+    max_turns = job["max_turns"] or 2 * probe.unwrapped.max_episode_length
+
+    def factory() -> Any:
+        return make_text_env(job["env_id"], max_turns=max_turns, **job["env_kwargs"])
+
+    start_cpu, start_wall = time.process_time(), time.perf_counter()
+    policy = build_policy(
+        probe,
+        dim=job["dim"],
+        num_layers=job["num_layers"],
+        window=job["window"],
+        max_positions=job.get("max_positions", 256),
+        seed=job["seed"],
+    )
+    losses = warm_start(policy, factory, job["warm_start_steps"], seed=job["seed"])
+    warm_cpu = time.process_time() - start_cpu
+    config = GRPOConfig(
+        learning_rate=job["learning_rate"],
+        group_size=job["group_size"],
+        groups_per_step=job["groups_per_step"],
+        num_iterations=job["num_iterations"],
+        epsilon=job["epsilon"],
+        beta=job["beta"],
+        loss_type=job["loss_type"],
+        max_reply_tokens=job["max_reply_tokens"],
+        invalid_advantage=job["invalid_advantage"],
+    )
+    trainer = GRPOTrainer(policy, factory, job["estimator"], config, seed=job["seed"])
+    initial = trainer.evaluate()
+    curve = trainer.train(job["steps"], target=job["target"])
+    reached = [r["step"] for r in curve if r.get("exact_success", r["success"]) >= job["target"]]
+    return {
+        **job,
+        "rho": float(probe.unwrapped.decision_density),
+        "parameters": policy.model.num_parameters,
+        "vocab_size": policy.tokenizer.vocab_size,
+        "warm_start_loss": losses[-1] if losses else None,
+        "warm_start_cpu_seconds": warm_cpu,
+        "initial_exact_success": initial.get("exact_success"),
+        "initial_canonical_mass": initial.get("canonical_mass"),
+        "final_exact_success": curve[-1].get("exact_success") if curve else None,
+        "steps_to_target": reached[0] if reached else None,
+        "steps_run": len(curve),
+        "cpu_seconds": time.process_time() - start_cpu,
+        "wall_seconds": time.perf_counter() - start_wall,
+        "curve": [{k: v for k, v in row.items() if v is not None} for row in curve],
+    }
+
+
+CURVE_COLUMNS = (
+    "seed",
+    "step",
+    "success",
+    "exact_success",
+    "canonical_mass",
+    "invalid_fraction",
+    "frac_reward_zero_std",
+    "cpu_seconds",
+    "total_cpu_seconds",
+    "loss",
+    "clip_fraction",
+)
+
+
+def curve_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every step of every record, with the warm start's CPU time added (``total_cpu_seconds``)
+    and a step 0 row (after the warm start, before GRPO)."""
+    rows = []
+    for r in records:
+        rows.append(
+            {
+                "seed": r["seed"],
+                "step": 0,
+                "exact_success": r["initial_exact_success"],
+                "canonical_mass": r["initial_canonical_mass"],
+                "cpu_seconds": 0.0,
+                "total_cpu_seconds": r["warm_start_cpu_seconds"],
+            }
+        )
+        for row in r["curve"]:
+            full = {c: row.get(c) for c in CURVE_COLUMNS if c in row}
+            full["seed"] = r["seed"]
+            full["total_cpu_seconds"] = row["cpu_seconds"] + r["warm_start_cpu_seconds"]
+            rows.append(full)
+    return rows
+
+
+def analyse(records: list[dict[str, Any]], out: Path) -> dict[str, Any]:
+    """``curve.csv``, ``curve.png`` and ``summary.json`` of the runs; the summary."""
+    from baselines.experiments.lm import plots
+
+    out.mkdir(parents=True, exist_ok=True)
+    rows = curve_rows(records)
+    write_csv(out / "curve.csv", [{c: row.get(c) for c in CURVE_COLUMNS} for row in rows])
+    reached = [r["steps_to_target"] for r in records if r["steps_to_target"] is not None]
+    summary = {
+        "env_id": records[0]["env_id"],
+        "env_kwargs": records[0]["env_kwargs"],
+        "estimator": records[0]["estimator"],
+        "target": records[0]["target"],
+        "parameters": records[0]["parameters"],
+        "seeds": [r["seed"] for r in records],
+        "reached": f"{len(reached)}/{len(records)}",
+        "steps_to_target": [r["steps_to_target"] for r in records],
+        "initial_exact_success": [r["initial_exact_success"] for r in records],
+        "final_exact_success": [r["final_exact_success"] for r in records],
+        "cpu_seconds": [round(r["cpu_seconds"], 1) for r in records],
+        "median_cpu_seconds": float(np.median([r["cpu_seconds"] for r in records])),
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    plots.plot_curves(rows, summary, out / "curve.png")
+    return summary
+
+
+def parse_args(argv: list[str] | None = None) -> TrainSettings:
+    """The settings of ``python -m baselines lm train`` from ``argv`` (the one command tree)."""
+    from baselines.commands import settings_of
+
+    return settings_of("lm train", argv)
+
+
+def main(settings: TrainSettings) -> dict[str, Any]:
+    """Run (resumably), analyse, print the summary."""
+    cli.check_output_folder(settings.out)
+    records = run_resumable(
+        plan(settings), key, run, settings.out / "results.jsonl", settings.workers, unit="run"
+    )
+    summary = analyse(records, settings.out)
+    print(
+        format_table(
+            [
+                {k: r[k] for k in ("seed", "steps_to_target", "final_exact_success", "cpu_seconds")}
+                for r in records
+            ],
+            ["seed", "steps_to_target", "final_exact_success", "cpu_seconds"],
+        )
+    )
+    print(json.dumps(summary, indent=2))
+    return summary
+
+
+def cli_main(argv: list[str] | None = None) -> dict[str, Any]:
+    """``python -m baselines lm train``: parse and run (every ending one line)."""
+    from baselines.commands import script
+
+    return script("lm train")(argv)

@@ -1,0 +1,155 @@
+"""What the runs of one environment configuration share: one single env (its dynamics, exact
+model and tables, built once), one native vector env holding every run's sub-environments, the
+decision states and their observations for the exact evaluation, and a model sampler built on
+first use.
+
+Runs of one ``(env_id, env_kwargs)`` never build a second model: the vector env is built from
+the single env (:class:`routine_envs.envs.model_vector.ModelVectorEnv` reads the model cached on
+its dynamics), the evaluation reads the same dynamics, and estimators get the same
+``env.unwrapped``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode
+
+import routine_envs
+from routine_envs.envs.model_vector import ModelVectorEnv
+
+gym.register_envs(routine_envs)
+
+
+def config_key(env_id: str, env_kwargs: dict[str, Any]) -> str:
+    """The identity of an environment configuration (canonical JSON)."""
+    return json.dumps([env_id, env_kwargs], sort_keys=True, default=str)
+
+
+class LazySampler:
+    """A :class:`routine_envs.sampler.ModelSampler` of ``env`` built on first use (its tables
+    cost memory that only model-rollout estimators need); attributes are forwarded."""
+
+    def __init__(self, env: Any) -> None:
+        self._env = env
+        self._sampler: Any = None
+
+    def built(self) -> Any:
+        if self._sampler is None:
+            from routine_envs.sampler import ModelSampler
+
+            self._sampler = ModelSampler(self._env)
+        return self._sampler
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.built(), name)
+
+
+class EnvConfig:
+    """One environment configuration shared by ``num_runs`` runs of ``num_envs`` sub-envs each.
+
+    Attributes:
+        env: the single env (``gym.make(env_id, **env_kwargs)``), never stepped.
+        dynamics: its dynamics (the exact model is cached there, shared by everything below).
+        venv: one :class:`ModelVectorEnv` of ``num_runs * num_envs`` sub-environments (run
+            ``k`` of this configuration owns sub-environments ``k * num_envs`` to
+            ``(k + 1) * num_envs - 1``), autoreset within the step (``SAME_STEP``).
+        masked: whether the env has action masks (MaskablePPO's path).
+    """
+
+    def __init__(self, env_id: str, env_kwargs: dict[str, Any], num_runs: int, num_envs: int):
+        self.env_id, self.env_kwargs = env_id, dict(env_kwargs)
+        self.env = gym.make(env_id, **env_kwargs)
+        base = self.env.unwrapped
+        dynamics = getattr(base, "dynamics", None)
+        if dynamics is None or not hasattr(base, "success_probability"):
+            raise ValueError(
+                f"--trainer batched needs an environment of the suite with an exact model "
+                f"(env.unwrapped.dynamics); {env_id} has none: use --trainer sb3"
+            )
+        if not isinstance(self.env.action_space, gym.spaces.Discrete):
+            raise ValueError(
+                f"--trainer batched needs a Discrete action space, {env_id} has "
+                f"{self.env.action_space}"
+            )
+        space = self.env.observation_space
+        if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
+            raise ValueError(
+                f"--trainer batched needs a flat Box observation space, {env_id} has {space} "
+                "(choose the vector observation mode)"
+            )
+        self.dynamics = dynamics
+        self.obs_dim = int(space.shape[0])
+        self.num_actions = int(self.env.action_space.n)
+        self.masked = bool(dynamics.has_action_masks)
+        self.num_runs, self.num_envs = num_runs, num_envs
+        self.venv = ModelVectorEnv(
+            self.env, num_runs * num_envs, autoreset_mode=AutoresetMode.SAME_STEP
+        )
+        self.sampler = LazySampler(self.env)
+        self._decision: tuple[np.ndarray, np.ndarray, np.ndarray | None] | None = None
+
+    # ------------------------------------------------------------------ evaluation
+    def decision_states(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """``(ids, observations, masks)`` of every reachable non-terminal state: shapes
+        ``(K,)``, ``(K, obs_dim)`` float32 and ``(K, num_actions)`` bool (``None`` unmasked)."""
+        if self._decision is None:
+            base = self.env.unwrapped
+            ids, observations = base.decision_observations()
+            masks = self.dynamics.mask_table()[ids] if self.masked else None
+            self._decision = (ids, np.array(observations, dtype=np.float32), masks)
+        return self._decision
+
+    def policy_table(self, probs: np.ndarray) -> np.ndarray:
+        """The tabular policy ``(num_states, num_actions)`` float64 from the action
+        probabilities ``probs`` ``(K, num_actions)`` on :meth:`decision_states` (rows
+        renormalised in float64; terminal and unreachable rows uniform), as
+        :func:`baselines.lib.trajectory_ppo.policy_table` builds it for SB3."""
+        ids = self.decision_states()[0]
+        base = self.env.unwrapped
+        table = np.full((base.num_states, self.num_actions), 1.0 / self.num_actions)
+        p = probs.astype(np.float64)
+        table[ids] = p / p.sum(axis=1, keepdims=True)
+        return table
+
+    def success_probability(self, table: np.ndarray) -> float:
+        """Exact success probability of the tabular policy ``table`` (the dynamics' model)."""
+        return float(self.env.unwrapped.success_probability(table))
+
+    # ----------------------------------------------------------------------- sizes
+    @property
+    def max_episode_length(self) -> int:
+        return int(self.env.unwrapped.max_episode_length)
+
+
+def build_configs(
+    runs: Sequence[tuple[str, dict[str, Any]]], num_envs: int
+) -> tuple[list[EnvConfig], np.ndarray, np.ndarray]:
+    """One :class:`EnvConfig` per distinct configuration of ``runs`` (``(env_id, env_kwargs)``
+    each), in order of first appearance; returns them, the configuration index of each run and
+    each run's slot within its configuration, both shape ``(R,)``."""
+    keys: dict[str, int] = {}
+    counts: list[int] = []
+    config_of, slot_of = [], []
+    for env_id, kwargs in runs:
+        key = config_key(env_id, kwargs)
+        if key not in keys:
+            keys[key] = len(keys)
+            counts.append(0)
+        c = keys[key]
+        config_of.append(c)
+        slot_of.append(counts[c])
+        counts[c] += 1
+    firsts = {}
+    for i, (env_id, kwargs) in enumerate(runs):
+        firsts.setdefault(config_of[i], (env_id, kwargs))
+    configs = [
+        EnvConfig(*firsts[c], num_runs=counts[c], num_envs=num_envs) for c in range(len(counts))
+    ]
+    return configs, np.array(config_of, dtype=np.int64), np.array(slot_of, dtype=np.int64)

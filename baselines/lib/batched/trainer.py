@@ -1,0 +1,422 @@
+"""The batched PPO loop: R runs of one batch key trained in lockstep (see the package docstring).
+
+Each iteration collects one rollout of every active run (turn-level for ``ppo``, episode groups
+for estimator methods), evaluates the runs whose step count crossed points of their evaluation
+schedule during it (with the rollout's policy, as SB3's callback does), and updates every run.
+A run whose count reaches its budget leaves the batch after its update (its rows are dropped
+from the stacked parameters and optimiser state; its sub-environments step idle until every run
+of its configuration is done).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from baselines.lib.batched import mlp
+from baselines.lib.batched.envs import EnvConfig, build_configs
+from baselines.lib.batched.optim import StackedAdam
+from baselines.lib.batched.rollouts import Stepper, collect_groups, collect_steps
+from baselines.lib.batched.settings import TrainerSettings
+from baselines.lib.batched.streams import RunStreams, Uniforms
+from baselines.lib.batched.update import MASKED_LOGIT, LossSettings, RolloutData, update
+from baselines.lib.config import TURN_LEVEL_METHODS, check_method
+from routine_envs import credit
+
+BATCHED_PROVIDES = frozenset(
+    {"actions", "observations", "log_probs", "entropies", "values"} | set(credit.INFO_KEY_OF_FIELD)
+)
+"""The batch fields the batched trainer gives an estimator (no ``snapshots``: its sub-envs are
+rows of a vector env, not objects to deep-copy; ``mc_rollout`` simulates on the model)."""
+EVAL_CHUNK = 8
+"""Runs whose policy tables are computed in one batched forward pass."""
+
+
+@dataclass
+class RunState:
+    """What one run has measured so far."""
+
+    points: list[int]
+    timesteps: list[int]
+    success: list[float]
+    steps: int = 0
+    cpu_time: float = 0.0
+    wall_time: float = 0.0
+
+
+def sample_actions(probs: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
+    """Inverse-CDF draws: for each row of ``probs`` ``(..., A)`` the first action whose
+    cumulative probability (float64) exceeds its uniform; the last action of positive
+    probability where rounding leaves the uniform above the total."""
+    cdf = np.cumsum(probs.astype(np.float64), axis=-1)
+    a = (cdf <= uniforms[..., None]).sum(axis=-1)
+    over = a >= probs.shape[-1]
+    if over.any():
+        last = probs.shape[-1] - 1 - np.argmax(probs[..., ::-1] > 0, axis=-1)
+        a = np.where(over, last, a)
+    return a.astype(np.int64)
+
+
+class BatchedTrainer:
+    """Train runs that share a batch key together (same env id, method, hyperparameters).
+
+    Args:
+        runs: one dict per run with ``env_id``, ``env_kwargs``, ``method``, ``seed``,
+            ``budget`` (steps) and ``points`` (the evaluation schedule); use
+            :func:`baselines.lib.batched.train_runs`, which builds them from ``RunSpec``s.
+        hyperparameters: the batch's resolved hyperparameters (one set for every run).
+    """
+
+    def __init__(
+        self,
+        runs: Sequence[dict[str, Any]],
+        hyperparameters: dict[str, Any],
+    ) -> None:
+        start_cpu, start_wall = time.process_time(), time.perf_counter()
+        torch.set_num_threads(1)
+        if not runs:
+            raise ValueError("train_runs needs at least one run")
+        self.settings = TrainerSettings.from_hyperparameters(hyperparameters)
+        s = self.settings
+        if s.policy != self.policy_name:
+            raise ValueError(f"policy: {s.policy} is not trained by {type(self).__name__}")
+        methods = {r["method"] for r in runs}
+        if len(methods) != 1:
+            raise ValueError(f"one batch trains one method, got {sorted(methods)}")
+        self.method = runs[0]["method"]
+        spec = check_method(self.method)
+        self.turn_level = spec.target in TURN_LEVEL_METHODS
+        # runs ordered by configuration: each configuration's sub-envs are contiguous
+        order = sorted(range(len(runs)), key=lambda i: _config_sort_key(runs, i))
+        self.order = np.array(order, dtype=np.int64)
+        self.runs = [runs[i] for i in order]
+        configs, config_of, _ = build_configs(
+            [(r["env_id"], r["env_kwargs"]) for r in self.runs], s.n_envs
+        )
+        self.configs: list[EnvConfig] = configs
+        self.config_of = config_of
+        first = configs[0]
+        dims = {(c.obs_dim, c.num_actions, c.masked) for c in configs}
+        if len(dims) != 1:
+            raise ValueError(f"runs of one batch must share spaces, got {sorted(dims)}")
+        self.masked = first.masked
+        self.streams = [RunStreams.of(r["seed"]) for r in self.runs]
+        self.estimators: list[Any] = []
+        trains_critic = True
+        if not self.turn_level:
+            for j in range(len(self.runs)):
+                self.estimators.append(self._build_estimator(spec.target, j))
+            trains_critic = bool(self.estimators[0].trains_critic)
+        self.trains_critic = trains_critic
+        self.theta = self._init_policy()
+        self.optimizer = StackedAdam(self.theta, s.learning_rate, eps=1e-5)
+        self.loss = LossSettings(
+            clip_range=s.clip_range,
+            ent_coef=s.ent_coef,
+            vf_coef=s.vf_coef if trains_critic else 0.0,
+            max_grad_norm=s.max_grad_norm,
+            normalize_advantage=s.normalize_advantage,
+            n_epochs=s.n_epochs,
+            batch_size=s.batch_size,
+            merge_single=not self.turn_level,
+        )
+        self.stepper = Stepper(configs, config_of, s.n_envs)
+        self.uniforms = Uniforms([st.actions for st in self.streams])
+        self.active = np.arange(len(self.runs), dtype=np.int64)
+        self.state = [RunState(list(r["points"]), [], []) for r in self.runs]
+        self.budgets = np.array([r["budget"] for r in self.runs], dtype=np.int64)
+        self.episode_starts = np.ones((len(self.runs), s.n_envs), dtype=np.float32)
+        self.want_entropies = any("entropies" in e.requires for e in self.estimators)
+        self._charge(start_cpu, start_wall, np.arange(len(self.runs)))
+
+    policy_name = "mlp"
+
+    def _init_policy(self) -> torch.Tensor:
+        """Every run's initial parameters, stacked ``(R, P)``."""
+        first, s = self.configs[0], self.settings
+        self.layout = mlp.make_layout(
+            first.obs_dim,
+            first.num_actions,
+            list(s.pi_arch),
+            list(s.vf_arch) if self.trains_critic else None,
+        )
+        return torch.stack([mlp.init_parameters(self.layout, st.init) for st in self.streams])
+
+    def _update(self, data: RolloutData, runs: np.ndarray) -> None:
+        update(
+            self.theta,
+            self.optimizer,
+            self.layout,
+            data,
+            self.loss,
+            [self.streams[j].shuffle for j in runs.tolist()],
+        )
+
+    def _start_rollout(self, runs: np.ndarray) -> None:
+        """Before a rollout's collection: the networks' weights copied out once (the policy is
+        fixed until the update)."""
+        self.frozen = {"pi": mlp.FrozenNet.of(self.theta, self.layout.net("pi"))}
+        if self.trains_critic:
+            self.frozen["vf"] = mlp.FrozenNet.of(self.theta, self.layout.net("vf"))
+
+    def _frozen(self, runs: np.ndarray, net: str) -> mlp.FrozenNet:
+        frozen = self.frozen[net]
+        if len(runs) == len(self.active) and np.array_equal(runs, self.active):
+            return frozen
+        return frozen.rows(torch.from_numpy(np.searchsorted(self.active, runs)))
+
+    @staticmethod
+    def check_settings(hyperparameters: dict[str, Any]) -> TrainerSettings:
+        """The batch's settings, or ``ValueError`` naming a key this trainer cannot honour."""
+        return TrainerSettings.from_hyperparameters(hyperparameters)
+
+    # ---------------------------------------------------------------------- set-up
+    def _build_estimator(self, target: str, j: int) -> Any:
+        config = self.configs[self.config_of[j]]
+        context = credit.EstimatorContext(
+            env=config.env.unwrapped,
+            policy_table=lambda j=j: self.policy_table_of(j),
+            gamma=self.settings.gamma,
+            gae_lambda=self.settings.gae_lambda,
+            sampler=config.sampler,
+            seed=self.streams[j].estimator_seed,
+        )
+        estimator = credit.build_estimator(target, context, **self.settings.estimator_kwargs)
+        _, info = config.env.reset(seed=0)
+        missing = credit.missing_annotations(estimator, info)
+        if missing:
+            raise ValueError(
+                f"estimator {estimator.name!r} needs info keys {missing}, which "
+                f"{config.env_id} does not provide"
+            )
+        credit.check_provides(estimator, BATCHED_PROVIDES, "the batched trainer")
+        return estimator
+
+    def _charge(self, cpu0: float, wall0: float, runs: np.ndarray) -> None:
+        """Attribute the CPU and wall time since ``cpu0``/``wall0`` equally to ``runs``."""
+        cpu = (time.process_time() - cpu0) / len(runs)
+        wall = (time.perf_counter() - wall0) / len(runs)
+        for j in runs.tolist():
+            self.state[j].cpu_time += cpu
+            self.state[j].wall_time += wall
+
+    # ---------------------------------------------------------------------- policy
+    def _rows(self, runs: np.ndarray) -> torch.Tensor:
+        """The parameter rows of ``runs`` (indices into the run order)."""
+        if len(runs) == len(self.active) and np.array_equal(runs, self.active):
+            return self.theta
+        pos = np.searchsorted(self.active, runs)
+        return self.theta.index_select(0, torch.from_numpy(pos))
+
+    def _probs(
+        self, theta: torch.Tensor, obs: np.ndarray, masks: np.ndarray | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        logits, _ = mlp.forward(theta, self.layout.net("pi"), torch.from_numpy(obs))
+        if masks is not None:
+            logits = logits.masked_fill(~torch.from_numpy(masks), MASKED_LOGIT)
+        log_p = torch.log_softmax(logits, dim=-1)
+        return log_p, torch.exp(log_p)
+
+    def act(
+        self,
+        runs: np.ndarray,
+        obs: np.ndarray,
+        masks: np.ndarray | None,
+        u: np.ndarray,
+        state_ids: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """Actions, log-probabilities, values and entropies of ``runs`` at ``obs``."""
+        with torch.no_grad():
+            logits = self._frozen(runs, "pi")(torch.from_numpy(obs))
+            if masks is not None:
+                logits = logits.masked_fill(~torch.from_numpy(masks), MASKED_LOGIT)
+            log_p = torch.log_softmax(logits, dim=-1)
+            p = torch.exp(log_p)
+            actions = sample_actions(p.numpy(), u)
+            log_prob = log_p.gather(2, torch.from_numpy(actions)[..., None])[..., 0].numpy()
+            values = None
+            if self.trains_critic:
+                values = self._frozen(runs, "vf")(torch.from_numpy(obs))[..., 0].numpy()
+            entropy = None
+            if self.want_entropies:
+                plogp = p * log_p
+                if masks is not None:
+                    plogp = torch.where(torch.from_numpy(masks), plogp, 0.0)
+                entropy = (-plogp.sum(-1)).numpy()
+        return actions, log_prob, values, entropy
+
+    def values_of(
+        self, runs: np.ndarray, obs: np.ndarray, state_ids: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Values ``(R, k)`` of ``runs`` at ``obs`` ``(R, k, d)`` (``state_ids``: their states,
+        for policies that need them)."""
+        x = torch.from_numpy(np.ascontiguousarray(obs, dtype=np.float32))
+        with torch.no_grad():
+            return self._frozen(runs, "vf")(x)[..., 0].numpy()
+
+    def policy_tables(self, runs: np.ndarray) -> list[np.ndarray]:
+        """The tabular policy of each of ``runs`` (all of one configuration) on every state."""
+        config = self.configs[self.config_of[runs[0]]]
+        _, observations, masks = config.decision_states()
+        tables = []
+        for lo in range(0, len(runs), EVAL_CHUNK):
+            chunk = runs[lo : lo + EVAL_CHUNK]
+            k = len(chunk)
+            obs = np.repeat(observations[None], k, axis=0)
+            m = None if masks is None else np.repeat(masks[None], k, axis=0)
+            with torch.no_grad():
+                _, p = self._probs(self._rows(chunk), obs, m)
+            tables.extend(config.policy_table(p[i].numpy()) for i in range(k))
+        return tables
+
+    def policy_table_of(self, j: int) -> np.ndarray:
+        return self.policy_tables(np.array([j]))[0]
+
+    def evaluate(self, runs: np.ndarray) -> dict[int, float]:
+        """Exact success probability of the current policy of each of ``runs``."""
+        out: dict[int, float] = {}
+        for c in np.unique(self.config_of[runs]).tolist():
+            mine = runs[self.config_of[runs] == c]
+            for j, table in zip(mine.tolist(), self.policy_tables(mine), strict=True):
+                out[j] = self.configs[c].success_probability(table)
+        return out
+
+    def _record_points(self, runs: np.ndarray, before: np.ndarray) -> None:
+        """Evaluate, with the current policy, the points of ``runs`` crossed since ``before``
+        (their step counts when the rollout started; the first call records point 0)."""
+        due = []
+        for j, b in zip(runs.tolist(), before.tolist(), strict=True):
+            st = self.state[j]
+            k = len(st.timesteps)
+            if k < len(st.points) and st.points[k] <= st.steps and (st.points[k] > b or k == 0):
+                due.append(j)
+        if not due:
+            return
+        values = self.evaluate(np.array(due, dtype=np.int64))
+        for j in due:
+            st = self.state[j]
+            while len(st.timesteps) < len(st.points) and st.points[len(st.timesteps)] <= st.steps:
+                st.timesteps.append(st.points[len(st.timesteps)])
+                st.success.append(values[j])
+
+    # ------------------------------------------------------------------------ loop
+    def iteration(self) -> None:
+        """One rollout and update of every active run."""
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        runs = self.active
+        s = self.settings
+        before = np.array([self.state[j].steps for j in runs.tolist()])
+        self._start_rollout(runs)
+        if self.turn_level:
+            ro = collect_steps(
+                self.stepper,
+                runs,
+                self.act,
+                self.values_of,
+                self.uniforms,
+                self.episode_starts,
+                s.n_steps,
+                s.gamma,
+                s.gae_lambda,
+            )
+            for j in runs.tolist():
+                self.state[j].steps += s.n_steps * s.n_envs
+            data = RolloutData.from_runs(
+                list(ro.obs),
+                list(ro.actions),
+                list(ro.log_probs),
+                list(ro.advantages),
+                list(ro.returns),
+                None if ro.masks is None else list(ro.masks),
+                list(ro.state_ids),
+            )
+        else:
+            data = self._episode_rollout(runs)
+        self._record_points(runs, before)
+        self._update(data, runs)
+        self._charge(cpu0, wall0, runs)
+        self._retire()
+
+    def _episode_rollout(self, runs: np.ndarray) -> RolloutData:
+        s = self.settings
+        rollouts = collect_groups(
+            self.stepper,
+            runs,
+            self.act,
+            self.values_of if self.trains_critic else None,
+            self.uniforms,
+            [self.streams[j].groups for j in runs.tolist()],
+            s.n_steps * s.n_envs,
+            self.want_entropies,
+        )
+        obs, actions, log_probs, advantages, returns, masks, ids = [], [], [], [], [], [], []
+        for j, ro in zip(runs.tolist(), rollouts, strict=True):
+            batch = ro.batch
+            self.state[j].steps += batch.num_steps
+            result = self.estimators[j](batch)
+            adv = np.asarray(result.advantages, dtype=np.float64)
+            if self.trains_critic:
+                ret = result.returns if result.returns is not None else adv + batch.values
+            else:  # return targets stay 0 (and the value head is not trained)
+                ret = np.zeros_like(adv)
+            obs.append(batch.observations)
+            actions.append(batch.actions)
+            log_probs.append(batch.log_probs)
+            advantages.append(adv)
+            returns.append(np.asarray(ret))
+            masks.append(ro.masks)
+            ids.append(batch.state_ids)
+        return RolloutData.from_runs(
+            obs, actions, log_probs, advantages, returns, masks if self.masked else None, ids
+        )
+
+    def _retire(self) -> None:
+        """Drop the runs that reached their budget from the batch."""
+        steps = np.array([self.state[j].steps for j in self.active.tolist()])
+        keep = steps < self.budgets[self.active]
+        if keep.all():
+            return
+        rows = np.flatnonzero(keep)
+        for j in self.active[~keep].tolist():  # the rest of the schedule: final policy
+            st = self.state[j]
+            if len(st.timesteps) < len(st.points):
+                value = self.evaluate(np.array([j]))[j]
+                while len(st.timesteps) < len(st.points):
+                    st.timesteps.append(st.points[len(st.timesteps)])
+                    st.success.append(value)
+        self.active = self.active[rows]
+        self.theta = self.theta.index_select(0, torch.from_numpy(rows))
+        self.optimizer.select(rows)
+        self.optimizer.bind(self.theta)
+        live_configs = set(self.config_of[self.active].tolist())
+        for c in range(len(self.configs)):
+            self.stepper.alive[c] = c in live_configs
+
+    def train(self, progress: Any = None) -> list[RunState]:
+        """Train every run to its budget; the states in the callers' order of ``runs``."""
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        self.stepper.reset(
+            np.concatenate([st.env_seed + np.arange(self.settings.n_envs) for st in self.streams])
+        )
+        self._record_points(self.active, np.full(len(self.active), -1))
+        self._charge(cpu0, wall0, self.active)
+        while len(self.active):
+            done_before = sum(self.state[j].steps for j in range(len(self.runs)))
+            self.iteration()
+            if progress is not None:
+                progress(sum(self.state[j].steps for j in range(len(self.runs))) - done_before)
+        out: list[RunState | None] = [None] * len(self.runs)
+        for position, original in enumerate(self.order.tolist()):
+            out[original] = self.state[position]
+        return out  # type: ignore[return-value]
+
+
+def _config_sort_key(runs: Sequence[dict[str, Any]], i: int) -> tuple[str, int]:
+    from baselines.lib.batched.envs import config_key
+
+    return config_key(runs[i]["env_id"], runs[i]["env_kwargs"]), i

@@ -1,0 +1,228 @@
+"""PPO's update for R runs at once: SB3's loss, minibatches, clipping and Adam, per run.
+
+For each epoch every run shuffles its own rollout (its shuffling generator) and cuts it into
+SB3's minibatches of ``batch_size`` (``RolloutBuffer.get``); a last minibatch of one step joins
+the one before it (``TrajectoryAdvantagePPO``'s rule, only possible with variable-size episode
+rollouts). Minibatch ``j`` of every run is processed together, padded to a fixed row count that
+depends only on the hyperparameters (so a run's numbers do not depend on the batch); a run with
+fewer minibatches skips the step (its Adam state is untouched).
+
+The loss is SB3 PPO's: clipped surrogate on advantages normalised per minibatch (mean and the
+unbiased std over the minibatch, ``+ 1e-8``; none for a minibatch of one step), unclipped value
+loss (MSE to the return targets) times ``vf_coef``, minus ``ent_coef`` times the mean entropy;
+MaskablePPO's masking (invalid logits set to ``-1e8``, their entropy terms 0). Its gradient is
+written out by hand (the derivative of each term with respect to the logits and the value, then
+:func:`baselines.lib.batched.mlp.backward`) and clipped to ``max_grad_norm`` per run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from baselines.lib.batched import mlp
+from baselines.lib.batched.optim import StackedAdam, clip_by_global_norm
+
+RUN_CHUNK = 16
+"""Runs whose minibatch gradients are computed in one batched pass (more at once only adds
+memory traffic: measured on rb1's Doors settings, R = 40)."""
+MASKED_LOGIT = -1e8
+"""sb3-contrib's ``MaskableCategorical`` logit for an invalid action."""
+
+
+@dataclass
+class RolloutData:
+    """One rollout of R runs, padded: run ``r`` has ``sizes[r]`` steps; row ``N`` (the last of
+    each run's block of ``N + 1``) is an all-zero padding row (mask all valid).
+
+    Shapes: ``obs`` ``(R * (N + 1), obs_dim)`` float32, ``actions`` ``(R * (N + 1),)`` int64,
+    ``old_log_prob``, ``advantages``, ``returns`` ``(R * (N + 1),)`` float32, ``masks``
+    ``(R * (N + 1), A)`` bool or ``None``.
+    """
+
+    obs: torch.Tensor
+    actions: torch.Tensor
+    old_log_prob: torch.Tensor
+    advantages: torch.Tensor
+    returns: torch.Tensor
+    masks: torch.Tensor | None
+    sizes: np.ndarray
+    state_ids: torch.Tensor | None = None
+
+    @property
+    def stride(self) -> int:
+        return int(self.obs.shape[0] // len(self.sizes))
+
+    @classmethod
+    def from_runs(
+        cls,
+        obs: list[np.ndarray],
+        actions: list[np.ndarray],
+        log_probs: list[np.ndarray],
+        advantages: list[np.ndarray],
+        returns: list[np.ndarray],
+        masks: list[np.ndarray] | None,
+        state_ids: list[np.ndarray] | None = None,
+    ) -> RolloutData:
+        """Pad per-run arrays (run ``r``: ``(N_r, ...)``) into one :class:`RolloutData`."""
+        sizes = np.array([len(a) for a in actions], dtype=np.int64)
+        stride = int(sizes.max()) + 1
+        runs = len(sizes)
+
+        def pad(parts: list[np.ndarray], dtype: type, fill: object = 0) -> np.ndarray:
+            shape = (runs, stride, *parts[0].shape[1:])
+            out = np.full(shape, fill, dtype=dtype)
+            for r, part in enumerate(parts):
+                out[r, : len(part)] = part
+            return out.reshape(runs * stride, *parts[0].shape[1:])
+
+        return cls(
+            obs=torch.from_numpy(pad(obs, np.float32)),
+            actions=torch.from_numpy(pad(actions, np.int64)),
+            old_log_prob=torch.from_numpy(pad(log_probs, np.float32)),
+            advantages=torch.from_numpy(pad(advantages, np.float32)),
+            returns=torch.from_numpy(pad(returns, np.float32)),
+            masks=None if masks is None else torch.from_numpy(pad(masks, bool, True)),
+            sizes=sizes,
+            state_ids=None if state_ids is None else torch.from_numpy(pad(state_ids, np.int64)),
+        )
+
+
+@dataclass(frozen=True)
+class LossSettings:
+    """SB3 PPO's loss and update settings (the protocol's hyperparameters)."""
+
+    clip_range: float
+    ent_coef: float
+    vf_coef: float
+    max_grad_norm: float
+    normalize_advantage: bool
+    n_epochs: int
+    batch_size: int
+    merge_single: bool
+    """Merge a last minibatch of one step into the one before (episode rollouts)."""
+
+    @property
+    def rows(self) -> int:
+        """Rows of every padded minibatch: ``batch_size`` (``+ 1`` when merging can occur)."""
+        return self.batch_size + (1 if self.merge_single else 0)
+
+
+def minibatches(size: int, settings: LossSettings, rng: np.random.Generator) -> list[np.ndarray]:
+    """SB3's minibatches of one run's ``size`` steps for one epoch: a permutation cut every
+    ``batch_size`` (a last piece of one step joined to the one before when ``merge_single``)."""
+    perm = rng.permutation(size)
+    bs = settings.batch_size
+    starts = list(range(0, size, bs))
+    if settings.merge_single and size > bs and size % bs == 1:
+        starts = starts[:-1]
+    ends = [*starts[1:], size]
+    return [perm[a:b] for a, b in zip(starts, ends, strict=True)]
+
+
+def update(
+    theta: torch.Tensor,
+    optimizer: StackedAdam,
+    layout: mlp.MLPLayout,
+    data: RolloutData,
+    settings: LossSettings,
+    shufflers: list[np.random.Generator],
+) -> None:
+    """``n_epochs`` of SB3 PPO's minibatch updates of every run (see the module docstring)."""
+    runs, rows, stride = theta.shape[0], settings.rows, data.stride
+    base = np.arange(runs, dtype=np.int64)[:, None] * stride
+    pi, vf = layout.net("pi"), layout.net("vf")
+    grad = torch.zeros_like(theta)
+    for _ in range(settings.n_epochs):
+        batches = [
+            minibatches(int(n), settings, g) for n, g in zip(data.sizes, shufflers, strict=True)
+        ]
+        count = max(len(b) for b in batches)
+        index = np.full((count, runs, rows), stride - 1, dtype=np.int64)  # the padding row
+        taken = np.zeros((count, runs), dtype=np.int64)
+        for r, pieces in enumerate(batches):
+            for j, piece in enumerate(pieces):
+                index[j, r, : len(piece)] = piece
+                taken[j, r] = len(piece)
+        index += base
+        for j in range(count):
+            active = taken[j] > 0
+            grad.zero_()
+            for lo in range(0, runs, RUN_CHUNK):  # a few runs at a time: activations stay in cache
+                hi = min(runs, lo + RUN_CHUNK)
+                minibatch_gradient(
+                    theta[lo:hi],
+                    grad[lo:hi],
+                    pi,
+                    vf,
+                    data,
+                    index[j, lo:hi],
+                    taken[j, lo:hi],
+                    settings,
+                )
+            clip_by_global_norm(grad, settings.max_grad_norm)
+            optimizer.step(grad, active)
+
+
+def minibatch_gradient(
+    theta: torch.Tensor,
+    grad: torch.Tensor,
+    pi: tuple[mlp.Layer, ...],
+    vf: tuple[mlp.Layer, ...],
+    data: RolloutData,
+    index: np.ndarray,
+    taken: np.ndarray,
+    settings: LossSettings,
+) -> None:
+    """The gradient of SB3 PPO's loss on one padded minibatch of every run (``index``
+    ``(R, rows)`` into ``data``'s flat rows, the first ``taken[r]`` real), into ``grad``."""
+    runs, rows = index.shape
+    flat = torch.from_numpy(index.reshape(-1))
+    x = data.obs.index_select(0, flat).view(runs, rows, -1)
+    actions = data.actions.index_select(0, flat).view(runs, rows, 1)
+    old = data.old_log_prob.index_select(0, flat).view(runs, rows)
+    adv = data.advantages.index_select(0, flat).view(runs, rows)
+    valid = torch.from_numpy(np.arange(rows)[None, :] < taken[:, None])
+    n = torch.from_numpy(np.maximum(taken, 1).astype(np.float32))[:, None]
+    weight = valid / n  # d mean / d element, (R, rows)
+
+    if settings.normalize_advantage:
+        mean = adv.sum(1, keepdim=True) / n
+        centred = torch.where(valid, adv - mean, 0.0)
+        dof = torch.from_numpy(np.maximum(taken - 1, 1).astype(np.float32))[:, None]
+        std = torch.sqrt((centred * centred).sum(1, keepdim=True) / dof)
+        normalised = centred / (std + 1e-8)
+        several = torch.from_numpy(taken > 1)[:, None]
+        adv = torch.where(several, normalised, adv)  # SB3: no normalisation for one step
+
+    logits, pi_inputs = mlp.forward(theta, pi, x, keep=True)
+    masks = None
+    if data.masks is not None:
+        masks = data.masks.index_select(0, flat).view(runs, rows, -1)
+        logits = logits.masked_fill(~masks, MASKED_LOGIT)
+    log_p = torch.log_softmax(logits, dim=-1)
+    p = torch.exp(log_p)
+    log_p_a = log_p.gather(2, actions)[..., 0]
+    ratio = torch.exp(log_p_a - old)
+    clipped = torch.clamp(ratio, 1.0 - settings.clip_range, 1.0 + settings.clip_range)
+    # torch.min's gradient flows through the smaller term (half each on ties, which sums to the
+    # same); the clipped term has no gradient outside the clip range
+    unclipped = adv * ratio <= adv * clipped
+    d_log_p_a = -(adv * ratio) * unclipped * weight  # d policy loss / d log pi(a)
+    p_log_p = p * log_p if masks is None else torch.where(masks, p * log_p, 0.0)
+    entropy = -p_log_p.sum(-1, keepdim=True)
+    # d(-ent_coef * mean H) / d logits = ent_coef * w * p * (log p + H); 0 where masked (p = 0)
+    log_p_safe = log_p if masks is None else torch.where(masks, log_p, 0.0)
+    d_logits = p * (log_p_safe + entropy) * (settings.ent_coef * weight)[..., None]
+    # d log pi(a) / d logits = onehot(a) - p
+    d_logits -= p * d_log_p_a[..., None]
+    d_logits.scatter_add_(2, actions, d_log_p_a[..., None])
+    mlp.backward(theta, grad, pi, pi_inputs, d_logits)
+
+    if vf and settings.vf_coef != 0.0:
+        returns = data.returns.index_select(0, flat).view(runs, rows)
+        values, vf_inputs = mlp.forward(theta, vf, x, keep=True)
+        d_values = (values[..., 0] - returns) * (2.0 * settings.vf_coef) * weight
+        mlp.backward(theta, grad, vf, vf_inputs, d_values[..., None])

@@ -1,0 +1,162 @@
+"""Specs parsed once: a method (``ppo``, an estimator name or ``package.module:Name``, either
+with JSON arguments) or a detector becomes one object that knows what it resolves to, its
+label in tables and the fingerprint of its code, for every run key and table of a process.
+
+:func:`parse_method` parses, resolves (outside code is imported here) and checks a method's
+arguments once per text and process (cached); :class:`MethodSpec` then answers everything a
+sweep asks of it: its hyperparameter section (``target``), the estimator identity a run key
+records (:meth:`MethodSpec.identity`: name, arguments, code fingerprint), its label. Policy
+specs are the core package's (:mod:`routine_envs.policy_specs`).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from dataclasses import dataclass, field
+from typing import Any
+
+from routine_envs import plugins
+from routine_envs.plugins import brief, code_fingerprint
+
+TURN_LEVEL_METHODS = ("ppo",)
+"""Methods trained by SB3's own PPO (MaskablePPO where the env has action masks)."""
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """A parsed, resolved and checked method spec.
+
+    Attributes:
+        text: the spec as written (stripped): what tables and run keys name.
+        target: the name or import path before the JSON arguments (its hyperparameter
+            section).
+        kwargs: the JSON arguments.
+        estimator: the estimator class (or object) it resolves to; ``None`` for ``ppo``.
+    """
+
+    text: str
+    target: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    estimator: Any = None
+
+    @property
+    def is_import_path(self) -> bool:
+        """Whether the method is outside code (``package.module:Name``)."""
+        return plugins.is_import_path(self.target)
+
+    @property
+    def turn_level(self) -> bool:
+        """Whether it is SB3's own PPO (a learned critic, no estimator)."""
+        return self.target in TURN_LEVEL_METHODS
+
+    def code(self, kwargs: dict[str, Any] | None = None) -> str:
+        """The fingerprint of the code behind the estimator: the class of a built-in; for outside
+        code the whole source of its module (an edit of a helper beside the class makes a new
+        run key too); plus the fingerprints of what ``code_dependencies(kwargs)`` returns where
+        the class has it (``detector_masked``: the detector its arguments name)."""
+        if self.turn_level:
+            return "stable_baselines3"
+        obj = self.estimator
+        if self.is_import_path:
+            code = code_fingerprint(inspect.getmodule(obj) or obj)
+        else:
+            code = code_fingerprint(obj)
+        dependencies = getattr(obj, "code_dependencies", None)
+        if dependencies is not None:
+            code += "".join(f"+{code_fingerprint(d)}" for d in dependencies(dict(kwargs or {})))
+        return code
+
+    def identity(self, kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
+        """``{"name", "kwargs", "code"}`` of the estimator, ``kwargs`` (a config's
+        ``estimator_kwargs``) overridden by the spec's own arguments: what a run key records
+        (``ppo``, SB3's own, is covered by the SB3 version)."""
+        if self.turn_level:
+            return {"name": self.text, "kwargs": {}, "code": "stable_baselines3"}
+        merged = {**dict(kwargs or {}), **self.kwargs}
+        return {"name": self.target, "kwargs": merged, "code": self.code(merged)}
+
+    def label(self, kwargs: dict[str, Any] | None = None) -> str:
+        """How tables and plots name the method with these estimator arguments: the spec as
+        written where it has JSON arguments or names outside code; else the estimator's
+        ``label`` where it has one (GiGPO grouping by the privileged ``state_id`` says so),
+        else the method name."""
+        if self.turn_level:
+            return self.text
+        if self.kwargs or self.is_import_path:
+            return self.text
+        cls = self.estimator
+        if not isinstance(inspect.getattr_static(cls, "label", None), property):
+            return self.text
+        try:
+            return str(cls(**dict(kwargs or {})).label)
+        except (TypeError, ValueError):
+            return self.text
+
+
+def known_methods() -> list[str]:
+    """``ppo`` plus every built-in estimator name (trained by ``TrajectoryAdvantagePPO``); any
+    import path ``package.module:Name`` of an estimator is a method too."""
+    from routine_envs.credit import ESTIMATORS
+
+    return [*TURN_LEVEL_METHODS, *sorted(ESTIMATORS)]
+
+
+def parse_method(text: str) -> MethodSpec:
+    """The :class:`MethodSpec` of ``text`` if it names ``ppo``, a built-in estimator or an
+    importable estimator class or object (the import is done here, so a bad one fails before
+    any training) whose JSON arguments match its constructor's signature and types; else
+    ``ValueError`` naming the method (and the argument), one line. Parsed once per text and
+    process (and per entry of the estimator registry it names: a name registered anew is
+    parsed anew): every later call returns the same object."""
+    from routine_envs import credit
+
+    target = plugins.parse_spec(text, "method").target if isinstance(text, str) else text
+    registered = credit.ESTIMATORS.get(target) if isinstance(target, str) else None
+    return _parse_method(text, registered)
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_method(text: str, registered: Any) -> MethodSpec:
+    """:func:`parse_method` of ``text``, cached with the registry entry it names."""
+    from routine_envs import credit
+
+    spec = plugins.parse_spec(text, "method")
+    if spec.target in TURN_LEVEL_METHODS:
+        if spec.kwargs:
+            raise ValueError(f"method {brief(spec.text)}: ppo takes no estimator arguments")
+        return MethodSpec(spec.text, spec.target, {}, None)
+    if not spec.is_import_path and spec.target not in credit.ESTIMATORS:
+        raise ValueError(
+            f"unknown method {brief(text)}; known: {known_methods()}, or an import path "
+            "'package.module:Name' of your own"
+        )
+    found = credit.check_estimator_spec(spec, "method")  # resolved (imported) and checked once
+    return MethodSpec(spec.text, spec.target, dict(spec.kwargs), found)
+
+
+@dataclass(frozen=True)
+class DetectorSpec:
+    """A parsed detector spec: its text, target, arguments and code fingerprint (its module's
+    whole source, helpers included, with the scoring module's and the sampler's: branching
+    rollouts live there)."""
+
+    text: str
+    target: str
+    kwargs: dict[str, Any]
+    code: str
+
+
+@functools.lru_cache(maxsize=256)
+def parse_detector(text: str) -> DetectorSpec:
+    """The :class:`DetectorSpec` of ``text`` (resolved once per text and process);
+    ``ValueError`` naming it when it does not resolve."""
+    from routine_envs import detectors
+    from routine_envs.detectors import scoring
+    from routine_envs.sampler import ModelSampler
+
+    spec = plugins.parse_spec(text, "--detectors")
+    obj = detectors.resolve_detector(spec.target)
+    parts = (inspect.getmodule(obj) or obj, scoring, ModelSampler)
+    code = "+".join(code_fingerprint(p) for p in parts)
+    return DetectorSpec(spec.text, spec.target, dict(spec.kwargs), code)
