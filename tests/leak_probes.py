@@ -13,7 +13,8 @@ must learn; an id without one has nothing a layout could hide):
   layouts to predict whether the episode will succeed, scored on the episodes of other
   layouts, against the same classifier fed what the actions alone imply (see its docstring).
 
-``python -m tests.leak_probes [out.csv]`` measures both probes on every registered id and writes
+``python -m tests.leak_probes [out.csv]`` measures both probes on every registered id (and on
+:data:`EXTRA`'s configurations) and writes
 the table (the numbers quoted in docs/envs and the issue notes).
 """
 
@@ -30,6 +31,20 @@ import numpy as np
 from routine_envs import registration
 from routine_envs.text.views import text_kwargs
 
+#: configurations probed beside each id's small one (the contract suite and :func:`main`)
+EXTRA: list[tuple[str, dict]] = [
+    ("DilutedDoors-v1", {"num_floors": 2, "routine_length": (0, 2), "observation": "progress"}),
+    ("DilutedDoors-v1", {"num_floors": 2, "routine_length": (0, 2), "observation": "position"}),
+    ("RoutineGrid-v1", {"num_junctions": 2, "corridor_length": 2, "obs_mode": "image"}),
+    ("RoutineGrid-v1", {"num_junctions": 3, "branching": 2, "corridor_length": (0, 3)}),
+    ("RoutineGrid-v1", {"num_junctions": 2, "corridor_length": 1, "reward": "fraction"}),
+    ("RoutineGrid-v0", {"num_junctions": 2, "corridor_length": 2, "obs_mode": "image"}),
+    (
+        "CodeFix-v1",
+        {"num_modules": 2, "num_patches": 2, "routine_length": 3, "max_attempts": 2,
+         "step_cost": 0.01},
+    ),
+]  # fmt: skip
 #: the layout the baseline of the learned probe replays every episode in (in neither set).
 BLIND_LAYOUT = 1_000_003
 
@@ -311,7 +326,7 @@ def main(out: str | None = None) -> None:
     import csv
 
     rows = []
-    for env_id, config in probe_cases():
+    for env_id, config in [*probe_cases(), *EXTRA]:
         diffs = layout_differences(env_id, config)
         probe = learned_probe(env_id, config)
         rows.append(

@@ -1,7 +1,7 @@
 """The leak probes of the contract suite, for every registered id with a layout seed (the
 package's, the team adapters and those of outside code: ``tests/conftest.py`` registers
 ``tests/contributed/`` first), in its small configuration, and for the extra configurations of
-:data:`EXTRA`. What the probes do is stated in :mod:`tests.leak_probes`.
+:data:`tests.leak_probes.EXTRA`. What the probes do is stated in :mod:`tests.leak_probes`.
 
 An id's dynamics declare whether the observation hides every outcome until the end
 (``Dynamics.hides_outcome``, default ``True``). Where they do, both probes must find nothing:
@@ -30,21 +30,7 @@ from tests import leak_probes
 from tests.test_contract import case_id
 from tests.utils import has_pettingzoo
 
-#: configurations probed beside each id's small one
-EXTRA: list[tuple[str, dict]] = [
-    ("DilutedDoors-v1", {"num_floors": 2, "routine_length": (0, 2), "observation": "progress"}),
-    ("DilutedDoors-v1", {"num_floors": 2, "routine_length": (0, 2), "observation": "position"}),
-    ("RoutineGrid-v1", {"num_junctions": 2, "corridor_length": 2, "obs_mode": "image"}),
-    ("RoutineGrid-v1", {"num_junctions": 3, "branching": 2, "corridor_length": (0, 3)}),
-    ("RoutineGrid-v1", {"num_junctions": 2, "corridor_length": 1, "reward": "fraction"}),
-    ("RoutineGrid-v0", {"num_junctions": 2, "corridor_length": 2, "obs_mode": "image"}),
-    (
-        "CodeFix-v1",
-        {"num_modules": 2, "num_patches": 2, "routine_length": 3, "max_attempts": 2,
-         "step_cost": 0.01},
-    ),
-]  # fmt: skip
-CASES = [*leak_probes.probe_cases(), *EXTRA]
+CASES = [*leak_probes.probe_cases(), *leak_probes.EXTRA]
 
 
 def test_every_registered_id_with_a_layout_is_probed():
