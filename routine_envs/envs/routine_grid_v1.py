@@ -21,6 +21,7 @@ from routine_envs.rendering.grid_v1 import (
     VIEW_ENCODING,
     grid_v1_view,
     render_grid_v1,
+    vector_text,
     view_kinds,
 )
 from routine_envs.rendering.text_view import TextView
@@ -183,6 +184,11 @@ class TreeGridDynamics(Dynamics[PathState, np.ndarray]):
     def observe(self, state: PathState) -> np.ndarray:
         if self.obs_mode == "image":
             return VIEW_ENCODING[self.view_kinds(state)]
+        return self.vector_observation(state)
+
+    def vector_observation(self, state: PathState) -> np.ndarray:
+        """The ``obs_mode="vector"`` observation of ``state`` (in either mode), shape
+        ``(J * (branching + 1) + 12,)`` float32."""
         j, b = self.num_junctions, self.branching
         obs = np.zeros(self.observation_size, dtype=np.float32)
         for k, way in enumerate(state.path):
@@ -205,8 +211,9 @@ class TreeGridDynamics(Dynamics[PathState, np.ndarray]):
         return obs
 
     def describe(self, state: PathState) -> str:
-        """The observation in words (the text view's, so nothing it hides)."""
-        return self.text_view().observation_text(self.observe(state))
+        """The vector observation in words, one line (the vector text view's, so nothing it
+        hides), in either observation mode: the image mode's text is a multi-line picture."""
+        return vector_text(self, self.vector_observation(state))
 
     def action_names(self) -> tuple[str, ...]:
         return tuple(f"take_way_{k}" for k in range(self.branching))
