@@ -10,7 +10,7 @@ per run) and ``<out>.json`` (one row per cell) and prints a markdown table of th
 
 Example (the CodeFix calibration of docs/reproducing.md)::
 
-    PYTHONPATH=. nice -n 10 python docs/calibration/short_runs.py --env-id CodeFix-v1 \\
+    PYTHONPATH=. python docs/calibration/short_runs.py --env-id CodeFix-v1 \\
         --density-kwarg routine_length --values 64 --methods ppo oracle trajectory_mc \\
         --seeds 10 --budget-episodes 4000 --also-budgets 2000 \\
         --config docs/calibration/codefix_rb1_hyperparameters.yml \\
@@ -47,7 +47,8 @@ def first_crossing(steps: list[int], success: list[float], target: float, budget
     return None
 
 
-def main(argv: list[str] | None = None) -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line's settings (a bad value exits with a one-line error naming its flag)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--env-id", required=True)
     parser.add_argument("--env-kwargs", type=json.loads, default={}, metavar="JSON")
@@ -68,6 +69,12 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("--seeds must be >= 1")
     if args.eval_points < 1:
         parser.error("--eval-points must be >= 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Train every run, write ``<out>.csv`` and ``<out>.json``, print the cells' table."""
+    args = parse_args(argv)
 
     specs, cells = [], []
     for value in args.values:
