@@ -135,7 +135,8 @@ def main(argv: list[str] | None = None) -> None:
             "cpu_time": float(sum(r.cpu_time or 0.0 for _, r in mine)),
         }
         for episodes, b in smaller.items():
-            cell[f"reached_within_{episodes}_episodes ({b} steps)"] = sum(
+            cell[f"budget_of_{episodes}_episodes"] = b
+            cell[f"reached_within_{episodes}_episodes"] = sum(
                 first_crossing(r.timesteps, r.success, args.target, b) is not None for _, r in mine
             )
         summary.append(cell)
