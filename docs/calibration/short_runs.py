@@ -55,7 +55,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--density-kwarg", required=True)
     parser.add_argument("--values", type=json.loads, nargs="+", required=True)
     parser.add_argument("--methods", nargs="+", default=["ppo", "trajectory_mc"])
-    parser.add_argument("--seeds", type=int, default=4, help="seeds 0 .. N-1")
+    parser.add_argument("--seeds", type=int, default=4, help="N seeds: first .. first + N-1")
+    parser.add_argument("--first-seed", type=int, default=0, help="the first seed")
     parser.add_argument("--budget-episodes", type=int, default=1000)
     parser.add_argument("--min-budget-steps", type=int, default=15000)
     parser.add_argument("--eval-points", type=int, default=40)
@@ -67,6 +68,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error("--seeds must be >= 1")
+    if args.first_seed < 0:
+        parser.error("--first-seed must be >= 0")
     if args.eval_points < 1:
         parser.error("--eval-points must be >= 1")
     return args
@@ -89,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
         }
         for method in args.methods:
             cells.append((value, rho, method, budget, smaller))
-            for seed in range(args.seeds):
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
                 specs.append(
                     RunSpec(args.env_id, kwargs, method, seed, budget, eval_every, args.target,
                             config=args.config)
