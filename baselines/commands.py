@@ -69,7 +69,9 @@ BENCHMARK = Group(
             "progress",
             *BACKEND_FIELDS,
         ),
-        _benchmark("report", "the report card from the runs done so far", "method", "lab"),
+        _benchmark(
+            "report", "the report card from the runs done so far", "method", "env_id", "lab"
+        ),
         _benchmark(
             "references",
             "what ships (verified) and its leaderboard; --compute runs the reference methods",
