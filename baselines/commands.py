@@ -67,9 +67,12 @@ BENCHMARK = Group(
             "workers",
             "lab",
             "progress",
+            "trainer",
             *BACKEND_FIELDS,
         ),
-        _benchmark("report", "the report card from the runs done so far", "method", "lab"),
+        _benchmark(
+            "report", "the report card from the runs done so far", "method", "lab", "trainer"
+        ),
         _benchmark(
             "references",
             "what ships (verified) and its leaderboard; --compute runs the reference methods",

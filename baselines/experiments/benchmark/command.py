@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from baselines.experiments.benchmark import cost, manifest, report
-from baselines.lib import cli, protocol_runs
+from baselines.lib import cli, protocol_runs, training_runs
 from baselines.lib import protocol as protocols
 from baselines.lib.backend import BackendArgs
 from baselines.lib.results import ResultsFile, write_atomic
@@ -110,10 +110,25 @@ class BenchmarkArgs(BackendArgs):
         default_factory=lambda: [2, 8, 32, 128],
         metadata={"help": "plan: numbers of cores to give the expected wall time for"},
     )
+    trainer: str = field(
+        default=training_runs.DEFAULT_TRAINER,
+        metadata={
+            "help": "what trains the method's runs: 'sb3' (the references' trainer, one process "
+            "per run) or 'batched' (baselines.lib.batched, the runs of a setting together in "
+            "one process, docs/batched.md); recorded in every row and part of its key, results "
+            "in <out>/<version>/<tier>/<method>+batched/",
+            "choices": list(training_runs.TRAINERS),
+        },
+    )
 
 
 def method_folder(args: BenchmarkArgs, method: str) -> Path:
-    return args.out / args.protocol / args.tier / protocol_runs.method_slug(method)
+    """``<out>/<version>/<tier>/<method slug>`` (``+batched`` for the batched trainer's runs,
+    so the two trainers' results and report cards never mix)."""
+    slug = protocol_runs.method_slug(method)
+    if args.trainer != training_runs.DEFAULT_TRAINER:
+        slug = f"{slug}+{args.trainer}"
+    return args.out / args.protocol / args.tier / slug
 
 
 def load_records(path: Path, read_only: bool = False) -> list[dict[str, Any]]:
@@ -135,10 +150,12 @@ def planned_records(
     path: Path,
     config_folder: Path,
     read_only: bool = False,
+    trainer: str = training_runs.DEFAULT_TRAINER,
 ) -> list[dict[str, Any]]:
-    """The records of ``path`` that are runs of ``method`` in the protocol's ``tier`` as it is
-    now (by run key): rows of an earlier draft's settings, or of another tier, are left out."""
-    jobs = protocol_runs.plan(protocol, protocol.tier(tier), method, config_folder)
+    """The records of ``path`` that are runs of ``method`` on ``trainer`` in the protocol's
+    ``tier`` as it is now (by run key): rows of an earlier draft's settings, of another tier or
+    of the other trainer are left out."""
+    jobs = protocol_runs.plan(protocol, protocol.tier(tier), method, config_folder, trainer=trainer)
     return protocol_runs.current_records(load_records(path, read_only), jobs)
 
 
@@ -271,7 +288,9 @@ def make_report(
     folder."""
     folder = method_folder(args, args.method)
     configs = args.out / "configs"
-    records = planned_records(protocol, args.tier, args.method, folder / "results.jsonl", configs)
+    records = planned_records(
+        protocol, args.tier, args.method, folder / "results.jsonl", configs, trainer=args.trainer
+    )
     if not records:
         raise ValueError(
             f"no runs of {args.method!r} under protocol {protocol.version} tier {args.tier}'s "
@@ -287,6 +306,12 @@ def make_report(
         "protocol": f"{protocol.version} ({protocol.status}, sha256 {protocol.sha256[:12]}), "
         f"tier {args.tier}",
         "runs": f"{len(records)} of {tier.num_runs_per_method}",
+        "trainer": args.trainer
+        + (
+            "; the references: sb3 (the batched trainer's equivalence with SB3: docs/batched.md)"
+            if args.trainer != training_runs.DEFAULT_TRAINER
+            else ""
+        ),
         "seeds": ", ".join(map(str, tier.seeds)),
         "package versions": json.dumps(versions),
         "references": ", ".join(f"{n} ({len(r)} runs)" for n, r in references.items()) or "none",
@@ -485,7 +510,7 @@ def main(args: BenchmarkArgs) -> Any:
         start = time.perf_counter()
         folder = method_folder(args, args.method)
         jobs = protocol_runs.plan(
-            protocol, tier, args.method, args.out / "configs", args.env_id or None
+            protocol, tier, args.method, args.out / "configs", args.env_id or None, args.trainer
         )
         protocol_runs.run_method(
             jobs, folder / "results.jsonl", args.workers, args.progress, backend=args

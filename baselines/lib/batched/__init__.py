@@ -26,6 +26,10 @@ process, the native vector envs, the exact models and every matrix product.
   ``steps_trained`` (whole rollouts), ``hyperparameters``, and ``wall_time``/``cpu_time`` (s):
   the batch's time divided equally among the runs active in each iteration. Bad settings of
   any run raise ``ValueError`` before any training.
+- :func:`check_supported(spec)`: a one-line ``ValueError`` naming ``--trainer batched`` when a
+  run cannot train here (no exact model, a hyperparameter not implemented, an estimator needing
+  env snapshots or annotations the env lacks), before anything is built; the sweeps call it
+  when they plan.
 - :func:`batch_key(spec)` / :func:`group_runs(runs, max_batch)`: which runs can share a batch:
   the same env id, method spec and resolved hyperparameters; ``env_kwargs`` (densities,
   observation modes), seeds, budgets and schedules may differ.
@@ -71,6 +75,12 @@ Modules: :mod:`.api` (the entry points), :mod:`.settings` (hyperparameters), :mo
 (the loop), :mod:`.transformer`, :mod:`.streams`. Documentation: ``docs/batched.md``.
 """
 
-from baselines.lib.batched.api import RunSpec, batch_key, group_runs, train_runs
+from baselines.lib.batched.api import (
+    RunSpec,
+    batch_key,
+    check_supported,
+    group_runs,
+    train_runs,
+)
 
-__all__ = ["RunSpec", "batch_key", "group_runs", "train_runs"]
+__all__ = ["RunSpec", "batch_key", "check_supported", "group_runs", "train_runs"]
