@@ -404,6 +404,7 @@ def run_training(job: dict[str, Any]) -> TrainingRecord:
             "steps_to_target": result.steps_to_target,
             "steps_trained": result.steps_trained,
             "wall_time": result.wall_time,
+            "cpu_time": result.cpu_time,
         }
     )
 
