@@ -143,7 +143,8 @@ def test_sb3_keys_are_as_before_and_batched_keys_apart(tmp_path):
     row = {k: sb3[0][k] for k in ("env_id", "env_kwargs", "method", "seed", "budget", "target")}
     row |= {"density_kwarg": "routine_length", "density_value": 0, "rho": 1.0}
     record = training_runs.TrainingRecord.from_row({**row, "timesteps": [0], "success": [0.5]})
-    assert record.trainer == "sb3" and record.row()["trainer"] == "sb3"
+    assert training_runs.trainer_of(record.row()) == "sb3"
+    assert training_runs.trainer_of({**record.row(), "trainer": "batched"}) == "batched"
 
 
 def test_benchmark_keys_sb3_as_shipped_and_batched_apart(tmp_path):

@@ -78,15 +78,15 @@ class TrainingRecord(Record):
     Attributes:
         env_id, env_kwargs, method, seed: what was trained (``env_kwargs`` includes the density
             keyword's value).
-        trainer: what trained it (:data:`TRAINERS`; a row without the field is an SB3 run).
         budget, target: environment steps of the budget, target success rate.
         timesteps, success: the evaluation grid and the (exact, where the env has a model)
             success rate at each point, in [0, 1].
         steps_to_target: steps to the target, interpolated between evaluations (``None``:
             not reached).
         extra: every other field of the job and of the result (the schedule, the label, the
-            hyperparameters and estimator identity, versions, a benchmark's protocol and tier, a
-            team's rho), kept as they are.
+            hyperparameters and estimator identity, versions, the ``trainer``, a benchmark's
+            protocol and tier, a team's rho), kept as they are; a row without ``trainer`` (one
+            written before the field existed) is an SB3 run (:func:`trainer_of`).
     """
 
     env_id: str
@@ -98,7 +98,6 @@ class TrainingRecord(Record):
     timesteps: list[float]
     success: list[float]
     steps_to_target: float | None = None
-    trainer: str = DEFAULT_TRAINER
     extra: dict[str, Any] = field(default_factory=dict)
 
     unit: ClassVar[str] = "run"
