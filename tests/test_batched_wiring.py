@@ -284,6 +284,27 @@ def test_benchmark_run_and_report_with_the_batched_trainer(tmp_path, capsys):
     assert "no runs of 'trajectory_mc'" in capsys.readouterr().err
 
 
+def test_cpu_seconds_per_step_is_the_runs_cpu_over_their_steps():
+    rows = [
+        {"method": "a", "env_id": "E", "cpu_time": 1.0, "steps_trained": 100, "budget": 90},
+        {"method": "a", "env_id": "E", "cpu_time": 5.0, "steps_trained": 300, "budget": 290},
+        {"method": "b", "env_id": "E", "cpu_time": 2.0, "budget": 1000},
+    ]
+    assert cost.cpu_seconds_per_step(rows) == {
+        "a": {"E": pytest.approx(6.0 / 400)},
+        "b": {"E": pytest.approx(0.002)},
+    }
+
+
+def test_the_shipped_batched_costs_are_the_measured_runs_cpu_per_step():
+    per_step, where = cost.measured_batched("rb1")
+    assert where.startswith("rb1-batched-costs.json: python -m baselines benchmark run")
+    assert {m for m, _ in per_step} == {"ppo", "trajectory_mc", "oracle", "*"}
+    assert {e for _, e in per_step} == {"DilutedDoors-v1", "RoutineGrid-v0", "CodeFix-v1"}
+    assert all(1e-6 < s < 1e-3 for s in per_step.values())  # microseconds, not SB3's 0.2 ms
+    assert cost.measured_batched("rb0") is None
+
+
 def test_batched_cost_sums_runs_per_batch_as_the_runner_forms_them():
     jobs = [
         {"method": m, "env_id": e, "budget": 1000, "hyperparameters": {}, "trainer": "batched"}
@@ -317,7 +338,10 @@ def test_plan_prints_the_cost_of_each_trainer_and_where_it_was_measured(capsys):
     )
     assert "| batched | ppo | 120 |" in text and "| sb3 | ppo | 120 |" in text
     assert '| batched | mc_rollout{"source": "branch"} | not available: --trainer batched' in text
-    assert "| cores | all references (sb3) | all references (batched) |" in text
+    header = (
+        '| cores | mc_rollout{"source": "branch"} (sb3) | all references (sb3) | all references'
+    )
+    assert f"{header} (batched) |" in text  # no batched column for a method it cannot train
     sb3, batched = result["sb3"]["all references"], result["batched"]["all references"]
     assert batched.runs == sb3.runs == 960 and batched.steps == sb3.steps
     assert 0 < batched.cpu_seconds < sb3.cpu_seconds / 5  # measured, not assumed

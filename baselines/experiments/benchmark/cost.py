@@ -10,8 +10,9 @@ between ``max(T / N, t_max)`` (the cores always busy, or the longest run) and ``
 (any greedy schedule: a core never idles while a run waits), start-up left out.
 
 The batched trainer (``--trainer batched``): a run's cost is its budget times the CPU seconds
-per step measured in batched runs (``cpu_time / steps_trained``, each run's share of its batch,
-from :data:`MEASURED_FILE` of the protocol; the same fallback to all methods' median); the
+per step measured in batched runs (:func:`cpu_seconds_per_step`: their ``cpu_time``, each run's
+share of its batch, over their steps, per method and env, shipped as :data:`MEASURED_FILE` of
+the protocol; a method not measured gets the median of those measured on the env); the
 tasks on the cores are the batches the runner forms for ``N`` workers
 (:func:`~baselines.lib.runner.batch_sizes`), so ``t_max`` is the longest batch. The shares were
 measured at the batch sizes the file states: smaller batches (many cores, few runs) cost more
@@ -68,16 +69,20 @@ def seconds_per_step(
     return {key: float(np.median(values)) for key, values in by_key.items()}
 
 
-def cpu_seconds_per_step(records: Sequence[dict[str, Any]]) -> dict[tuple[str, str], float]:
-    """Median ``cpu_time / steps_trained`` by ``(method, env_id)`` over ``records`` (rows of
-    the batched trainer, whose ``cpu_time`` is each run's share of its batch), and by
-    ``("*", env_id)`` over all methods."""
-    by_key: dict[tuple[str, str], list[float]] = defaultdict(list)
+def cpu_seconds_per_step(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """``{method: {env_id: seconds}}``: the CPU seconds per step of ``records`` (rows of the
+    batched trainer, whose ``cpu_time`` is each run's share of its batch), their ``cpu_time``
+    summed over their ``steps_trained`` per method and env (so a tier's total is what its runs
+    took); the ``seconds_per_step`` of :data:`MEASURED_FILE`."""
+    cpu: dict[tuple[str, str], float] = defaultdict(float)
+    steps: dict[tuple[str, str], int] = defaultdict(int)
     for r in records:
-        per_step = r["cpu_time"] / (r.get("steps_trained") or r["budget"])
-        by_key[(r["method"], r["env_id"])].append(per_step)
-        by_key[("*", r["env_id"])].append(per_step)
-    return {key: float(np.median(values)) for key, values in by_key.items()}
+        cpu[(r["method"], r["env_id"])] += r["cpu_time"]
+        steps[(r["method"], r["env_id"])] += r.get("steps_trained") or r["budget"]
+    out: dict[str, dict[str, float]] = defaultdict(dict)
+    for (method, env_id), seconds in sorted(cpu.items()):
+        out[method][env_id] = seconds / steps[(method, env_id)]
+    return dict(out)
 
 
 def measured_batched(version: str) -> tuple[dict[tuple[str, str], float], str] | None:
