@@ -166,9 +166,9 @@ def run_resumable(
             from baselines.lib import ray_backend
 
             parallel = ray_backend.cluster_cpus()
-        groups = [batching.group(job) for _, job in todo]
         sweep.batching = batching
-        sweep.batch_size = batch_sizes(groups, parallel, batching.max_size)
+        sweep.group_of = {k: batching.group(job) for k, job in todo}  # each computed once
+        sweep.batch_size = batch_sizes(list(sweep.group_of.values()), parallel, batching.max_size)
     try:
         if settings.backend == "ray":
             sweep.run_on_ray(todo, settings)
@@ -225,6 +225,7 @@ class _Sweep:
         self.invalid: list[str] = []
         self.failures: list[str] = []
         self.batching: Batching | None = None
+        self.group_of: dict[str, str | None] = {}  # a run's batch group (key -> group)
         self.batch_size: dict[str | None, int] = {None: 1}
 
     @property
@@ -269,14 +270,14 @@ class _Sweep:
             k, job = pending.popleft()
             if k in self.done or not self.claim(k, job):
                 continue
-            group = self.batching.group(job) if self.batching is not None else None
+            group = self.group_of.get(k)
             members = [(k, job)]
             if group is not None:
                 rest: deque[tuple[str, dict[str, Any]]] = deque()
                 size = self.batch_size.get(group, 1)
                 while pending and len(members) < size:
                     other = pending.popleft()
-                    if other[0] in self.done or self.batching.group(other[1]) != group:
+                    if other[0] in self.done or self.group_of.get(other[0]) != group:
                         rest.append(other)
                     elif self.claim(*other):
                         members.append(other)
