@@ -33,7 +33,10 @@ process, the native vector envs, the exact models and every matrix product.
 - :func:`batch_key(spec)` / :func:`group_runs(runs, max_batch)`: which runs can share a batch:
   the same env id, method spec and resolved hyperparameters; ``env_kwargs`` (densities,
   observation modes), seeds, budgets and schedules may differ.
-- ``python -m baselines.train --trainer batched ...`` trains one run (R = 1) this way.
+- ``python -m baselines.train --trainer batched ...`` trains one run (R = 1) this way;
+  ``compare``, ``multiagent`` and ``benchmark run --trainer batched`` train their sweeps this
+  way, the runs of one env id, method and hyperparameters in one worker call
+  (``baselines.lib.training_runs.BATCHING``, ``baselines.lib.runner.Batching``).
 
 ## What is the same as SB3 (the protocol's algorithm)
 
