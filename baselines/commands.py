@@ -71,7 +71,12 @@ BENCHMARK = Group(
             *BACKEND_FIELDS,
         ),
         _benchmark(
-            "report", "the report card from the runs done so far", "method", "lab", "trainer"
+            "report",
+            "the report card from the runs done so far",
+            "method",
+            "env_id",
+            "lab",
+            "trainer",
         ),
         _benchmark(
             "references",

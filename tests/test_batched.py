@@ -473,6 +473,31 @@ def test_equivalence_settings_are_flags_and_plan_the_references_jobs(tmp_path):
         sweep.parse_args(["--seeds", "1", "1"])
 
 
+def test_extra_sb3_seeds_are_run_as_the_references_and_kept_as_rows(tmp_path, monkeypatch):
+    """``--sb3-seeds`` trains through the benchmark's job (a :class:`TrainingRecord`) and
+    appends flat rows; the merge of the one experiment shape once left it spreading the record
+    as a mapping (a TypeError after the first run's minutes of training)."""
+    from baselines.experiments.benchmark import equivalence as sweep
+    from baselines.lib import training_runs
+    from baselines.lib.training_runs import TrainingRecord
+
+    def fake_training(job):
+        return TrainingRecord(
+            density_kwarg=job["density_kwarg"], density_value=job["density_value"],
+            rho=job["rho"], env_id=job["env_id"], env_kwargs=job["env_kwargs"],
+            method=job["method"], seed=job["seed"], budget=job["budget"], target=job["target"],
+            timesteps=[0.0, 1.0], success=[0.0, 1.0], steps_to_target=1.0,
+        )  # fmt: skip
+
+    monkeypatch.setattr(training_runs, "run_training", fake_training)
+    args = sweep.parse_args(["--env-ids", "DilutedDoors-v1", "--methods", "ppo", "--sb3-seeds",
+                             "10", "--out", str(tmp_path)])  # fmt: skip
+    rows = sweep.run_sb3(args)
+    assert len(rows) == 4 and {r["seed"] for r in rows} == {10}
+    assert all(r["trainer"] == "sb3" and r["steps_to_target"] == 1.0 for r in rows)
+    assert sweep.run_sb3(args) == rows  # resumed: nothing trained twice
+
+
 @pytest.mark.parametrize(
     "method",
     ["rloo", "gigpo", "routine_masked", "mc_rollout", 'detector_masked{"detector": "critic"}'],

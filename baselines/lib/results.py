@@ -30,6 +30,7 @@ import math
 import os
 import socket
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -208,6 +209,7 @@ class ResultsFile:
         )
         self.check = check
         self.rejected = self.path.with_name(self.path.stem + ".rejected.jsonl")
+        self.failures = self.path.with_name(self.path.stem + ".failures.jsonl")
         self.lock_path = self.path.with_name(self.path.name + ".lock")
         self.claims = self.path.with_name(self.path.name + ".claims")
 
@@ -383,6 +385,17 @@ class ResultsFile:
             report(self._fallback(line.decode().rstrip("\n"), err.strerror or str(err)))
             return False
         return True
+
+    def note_failure(self, key: str, error: str, report: Callable[[str], Any] = print) -> None:
+        """Keep the failure of run ``key`` (its ``error``) in ``<name>.failures.jsonl``, one JSON
+        line ``{"key", "error", "time"}``, so that what became of a planned run can be told
+        later (a benchmark's drops manifest); a file that cannot be written is reported."""
+        line = json.dumps({"key": key, "error": error, "time": time.time()}) + "\n"
+        try:
+            with self.lock(), self.failures.open("a") as f:
+                f.write(line)
+        except OSError as err:
+            report(f"{self.failures}: the failure of {key!r} not kept ({err})")
 
     def _append_line(self, line: bytes) -> None:
         """Append ``line`` (the caller holds the lock), after a newline if the file ends in a

@@ -317,6 +317,7 @@ class _Sweep:
         try:
             if isinstance(record, _Failure):
                 self.failures.append(record.message)
+                self.store.note_failure(job_key, record.message, report=self.bar.write)
                 self.bar.write(f"failed: {record.message}")
                 return
             if callable(getattr(record, "row", None)):

@@ -220,6 +220,17 @@ def check_output_folder(out: Path) -> None:
         raise ValueError(f"--out {out}: cannot write there: {err}") from None
 
 
+def write_settings(args: TrainArgs, hyperparameters: dict[str, Any]) -> None:
+    """``settings.json`` in ``args.out``: the run's settings and resolved hyperparameters."""
+    settings = {
+        **asdict(args),
+        "out": str(args.out),
+        "config": str(args.config),
+        "hyperparameters": hyperparameters,
+    }
+    (args.out / "settings.json").write_text(json.dumps(settings, indent=2, default=str))
+
+
 def build(args: TrainArgs) -> tuple[Any, gym.Env, dict[str, Any]]:
     """Validate everything and build the algorithm, its evaluation env and its settings.
 
@@ -286,18 +297,7 @@ def main(args: TrainArgs) -> RunResult:
 
         args.out.mkdir(parents=True, exist_ok=True)
         algo.set_logger(configure(str(args.out), ["csv"]))
-        (args.out / "settings.json").write_text(
-            json.dumps(
-                {
-                    **asdict(args),
-                    "out": str(args.out),
-                    "config": str(args.config),
-                    "hyperparameters": hyper,
-                },
-                indent=2,
-                default=str,
-            )
-        )
+        write_settings(args, hyper)
     curve = SuccessCurve(
         eval_env,
         args.eval_every,
@@ -351,18 +351,7 @@ def main_batched(args: TrainArgs) -> RunResult:
     spec.check()
     hyper = spec.resolved_hyperparameters()
     if args.out is not None:
-        (args.out / "settings.json").write_text(
-            json.dumps(
-                {
-                    **asdict(args),
-                    "out": str(args.out),
-                    "config": str(args.config),
-                    "hyperparameters": hyper,
-                },
-                indent=2,
-                default=str,
-            )
-        )
+        write_settings(args, hyper)
     (result,) = train_runs([spec], progress=args.progress)
     if args.out is not None:
         with (args.out / "success.csv").open("w", newline="") as f:

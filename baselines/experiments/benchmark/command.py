@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from baselines.experiments.benchmark import cost, manifest, report
+from baselines.experiments.benchmark import cost, drops, manifest, merging, report
 from baselines.lib import cli, protocol_runs, training_runs
 from baselines.lib import protocol as protocols
 from baselines.lib.backend import BackendArgs
@@ -205,10 +205,14 @@ def estimator_arguments(protocol: protocols.Protocol, env_id: str, method: str) 
 
 
 def lab_rows(
-    protocol: protocols.Protocol, tier: protocols.Tier, methods: list[str]
+    protocol: protocols.Protocol,
+    tier: protocols.Tier,
+    methods: list[str],
+    env_ids: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Gradient SNR and exact bias of each estimator method at the uniform policy, at the
-    lowest and highest density of every setting (``ppo``, a learned critic, has none)."""
+    lowest and highest density of every setting (only those on ``env_ids`` when given; ``ppo``,
+    a learned critic, has none)."""
     import gymnasium as gym
     import numpy as np
 
@@ -220,6 +224,8 @@ def lab_rows(
     gym.register_envs(routine_envs)
     rows = []
     for setting in tier.settings:
+        if env_ids and setting.env_id not in env_ids:
+            continue
         for value in sorted({min(setting.values), max(setting.values)}):
             env = gym.make(
                 setting.env_id, **{**setting.env_kwargs, setting.density_kwarg: value}
@@ -254,6 +260,7 @@ def lab_rows(
                 sampler=sampler,
                 values=values.v,
             )
+            related = merging.probe_advantages(estimators, sampler, probs, values.v)
             for name, res in result.results.items():
                 scale = 1 / np.sqrt(8)
                 rows.append(
@@ -273,6 +280,12 @@ def lab_rows(
                         "cosine_high": res.cosine_high,
                         "cosine_raw": res.cosine_raw,
                         "episodes": LAB_EPISODES,
+                        "advantages_affine_to": related[name],
+                        "normalize_advantage": bool(
+                            protocol.method_hyperparameters(
+                                setting.env_id, check_method(name).target
+                            ).get("normalize_advantage")
+                        ),
                     }
                 )
     return rows
@@ -281,24 +294,34 @@ def lab_rows(
 def make_report(
     args: BenchmarkArgs,
     protocol: protocols.Protocol,
-    wall: float | None,
+    started: float,
     refs: manifest.References,
 ) -> Path:
-    """Write the report card of ``args.method`` from its runs so far against ``refs``; its
-    folder."""
+    """Write the report card of ``args.method`` from its runs so far against ``refs`` (only
+    the settings on ``args.env_id`` when given, in every section); its folder. ``started``:
+    ``time.perf_counter()`` when the command started."""
     folder = method_folder(args, args.method)
     configs = args.out / "configs"
-    records = planned_records(
-        protocol, args.tier, args.method, folder / "results.jsonl", configs, trainer=args.trainer
+    env_ids = args.env_id or None
+    jobs = protocol_runs.plan(
+        protocol, protocol.tier(args.tier), args.method, configs, env_ids, args.trainer
     )
+    results = folder / "results.jsonl"
+    records = protocol_runs.current_records(load_records(results), jobs)
     if not records:
         raise ValueError(
             f"no runs of {args.method!r} under protocol {protocol.version} tier {args.tier}'s "
             f"current settings in {folder}: run it first"
         )
-    references = load_references(protocol, args.tier, refs, configs, skip=args.method)
+    references = {
+        name: kept
+        for name, recs in load_references(
+            protocol, args.tier, refs, configs, skip=args.method
+        ).items()
+        if (kept := [r for r in recs if env_ids is None or r["env_id"] in env_ids])
+    }
     tier = protocol.tier(args.tier)
-    lab = lab_rows(protocol, tier, [args.method, *references]) if args.lab else []
+    lab = lab_rows(protocol, tier, [args.method, *references], env_ids) if args.lab else []
     versions = report.versions_of(records)
     ref_versions = [v for recs in references.values() for v in report.versions_of(recs)]
     header = {
@@ -318,8 +341,6 @@ def make_report(
         "reference files": refs.status,
         "git commit": report.git_commit(Path(__file__).parent),
         "hardware": report.hardware(),
-        "wall time": f"{sum(r['wall_time'] for r in records):.0f} s of training in the runs"
-        + (f", {wall:.0f} s for this command" if wall is not None else ""),
     }
     if not refs.verified:
         header = {"unverified references": refs.status, **header}
@@ -337,7 +358,10 @@ def make_report(
             f"{protocol.sha256[:12]}); every run read here has this file's settings (runs are "
             "keyed by their settings, not by the file hash)"
         )
-    report.write_report(folder / "report", header, records, references, lab)
+    drops_manifest = drops.drops_manifest(jobs, records, drops.failed_runs(results))
+    report.write_report(
+        folder / "report", header, records, references, lab, drops_manifest, started
+    )
     return folder / "report"
 
 
@@ -528,16 +552,22 @@ def price_tier(
             cost.wall_range(sb3[n] if t == "sb3" else batched(n, cores), cores) for n, t in columns
         ]
         print(f"| {cores} | " + " | ".join(walls) + " |")
+    print(
+        "\n"
+        + cost.assumptions(sum(len(r) for r in shipped.values()), len(shipped), report.hardware())
+    )
     if measured is not None:
         print(
-            "\nbatched: the tasks are the batches the runner forms for that many workers "
-            "(longest task: with the fewest cores); batches smaller than those measured cost "
-            "more per step (docs/batched.md), so with many cores its times are lower bounds"
+            "- batched (--trainer batched): the tasks are the batches the runner forms for that "
+            "many workers (longest task: with the fewest cores), each on one core, priced at the "
+            "CPU seconds per step of the file named above; batches smaller than those measured "
+            "cost more per step (docs/batched.md), so with many cores its times are lower bounds"
         )
     return result
 
 
 def main(args: BenchmarkArgs) -> Any:
+    started = time.perf_counter()
     protocol = protocols.load_protocol(args.protocol)
     tier = protocol.tier(args.tier)
     if args.command in ("run", "report") and not args.method:
@@ -560,7 +590,6 @@ def main(args: BenchmarkArgs) -> Any:
         return plan_costs(args, protocol)
     refs = open_references(args, protocol, args.tier)  # refused before any training
     if args.command == "run":
-        start = time.perf_counter()
         folder = method_folder(args, args.method)
         jobs = protocol_runs.plan(
             protocol, tier, args.method, args.out / "configs", args.env_id or None, args.trainer
@@ -568,9 +597,7 @@ def main(args: BenchmarkArgs) -> Any:
         protocol_runs.run_method(
             jobs, folder / "results.jsonl", args.workers, args.progress, backend=args
         )
-        path = make_report(args, protocol, time.perf_counter() - start, refs)
-    else:
-        path = make_report(args, protocol, None, refs)
+    path = make_report(args, protocol, started, refs)
     print(f"report card: {path / 'report.md'}")
     return path
 

@@ -212,3 +212,23 @@ def wall_range(cost: SweepCost, cores: int) -> str:
     low, high = cost.wall_seconds(cores)
     low_text, high_text = duration(low), duration(high)
     return low_text if low_text == high_text else f"{low_text} .. {high_text}"
+
+
+def assumptions(reference_runs: int, methods: int, hardware: str) -> str:
+    """What a :func:`sweep_cost` estimate assumes, as printed by ``plan``: ``reference_runs``
+    runs of ``methods`` methods priced it; ``hardware`` describes this machine."""
+    return "\n".join(
+        [
+            "This estimate assumes:",
+            "- a quiet machine: every run has a core to itself (runs are single-threaded); "
+            "other busy processes slow every run, by about (busy processes + runs) / cores when "
+            "that exceeds 1",
+            "- N cores = N runs at once, one per core (`run --workers N`, or N Ray workers)",
+            "- seconds per environment step = the median of wall_time / steps_trained over the "
+            f"shipped lite reference runs ({reference_runs} runs of {methods} methods) of the same "
+            "method and environment (a method without references: the median of all of them), "
+            "as measured on the machine that made them (docs/benchmark.md, 'Measured cost'), "
+            f"not this one ({hardware}); other tiers' budgets priced at the same rates",
+            "- start-up, the lab (gradient SNR at initialization) and the report card left out",
+        ]
+    )

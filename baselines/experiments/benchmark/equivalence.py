@@ -171,7 +171,7 @@ def run_sb3(args: EquivalenceArgs) -> list[dict[str, Any]]:
     done = {r["key"] for r in read_records(path)}
     for job in jobs:
         if benchmark_key(job) not in done:
-            append_records(path, [{**run_benchmark_job(job), "trainer": "sb3"}])
+            append_records(path, [{**run_benchmark_job(job).row(), "trainer": "sb3"}])
     keys = {benchmark_key(job) for job in jobs}
     return [r for r in read_records(path) if r["key"] in keys]
 

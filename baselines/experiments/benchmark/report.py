@@ -9,12 +9,13 @@ import json
 import os
 import platform
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from baselines.experiments.benchmark import scores
+from baselines.experiments.benchmark import drops, merging, scores
 from baselines.lib import plotting
 from baselines.lib.results import write_atomic
 from baselines.lib.tables import pyplot, write_csv
@@ -71,20 +72,66 @@ def curves_by(records: list[Record]) -> dict[tuple[str, int], tuple[np.ndarray, 
     return out
 
 
+def curve_rows(
+    method: str, records: list[Record], references: dict[str, list[Record]]
+) -> list[dict]:
+    """The numbers of ``learning_curves.png``: one row per method, setting, density value and
+    evaluation (``timestep``, ``success_iqm``: the IQM over seeds of the exact success)."""
+    return [
+        {
+            "method": name,
+            "setting": setting,
+            "density_value": value,
+            "timestep": t,
+            "success_iqm": y,
+        }
+        for name, recs in {method: records, **references}.items()
+        for (setting, value), (ts, ys) in sorted(curves_by(recs).items())
+        for t, y in zip(ts.tolist(), ys.tolist(), strict=True)
+    ]
+
+
+def panel_titles(records: list[Record]) -> dict[tuple[str, int], str]:
+    """What each learning-curve panel shows, by (setting, density value): the environment and
+    its arguments, then the density argument, its value and rho, e.g.
+    ``DilutedDoors-v1 {"num_floors": 2}`` / ``routine_length = 29, rho = 0.0333``."""
+    out = {}
+    for (_, setting, value), runs in scores.group_records(records).items():
+        kwarg = runs[0].get("density_kwarg") or "density"
+        env, _, kwargs = setting.partition("{")
+        env_line = env if kwargs in ("", "}") else f"{env} {{{kwargs}"
+        out[(setting, value)] = (
+            f"{env_line[:64]}\n{kwarg} = {value}, rho = {float(runs[0]['rho']):.3g}"
+        )
+    return out
+
+
 def plot_curves(
     method: str, records: list[Record], references: dict[str, list[Record]], path: Path
 ) -> None:
-    """IQM learning curves, one panel per (setting, density), the method bold beside the
-    references."""
+    """IQM learning curves, one panel per (setting, density) titled with both, the method bold
+    beside the references; each method keeps its colour and line style in every panel and one
+    legend under the figure names them all (a reference whose curve equals another's in a panel
+    says so there)."""
     plt = pyplot()
     mine = curves_by(records)
+    titles = panel_titles(records)
     keys = sorted(mine, key=lambda k: (k[0], k[1]))
     settings = sorted({k[0] for k in keys})
     cols = max(sum(1 for k in keys if k[0] == s) for s in settings)
-    fig, axes = plt.subplots(
-        len(settings), cols, figsize=(3.2 * cols, 2.6 * len(settings)), squeeze=False
-    )
     ref_curves = {name: curves_by(recs) for name, recs in references.items()}
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    styles = {
+        name: {
+            "color": colours[i % len(colours)],
+            "linestyle": plotting.LINESTYLES[i % len(plotting.LINESTYLES)],
+        }
+        for i, name in enumerate(ref_curves)
+    }
+    fig, axes = plt.subplots(
+        len(settings), cols, figsize=(3.3 * cols + 0.6, 2.9 * len(settings) + 0.9), squeeze=False
+    )
+    handles: dict[str, Any] = {}
     for row, setting in enumerate(settings):
         values = sorted(k[1] for k in keys if k[0] == setting)
         for col in range(cols):
@@ -94,25 +141,39 @@ def plot_curves(
                 continue
             key = (setting, values[col])
             here = {n: c[key] for n, c in ref_curves.items() if key in c}
-            same = plotting.same_as(
-                {method[:40]: mine[key], **{n[:40]: c for n, c in here.items()}}
-            )
-            for index, (name, curve) in enumerate(here.items()):
-                ax.plot(
-                    *curve,
-                    lw=0.9,
-                    alpha=0.7,
-                    linestyle=plotting.LINESTYLES[index % len(plotting.LINESTYLES)],
-                    label=plotting.label(name[:40], same),
-                )
-            ax.plot(*mine[key], lw=2.2, color="black", label=method[:40])
-            ax.set_title(f"{setting[:40]} {values[col]}", fontsize=7)
+            same = plotting.same_as({method: mine[key], **here})
+            for name, curve in here.items():
+                (line,) = ax.plot(*curve, lw=0.9, alpha=0.75, **styles[name])
+                handles.setdefault(name, line)
+                if name in same:  # drawn under the other: say so in the panel
+                    ax.text(
+                        0.98,
+                        0.04 + 0.09 * list(same).index(name),
+                        f"{name[:24]} = {same[name][:24]}",
+                        transform=ax.transAxes,
+                        ha="right",
+                        fontsize=5.5,
+                    )
+            (line,) = ax.plot(*mine[key], lw=2.2, color="black")
+            handles.setdefault(method, line)
+            ax.set_title(titles[key], fontsize=7)
             ax.set_ylim(-0.02, 1.02)
             ax.tick_params(labelsize=6)
-    axes[0][0].legend(fontsize=5)
-    fig.supxlabel("environment steps")
-    fig.supylabel("exact success probability (IQM over seeds)")
-    fig.tight_layout()
+            ax.xaxis.get_offset_text().set_fontsize(6)
+            ax.set_xlabel("environment steps", fontsize=6)
+            if col == 0:
+                ax.set_ylabel("exact success probability\n(IQM over seeds)", fontsize=7)
+    names = [method, *(n for n in ref_curves if n in handles)]
+    fig.legend(
+        [handles[n] for n in names],
+        [n[:48] + (" (this method)" if n == method else "") for n in names],
+        loc="lower center",
+        ncol=min(len(names), 4),
+        fontsize=7,
+        frameon=False,
+    )
+    rows_of_legend = -(-len(names) // 4)
+    fig.tight_layout(rect=(0, (0.2 + 0.2 * rows_of_legend) / fig.get_figheight(), 1, 1))
     save_figure(fig, path)
     plt.close(fig)
 
@@ -193,63 +254,155 @@ def score_rows(label: str, entry: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def exponent_text(x: dict[str, Any]) -> str:
+    """A dilution exponent as tables show it: ``-0.577 [-0.613, -0.559]``, ``<= ...``; ``n/a``
+    (with why) when it is undefined."""
+    if x["exponent"] is None:
+        return "n/a" + (f" ({x['note']})" if x.get("note") else "")
+    return f"{scores.shown(round(x['exponent'], 3), x['bound'])} [{x['low']:.3f}, {x['high']:.3f}]"
+
+
+def shown_rows(
+    name: str, entry: dict[str, Any], references: dict[str, dict[str, Any]], setting: str
+) -> list[tuple[str, dict[str, Any]]]:
+    """``(label, scores on setting)`` of the method then each reference that has the setting."""
+    return [(name, entry)] + [
+        (n, r["settings"][setting]) for n, r in references.items() if setting in r["settings"]
+    ]
+
+
+def density_table(
+    title: str,
+    rows: list[tuple[str, dict[str, Any]]],
+    densities: list[dict[str, Any]],
+    cell: Any,
+    bold: str,
+    first: tuple[str, Any] | None = None,
+) -> list[str]:
+    """A Markdown table: one row per ``(label, entry)``, one column per density of
+    ``densities`` (``cell(row of that density) -> str``; ``n/a`` where the entry lacks it), and
+    optionally a ``first`` column ``(header, entry -> str)``."""
+    head = [first[0]] if first else []
+    lines = [
+        f"{title}:",
+        "",
+        "| method | "
+        + " | ".join(head + [f"{d['density_value']} (rho {d['rho']:.3g})" for d in densities])
+        + " |",
+        "|---" * (1 + len(head) + len(densities)) + "|",
+    ]
+    for label, entry in rows:
+        by_value = {r["density_value"]: r for r in entry["rows"]}
+        cells = [first[1](entry)] if first else []
+        cells += [
+            cell(by_value[d["density_value"]]) if d["density_value"] in by_value else "n/a"
+            for d in densities
+        ]
+        mark = "**" if label.split(" (= ")[0] == bold else ""
+        lines.append(f"| {mark}{label}{mark} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def steps_cell(r: dict[str, Any]) -> str:
+    return (
+        f"{scores.shown(r['steps_iqm'], r['steps_bound'])} "
+        f"[{r['steps_low']:.3g}, {r['steps_high']:.3g}] ({r['reached']}/{r['runs']})"
+    )
+
+
+def km_cell(r: dict[str, Any]) -> str:
+    return scores.shown(r["km_median"], r["km_median_bound"])
+
+
+def auc_cell(r: dict[str, Any]) -> str:
+    return f"{r['auc_iqm']:.3f} [{r['auc_low']:.3f}, {r['auc_high']:.3f}]"
+
+
 def markdown(
     header: dict[str, Any],
     mine: dict[str, Any],
     references: dict[str, dict[str, Any]],
     ratios: dict[str, dict[str, Any]],
     lab: list[dict[str, Any]],
+    drops_manifest: dict[str, Any] | None = None,
+    groups: list[dict[str, Any]] | None = None,
+    near: list[dict[str, Any]] | None = None,
 ) -> str:
-    """The report card's text."""
+    """The report card's text: per setting the steps to target (IQM), the Kaplan-Meier median
+    and the normalized AUC per density, the ratios to the references and the drops manifest;
+    equivalent methods (``groups``, :func:`~.merging.merged`) shown as one row, pairs that
+    coincide on some settings only (``near``, :func:`~.merging.near_misses`) named."""
+    groups = groups or []
+    aliases, hidden = merging.aliases_of(groups), merging.hidden(groups)
+    method = header["method"]
     marked = " (unverified references)" if "unverified references" in header else ""
-    lines = [f"# Report card: `{header['method']}` on protocol {header['protocol']}{marked}", ""]
+    lines = [f"# Report card: `{method}` on protocol {header['protocol']}{marked}", ""]
     lines += [f"- **{k}**: {v}" for k, v in header.items() if k not in ("method",)]
     lines.append("")
     lines.append(
-        "Scores are defined in docs/benchmark.md. `>=`: a lower bound (censored runs "
-        "count at their budget); `<=`: an upper bound; `~`: censored on both sides."
+        "Scores are defined in docs/benchmark.md. On steps, exponents and ratios: `>=` is a "
+        "lower bound and `<=` an upper bound (censored runs count at their budget); `~` means "
+        "censored runs on both sides, so no bound either way; `n/a`: undefined (no run reached "
+        "the target). `(r/n)`: r of n runs reached the target."
     )
+    if groups:
+        lines += ["", "## Equivalent methods (one row each)", ""]
+        lines += [f"- **{g['name']}** = {', '.join(g['aliases'])}: {g['why']}" for g in groups]
+    if near:
+        lines += ["", "## Methods that coincide on some settings only (kept apart)", ""]
+        lines += [f"- {n['why']}" for n in near]
+    visible = {n: r for n, r in references.items() if n not in hidden}
+
+    def label(name: str) -> str:
+        return f"{name} (= {', '.join(aliases[name])})" if name in aliases else name
+
     for setting in sorted(mine["settings"]):
         entry = mine["settings"][setting]
+        rows = [(label(n), e) for n, e in shown_rows(method, entry, visible, setting)]
         lines += ["", f"## {setting}", ""]
-        lines.append(
-            "| method | dilution exponent [95% CI] | "
-            + " | ".join(
-                f"steps @ {r['density_value']} (rho {r['rho']:.3g})" for r in entry["rows"]
-            )
-            + " |"
+        lines += density_table(
+            "Steps to target, IQM over seeds [95% CI] (runs that reached it / runs)",
+            rows,
+            entry["rows"],
+            steps_cell,
+            method,
+            first=("dilution exponent [95% CI]", lambda e: exponent_text(e["exponent"])),
         )
-        lines.append("|---" * (2 + len(entry["rows"])) + "|")
-        for name, e in [(header["method"], entry)] + [
-            (n, r["settings"][setting]) for n, r in references.items() if setting in r["settings"]
-        ]:
-            x = e["exponent"]
-            expo = (
-                f"{scores.shown(round(x['exponent'], 3), x['bound'])} "
-                f"[{x['low']:.3f}, {x['high']:.3f}]"
-                if x["exponent"] is not None
-                else "n/a"
-            )
-            by_value = {r["density_value"]: r for r in e["rows"]}
-            cells = []
-            for r in entry["rows"]:
-                o = by_value.get(r["density_value"])
-                cells.append(
-                    "n/a"
-                    if o is None
-                    else f"{scores.shown(o['steps_iqm'], o['steps_bound'])} "
-                    f"[{o['steps_low']:.3g}, {o['steps_high']:.3g}] ({o['reached']}/{o['runs']})"
-                )
-            bold = "**" if name == header["method"] else ""
-            lines.append(f"| {bold}{name}{bold} | {expo} | " + " | ".join(cells) + " |")
-        if ratios.get(setting):
+        lines.append("")
+        lines += density_table(
+            "Steps to target, Kaplan-Meier median (`>=`: fewer than half reached it)",
+            rows,
+            entry["rows"],
+            km_cell,
+            method,
+        )
+        lines.append("")
+        lines += density_table(
+            "Normalized AUC of the success curve, IQM over seeds [95% CI]",
+            rows,
+            entry["rows"],
+            auc_cell,
+            method,
+        )
+        shown_ratios = {n: r for n, r in ratios.get(setting, {}).items() if n not in hidden}
+        if shown_ratios:
             lines += ["", "Ratio of steps to target at the lowest density, method / reference:", ""]
             lines += ["| reference | ratio [95% CI] |", "|---|---|"]
-            for name, r in ratios[setting].items():
+            for name, r in shown_ratios.items():
                 lines.append(
-                    f"| {name} | {scores.shown(r['ratio'], r['bound'])} "
+                    f"| {label(name)} | {scores.shown(r['ratio'], r['bound'])} "
                     f"[{r['low']:.3g}, {r['high']:.3g}] |"
                 )
+        if drops_manifest is not None:
+            lines += ["", *drops.markdown_table(drops_manifest, setting)]
+            planned = sum(c["planned"] for c in drops_manifest["cells"] if c["setting"] == setting)
+            counted = [
+                f"{n} {sum(r['runs'] for r in e['rows'])}/{planned} finished, "
+                f"{sum(r['runs'] - r['reached'] for r in e['rows'])} censored"
+                for n, e in shown_rows(method, entry, references, setting)[1:]
+            ]
+            if counted:
+                lines += ["", "Reference runs here (of the same plan): " + "; ".join(counted) + "."]
     if lab:
         lines += ["", "## Gradient SNR and exact bias at initialization (the lab)", ""]
         lines.append(
@@ -274,9 +427,25 @@ def markdown(
             )
     lines += [
         "",
-        "Figures: `learning_curves.png`, `steps_vs_rho.png`; numbers: `scores.json`, `scores.csv`.",
+        "Figures: `learning_curves.png` (its numbers: `learning_curves.csv`), `steps_vs_rho.png`; "
+        "numbers: `scores.json`, `scores.csv`"
+        + (", the drops manifest `drops.csv` and `drops.json`" if drops_manifest else "")
+        + ".",
     ]
     return "\n".join(lines) + "\n"
+
+
+def command_seconds(started: float) -> float:
+    """Seconds since the command started: since this process started where the system says
+    (Linux ``/proc``: imports and start-up included), else since ``started``
+    (``time.perf_counter()`` at the command's start)."""
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        age = uptime - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        age = -1.0
+    return age if age >= 0 else time.perf_counter() - started
 
 
 def write_report(
@@ -285,12 +454,25 @@ def write_report(
     records: list[Record],
     references: dict[str, list[Record]],
     lab: list[dict[str, Any]],
+    drops_manifest: dict[str, Any] | None = None,
+    started: float | None = None,
 ) -> dict[str, Any]:
-    """Compute the scores and write the report card into ``folder``; return the scores."""
+    """Compute the scores and write the report card into ``folder``; return the scores.
+
+    ``drops_manifest``: what became of every planned run (:func:`~.drops.drops_manifest`),
+    written as ``drops.csv``/``drops.json`` and shown beside each setting's scores. ``started``:
+    ``time.perf_counter()`` at the command's start; the header's ``wall time`` then ends with
+    the command's true wall time up to the card (figures and scores included)."""
     folder.mkdir(parents=True, exist_ok=True)
     mine = scores.method_scores(records)
     ref_scores = {name: scores.method_scores(recs) for name, recs in references.items()}
     ratios = scores.compare_to_references(mine, ref_scores)
+    everyone = {header["method"]: mine, **ref_scores}
+    groups, near = merging.merged(everyone), merging.near_misses(everyone)
+    for g in groups:
+        g["why"] += "".join(merging.advantage_evidence(lab, g["name"], a) for a in g["aliases"])
+    for n in near:
+        n["why"] += merging.advantage_evidence(lab, *n["methods"])
     rows = [
         row
         for s, e in mine["settings"].items()
@@ -303,17 +485,35 @@ def write_report(
         ]
     verified = "unverified" if "unverified references" in header else "verified"
     write_csv(folder / "scores.csv", [{**row, "references": verified} for row in rows])
+    plot_curves(header["method"], records, references, folder / "learning_curves.png")
+    write_csv(folder / "learning_curves.csv", curve_rows(header["method"], records, references))
+    plot_against_rho(header["method"], mine, ref_scores, folder / "steps_vs_rho.png")
+    if drops_manifest is not None:
+        write_csv(folder / "drops.csv", drops_manifest["runs"])
+        write_atomic(folder / "drops.json", json.dumps(drops_manifest, indent=1))
+        header = {**header, "runs": drops.summary(drops_manifest["total"])}
+    if started is not None:
+        header = {
+            **header,
+            "wall time": f"{command_seconds(started):.0f} s for this command (from its start to "
+            f"this card), {sum(r['wall_time'] for r in records):.0f} s of training summed over "
+            "its runs",
+        }
     result = {
         "header": header,
         "method": mine,
         "references": ref_scores,
         "ratios": ratios,
         "lab": lab,
+        "equivalent_methods": groups,
+        "near_equivalent_methods": near,
+        **({"drops": drops_manifest} if drops_manifest is not None else {}),
     }
     write_atomic(folder / "scores.json", json.dumps(result, indent=1, allow_nan=False))
-    write_atomic(folder / "report.md", markdown(header, mine, ref_scores, ratios, lab))
-    plot_curves(header["method"], records, references, folder / "learning_curves.png")
-    plot_against_rho(header["method"], mine, ref_scores, folder / "steps_vs_rho.png")
+    write_atomic(
+        folder / "report.md",
+        markdown(header, mine, ref_scores, ratios, lab, drops_manifest, groups, near),
+    )
     return result
 
 
@@ -326,9 +526,13 @@ def leaderboard(
 ) -> str:
     """The references' scores as one Markdown table per setting: the dilution exponent, steps
     to target at the highest and the lowest density, their ratio to ``ppo``'s (the learned
-    critic) at the lowest density, and the mean normalized AUC. ``unverified``: why the
-    references are not the shipped ones (the title and a first line say so)."""
+    critic) at the lowest density, and the mean normalized AUC. Equivalent methods
+    (:func:`~.merging.merged`) are one row, named ``first (= alias)``, with the sentence saying
+    why. ``unverified``: why the references are not the shipped ones (the title and a first
+    line say so)."""
     computed = {name: scores.method_scores(recs) for name, recs in references.items()}
+    groups = merging.merged(computed)
+    aliases, hidden = merging.aliases_of(groups), merging.hidden(groups)
     marked = " (unverified references)" if unverified else ""
     lines = [f"# Leaderboard: protocol {version}, tier {tier}{marked}", ""]
     if unverified:
@@ -339,6 +543,9 @@ def leaderboard(
         + ", ".join(f"{n} {len(r)}/{runs_per_method}" for n, r in references.items())
         + "."
     )
+    if groups:
+        lines += ["", "Equivalent methods, one row each:", ""]
+        lines += [f"- **{g['name']}** = {', '.join(g['aliases'])}: {g['why']}" for g in groups]
     settings = sorted({s for sc in computed.values() for s in sc["settings"]})
     for setting in settings:
         lines += ["", f"## {setting}", ""]
@@ -349,7 +556,7 @@ def leaderboard(
         lines.append("|---|---|---|---|---|---|")
         baseline = computed.get("ppo", {}).get("settings", {}).get(setting)
         ranked = sorted(
-            (n for n in computed if setting in computed[n]["settings"]),
+            (n for n in computed if setting in computed[n]["settings"] and n not in hidden),
             key=lambda n: min(computed[n]["settings"][setting]["rows"], key=lambda r: r["rho"])[
                 "steps_iqm"
             ],
@@ -376,5 +583,8 @@ def leaderboard(
                 r = scores.ratio_to(lo, min(baseline["rows"], key=lambda row: row["rho"]))
                 ratio = f"{scores.shown(r['ratio'], r['bound'])} [{r['low']:.2f}, {r['high']:.2f}]"
             auc = float(np.mean([r["auc_iqm"] for r in entry["rows"]]))
-            lines.append(f"| {name} | {expo} | {cells[0]} | {cells[1]} | {ratio} | {auc:.3f} |")
+            shown_name = f"{name} (= {', '.join(aliases[name])})" if name in aliases else name
+            lines.append(
+                f"| {shown_name} | {expo} | {cells[0]} | {cells[1]} | {ratio} | {auc:.3f} |"
+            )
     return "\n".join(lines) + "\n"

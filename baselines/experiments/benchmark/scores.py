@@ -17,7 +17,9 @@ Across the densities of a setting:
 - **dilution exponent**: the least-squares slope of ``log IQM(steps)`` against ``log rho``
   (0: the method does not dilute; ``-1``: its steps grow like ``1 / rho``), with a bootstrap
   interval (seeds resampled within each density, ``scipy.stats.bootstrap``). Censored runs at the
-  lowest densities make it an upper bound (``<=``: the true slope is steeper).
+  lowest densities make it an upper bound (``<=``: the true slope is steeper), censored runs
+  elsewhere make it no bound at all (``~``); undefined (``None``, shown ``n/a``) when no run
+  reaches the target at any density (the slope would be the budgets').
 - **ratio to a reference** at the lowest density: ``IQM(steps) / IQM(steps of the reference)``
   with a two-sample bootstrap interval; a bound when either side is censored
   (:func:`baselines.lib.curves.ratio_bound`).
@@ -136,6 +138,15 @@ def dilution_exponent(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "high": None,
             "bound": "exact",
             "note": "needs two densities",
+        }
+    if all(all(r["censored"]) for r in rows):
+        return {
+            "exponent": None,
+            "low": None,
+            "high": None,
+            "bound": "exact",
+            "note": "no run reached the target at any density: the slope would be that of the "
+            "budgets",
         }
     samples = [np.asarray(r["steps"], dtype=np.float64) for r in rows]
 
