@@ -67,10 +67,16 @@ BENCHMARK = Group(
             "workers",
             "lab",
             "progress",
+            "trainer",
             *BACKEND_FIELDS,
         ),
         _benchmark(
-            "report", "the report card from the runs done so far", "method", "env_id", "lab"
+            "report",
+            "the report card from the runs done so far",
+            "method",
+            "env_id",
+            "lab",
+            "trainer",
         ),
         _benchmark(
             "references",

@@ -128,6 +128,19 @@ class Dynamics(ABC, Generic[StateType, ObsType]):
     #: carries ``action_mask`` and ``invalid_action``.
     has_action_masks: ClassVar[bool] = False
 
+    #: the observation (and the text view) never shows, before the episode ends, whether a
+    #: decision was right, beyond the states :meth:`reveals_outcome` names: for the same actions
+    #: and random draws the observations are the same under every ``layout_seed``. The contract
+    #: suite's leak probes hold every id to it; a version kept for comparison that does show the
+    #: outcome declares ``False`` (a property where a field decides), and the probes check that
+    #: it does.
+    hides_outcome: ClassVar[bool] = True
+
+    def reveals_outcome(self, state: StateType) -> bool:
+        """Whether the observation of the non-terminal ``state`` shows an outcome by design (a
+        test report, say); the leak probes leave such states out. Default: none does."""
+        return False
+
     # ------------------------------------------------------------------------ required
     @property
     @abstractmethod

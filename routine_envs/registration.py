@@ -33,6 +33,7 @@ from routine_envs.envs.code_fix import CodeFixDynamics
 from routine_envs.envs.diluted_doors import DoorsDynamics
 from routine_envs.envs.diluted_doors_v1 import PathDoorsDynamics
 from routine_envs.envs.routine_grid import GridDynamics
+from routine_envs.envs.routine_grid_v1 import TreeGridDynamics
 from routine_envs.envs.search_or_answer import SearchDynamics
 
 
@@ -217,6 +218,7 @@ ENVIRONMENTS: tuple[EnvEntry, ...] = (
     dynamics_entry("DilutedDoors-v1", PathDoorsDynamics),
     dynamics_entry("RoutineGrid-v0", GridDynamics),
     dynamics_entry("RoutineGridSoft-v0", GridDynamics, soft_routine=0.01, critical_tolerance=0.1),
+    dynamics_entry("RoutineGrid-v1", TreeGridDynamics),
     dynamics_entry("CodeFix-v0", CodeFixDynamics),
     dynamics_entry("CodeFix-v1", CodeFixDynamics, vocabulary="arbitrary"),
     dynamics_entry("SearchOrAnswer-v0", SearchDynamics),
@@ -256,6 +258,38 @@ TEAM_ADAPTERS: tuple[EnvEntry, ...] = (
         density_kwarg="corridor_length",
         # (two branches: under a random policy three make success too rare for the tests'
         # Monte-Carlo checks)
+        small_kwargs={"num_junctions": 2, "branching": 2, "corridor_length": 2},
+    ),
+    EnvEntry(
+        id="TeamDilutedDoors-v1",
+        entry_point="routine_envs.multiagent.turn_based:team_diluted_doors_v1",
+        kwargs={
+            "num_agents": 2,
+            "num_floors": 4,
+            "num_doors": 3,
+            "routine_length": 10,
+            "chooser": "rotate",
+            "reward": "success",
+            "layout_seed": 0,
+            "observation": "actions",
+        },
+        rho="routine_length L: rho per agent = 1/(N(1+L)) (rotating chooser)",
+        density_kwarg="routine_length",
+        small_kwargs={"num_floors": 2, "routine_length": (0, 2)},
+    ),
+    EnvEntry(
+        id="TeamRoutineGrid-v1",
+        entry_point="routine_envs.multiagent.turn_based:team_routine_grid_v1",
+        kwargs={
+            "num_agents": 2,
+            "num_junctions": 3,
+            "branching": 3,
+            "corridor_length": 5,
+            "reward": "success",
+            "layout_seed": 0,
+        },
+        rho="corridor_length L: rho per agent = 1/(1+L)",
+        density_kwarg="corridor_length",
         small_kwargs={"num_junctions": 2, "branching": 2, "corridor_length": 2},
     ),
 )

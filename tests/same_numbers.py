@@ -42,7 +42,7 @@ RUNS = {
     ],
 }  # fmt: skip
 """Each run's command (its ``--out`` is added)."""
-VOLATILE = {"wall_time", "seconds", "key", "code"}
+VOLATILE = {"wall_time", "cpu_time", "seconds", "key", "code"}
 
 
 def run(source: Path, out: Path, names: list[str]) -> None:

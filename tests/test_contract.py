@@ -85,6 +85,12 @@ EXTRA_CONFIGS: dict[str, list[dict]] = {
         {"num_junctions": 2, "branching": 3, "corridor_length": 2, "soft_routine": 0.1},
     ],
     "RoutineGridSoft-v0": [SMALL_CONFIGS["RoutineGridSoft-v0"]],
+    "RoutineGrid-v1": [
+        SMALL_CONFIGS["RoutineGrid-v1"],
+        {"obs_mode": "image", "view_size": 3, "branching": 2, "corridor_length": 1},
+        {"num_junctions": 3, "branching": 2, "corridor_length": (0, 3)},
+        {"num_junctions": 2, "corridor_length": 1, "reward": "fraction", "layout_seed": 5},
+    ],
     "CodeFix-v0": [
         SMALL_CONFIGS["CodeFix-v0"],
         {"routine_length": 2, "signal_noise": 0.0},
@@ -109,6 +115,11 @@ EXTRA_CONFIGS: dict[str, list[dict]] = {
         {"num_agents": 3, "num_floors": 3, "routine_length": (0, 1), "reward": "fraction"},
     ],
     "TeamRoutineGrid-v0": [SMALL_CONFIGS["TeamRoutineGrid-v0"]],
+    "TeamDilutedDoors-v1": [
+        SMALL_CONFIGS["TeamDilutedDoors-v1"],
+        {"num_agents": 3, "num_floors": 3, "routine_length": (0, 1), "reward": "fraction"},
+    ],
+    "TeamRoutineGrid-v1": [SMALL_CONFIGS["TeamRoutineGrid-v1"]],
 }
 
 

@@ -3,7 +3,7 @@ over every team module with its defaults and the extra configurations of
 :data:`TEAM_EXTRA_CONFIGS`: PettingZoo's API, seed and max-cycles tests, human rendering, public
 shared dynamics, state ids, per-agent criticality against the exact per-agent action gap,
 seeding, branching and bad actions. Their turn-based single-agent views (``TeamDilutedDoors-v0``,
-``TeamRoutineGrid-v0``) are registered ids: ``tests/test_contract.py`` covers them.
+``TeamRoutineGrid-v0`` and their v1s) are registered ids: ``tests/test_contract.py`` covers them.
 """
 
 from __future__ import annotations
@@ -39,9 +39,19 @@ TEAM_EXTRA_CONFIGS: dict[str, list[dict]] = {
         {"num_agents": 3, "num_floors": 3, "routine_length": (0, 3), "reward": "fraction"},
         {"chooser": [1, 1, 0, 1], "routine_length": 2},
     ],
+    "diluted_doors_v1": [
+        {"num_agents": 2, "num_floors": 2, "routine_length": (0, 2)},
+        {"num_agents": 3, "num_floors": 3, "routine_length": (0, 3), "reward": "fraction"},
+        {"observation": "position", "num_floors": 2, "routine_length": 1},
+    ],
     "routine_grid_v0": [
         {"num_agents": 2, "num_junctions": 2, "corridor_length": 2},
         {"num_agents": 3, "branching": 2, "corridor_length": (0, 2), "reward": "fraction"},
+    ],
+    "routine_grid_v1": [
+        {"num_agents": 2, "num_junctions": 2, "corridor_length": 2},
+        {"num_agents": 3, "branching": 2, "corridor_length": (0, 2), "reward": "fraction"},
+        {"num_agents": 2, "num_junctions": 2, "branching": 2, "corridor_length": (1, 3)},
     ],
 }
 TEAM_CASES = [

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.utils import has_pettingzoo
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -74,6 +76,24 @@ def test_docstrings_have_gymnasium_sections():
         text = path.read_text()
         for section in SECTIONS:
             assert f"## {section}" in text, (path.name, section)
+
+
+def test_every_env_page_says_what_the_observation_reveals():
+    """Every environment class's page (the team envs' too) carries its docstring's "What the
+    observation reveals" paragraph, and the v0s that leak say so and name the v1 that does not
+    (the contract suite's leak probes check the claims: tests/test_contract_leaks.py)."""
+    generator = load_generator()
+    pages = {path.name: text for path, text in generator.pages().items()}
+    env_pages = {name: text for name, text in pages.items() if name != "cli.md"}
+    assert {"routine_grid_v1.md", "diluted_doors_v1.md", "code_fix.md"} <= set(env_pages)
+    if has_pettingzoo():
+        assert {"team_doors_v1.md", "team_grid_v1.md", "team_doors.md"} <= set(env_pages)
+    for name, text in env_pages.items():
+        assert "**What the observation reveals.**" in text, name
+    for name, v1 in (("routine_grid.md", "RoutineGrid-v1"), ("diluted_doors.md", "-v1")):
+        reveals = env_pages[name].split("**What the observation reveals.**", 1)[1]
+        paragraph = reveals.split("\n\n", 1)[0]
+        assert "leaks" in paragraph and v1 in paragraph, name
 
 
 def python_blocks(path: Path) -> list[str]:

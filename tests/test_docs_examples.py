@@ -138,9 +138,22 @@ OTHER_TOOLS = {
     ("ray", "down"): "stops cloud machines",
     ("python", "-m", "rl_zoo3.train"): "rl-zoo3's CLI: tests/test_integrations.py runs the recipe",
     ("python", "-m", "rl_zoo3.enjoy"): "rl-zoo3's CLI: tests/test_integrations.py runs the recipe",
+    ("python", "-m", "tests.leak_probes"): "writes the leak probes' table (minutes of CPU); "
+    "tests/test_contract_leaks.py runs the same probes",
     ("python", "cleanrl/ppo.py"): "cleanrl's script, not in this repository: "
     "tests/test_integrations.py runs it where a checkout is given",
 }
+
+
+#: repository scripts run by path (``python <path> ...``); each has ``parse_args(argv)``
+SCRIPTS = {"docs/calibration/short_runs.py"}
+
+
+def _script_parser(path: str) -> Any:
+    spec = importlib.util.spec_from_file_location("doc_script", ROOT / path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.parse_args
 
 
 def kind(command: Command) -> str:
@@ -154,7 +167,21 @@ def kind(command: Command) -> str:
             return "other"
     if words[:2] == ("python", "-m"):
         return "entry"
+    if len(words) > 1 and words[0] == "python" and words[1] in SCRIPTS:
+        return "script"
     return "unknown"
+
+
+@pytest.mark.parametrize(
+    "command", [c for c in COMMANDS if kind(c) == "script"], ids=lambda c: c.id
+)
+def test_script_commands_parse(command: Command):
+    """A repository script's command, as the page writes it, is accepted by its parser."""
+    parse = _script_parser(command.argv[1])
+    try:
+        parse(list(command.argv[2:]))
+    except SystemExit as stop:
+        pytest.fail(f"{command.id}: `{command.text}` is refused (exit {stop.code})")
 
 
 def test_every_command_in_the_docs_is_checked_here():

@@ -97,6 +97,7 @@ def test_the_wheel_ships_the_baselines_their_data_and_the_console_script(install
     names = zipfile.ZipFile(installed["wheel"]).namelist()
     assert "baselines/commands.py" in names and "baselines/lib/runner.py" in names
     assert "baselines/protocols/rb1.yaml" in names
+    assert "baselines/protocols/rb1-batched-costs.json" in names  # benchmark plan reads it
     assert "baselines/configs/DilutedDoors-v1.yml" in names
     folder = ROOT / "baselines" / "references"
     shipped = sorted(p.relative_to(ROOT).as_posix() for p in folder.rglob("*") if p.is_file())

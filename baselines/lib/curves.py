@@ -418,7 +418,9 @@ def report(tables: dict[str, list[dict[str, Any]]], records: list[dict[str, Any]
     hyper = records[0].get("hyperparameters", {}) if records else {}
     print(
         f"\nsettings: {records[0].get('env_id', '') if records else ''} "
-        f"seeds={sorted({r['seed'] for r in records})} hyperparameters={hyper}"
+        f"seeds={sorted({r['seed'] for r in records})} "
+        f"trainer={', '.join(sorted({r.get('trainer') or 'sb3' for r in records}))} "
+        f"hyperparameters={hyper}"
     )
     print(
         "\nsteps to target success (mean over seeds, each interpolated between evaluations; "

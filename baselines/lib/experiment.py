@@ -32,7 +32,7 @@ from typing import Any
 
 from baselines.lib.backend import BackendArgs
 from baselines.lib.records import Record, upgrade
-from baselines.lib.runner import run_resumable
+from baselines.lib.runner import Batching, run_resumable
 
 Job = dict[str, Any]
 
@@ -52,6 +52,8 @@ class Experiment:
         record: the record class (its fields give the results file's schema, its ``check``
             the experiment's own check of a row, its ``unit`` the runner's word for a job).
         results: where the records of ``settings`` go (default :func:`results_path`).
+        batching: which jobs run together in one worker call (the batched trainer's:
+            :data:`~baselines.lib.training_runs.BATCHING`); ``None``: each job alone.
     """
 
     name: str
@@ -61,6 +63,7 @@ class Experiment:
     record: type[Record]
     analyse: Callable[[list[dict[str, Any]], Any], Any] | None = None
     results: Callable[[Any], Path] = results_path
+    batching: Batching | None = None
 
     @property
     def schema(self) -> dict[str, str]:
@@ -97,6 +100,7 @@ def run_experiment(
         unit=experiment.record.unit,
         backend=backend,
         upgrade=upgrade,
+        batching=experiment.batching,
     )
 
 

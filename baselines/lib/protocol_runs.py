@@ -21,7 +21,7 @@ from baselines.lib.backend import BackendArgs
 from baselines.lib.protocol import Protocol, Tier
 from baselines.lib.records import upgrade
 from baselines.lib.results import write_atomic
-from baselines.lib.runner import run_resumable
+from baselines.lib.runner import Batching, run_resumable
 from baselines.lib.training_runs import TrainingRecord
 
 REFERENCE_DIR = data.REFERENCES
@@ -32,12 +32,16 @@ target, hyperparameters) plus the protocol version and the tier."""
 
 
 def run_key(job: dict[str, Any]) -> str:
-    """Every field of :data:`KEY_FIELDS`, as canonical JSON. The protocol enters by its version
-    only: its file hash is recorded (``job["protocol"]["sha256"]``) but not keyed, because every
-    setting a run depends on is keyed by itself; so an edit of a draft protocol redoes exactly
-    the runs whose settings it changes (a released file never changes)."""
+    """Every field of :data:`KEY_FIELDS`, and the trainer unless it is SB3 (whose runs, the
+    shipped references among them, keep the keys they were written with), as canonical JSON.
+    The protocol enters by its version only: its file hash is recorded
+    (``job["protocol"]["sha256"]``) but not keyed, because every setting a run depends on is
+    keyed by itself; so an edit of a draft protocol redoes exactly the runs whose settings it
+    changes (a released file never changes)."""
     fields = {k: job[k] for k in KEY_FIELDS}
     fields["protocol"] = job["protocol"]["version"]
+    if training_runs.trainer_of(job) != training_runs.DEFAULT_TRAINER:
+        fields["trainer"] = training_runs.trainer_of(job)
     return json.dumps(fields, sort_keys=True)
 
 
@@ -85,10 +89,12 @@ def plan(
     method: str,
     config_folder: Path,
     env_ids: list[str] | None = None,
+    trainer: str = training_runs.DEFAULT_TRAINER,
 ) -> list[dict[str, Any]]:
-    """Every run of ``method`` in ``tier`` (or only its settings on ``env_ids``), validated
-    before any training: the method resolves (outside code is imported here), the hyperparameters
-    the trainer will read equal the protocol's."""
+    """Every run of ``method`` in ``tier`` (or only its settings on ``env_ids``) on ``trainer``
+    (:data:`~baselines.lib.training_runs.TRAINERS`), validated before any training: the method
+    resolves (outside code is imported here), the hyperparameters the trainer will read equal
+    the protocol's, the trainer can train it (one line naming ``--trainer``)."""
     from baselines.lib.config import check_method, load_hyperparameters
 
     spec = check_method(method)
@@ -122,6 +128,7 @@ def plan(
             protocol.eval_points,
             protocol.target,
             configs[setting.env_id],
+            trainer=trainer,
         )
         for job in runs:
             job.update(
@@ -140,6 +147,19 @@ def run_benchmark_job(job: dict[str, Any]) -> TrainingRecord:
     return record
 
 
+def run_benchmark_batch(jobs: list[dict[str, Any]]) -> list[TrainingRecord]:
+    """Runs of the batched trainer trained together (a worker's batch), keyed by
+    :func:`run_key`."""
+    records = training_runs.run_training_batch(jobs)
+    for job, record in zip(jobs, records, strict=True):
+        record.extra["key"] = run_key(job)
+    return records
+
+
+BATCHING = Batching(training_runs.batch_group, run_benchmark_batch)
+"""The runner's batching of benchmark jobs (:data:`~baselines.lib.training_runs.BATCHING`)."""
+
+
 def run_method(
     jobs: list[dict[str, Any]],
     path: Path,
@@ -148,7 +168,8 @@ def run_method(
     backend: BackendArgs | None = None,
 ) -> list[dict[str, Any]]:
     """Run what is missing of ``jobs`` into the results file at ``path`` (resumable), on the
-    process pool or on Ray (``backend``)."""
+    process pool or on Ray (``backend``); jobs of the batched trainer in batches
+    (:data:`BATCHING`)."""
     return run_resumable(
         jobs,
         run_key,
@@ -160,4 +181,5 @@ def run_method(
         progress=progress,
         backend=backend,
         upgrade=upgrade,
+        batching=BATCHING,
     )

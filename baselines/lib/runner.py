@@ -6,17 +6,24 @@ so no run is ever trained twice. A runner that finds a run claimed by another li
 runs the others first, then waits for it and reads its record from the file (or runs it itself
 if that process ended without writing it). Ctrl-C stops the runs in progress and raises
 :class:`Interrupted`, whose message says what is saved.
+
+With a :class:`Batching`, jobs of one group (e.g. the seeds and densities of one environment and
+method for the batched trainer) go to one worker call together: each is still claimed, keyed,
+validated and written as its own record, all of them when the call returns (a call stopped
+halfway saves none of its runs).
 """
 
 from __future__ import annotations
 
+import math
 import multiprocessing as mp
 import queue
 import signal
 import threading
 import time
-from collections import deque
-from collections.abc import Callable
+from collections import Counter, deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +35,47 @@ from routine_envs.cli import Interrupted as CommandInterrupted
 WAIT_SECONDS = 0.5
 """How often a runner looks again at the runs other processes hold (seconds)."""
 
-Task = tuple[Callable[[dict[str, Any]], dict[str, Any]], str, dict[str, Any]]
+Task = tuple[Callable[[Any], Any], str, Any]
+"""``(worker, key, job)``; for a batch ``(batch worker, key of its first job, _BatchJob)``."""
+
+
+@dataclass(frozen=True)
+class Batching:
+    """Which jobs share one worker call, and the worker that runs them together.
+
+    Attributes:
+        group: a job's group (jobs of one group may share a call), ``None``: the job runs
+            alone through the runner's ordinary ``worker``.
+        worker: ``worker(jobs) -> records``, one record (or row) per job, in order; a
+            module-level function (spawned processes and Ray workers look it up by name).
+        max_size: jobs per call at most.
+    """
+
+    group: Callable[[dict[str, Any]], str | None]
+    worker: Callable[[list[dict[str, Any]]], Sequence[Any]]
+    max_size: int = 64
+
+
+@dataclass(frozen=True)
+class _BatchJob:
+    """The jobs of one batch call, with their keys."""
+
+    keys: tuple[str, ...]
+    jobs: tuple[dict[str, Any], ...]
+
+
+def batch_sizes(groups: Sequence[str | None], workers: int, max_size: int) -> dict[str | None, int]:
+    """Jobs per call for each group of the jobs to do (``groups``: each job's group): at most
+    ``max_size``, and small enough that the calls give every one of ``workers`` something to
+    do when there are fewer groups than workers; a group's calls are of equal size (give or
+    take one). ``None`` (jobs run alone) gets 1."""
+    counts = Counter(g for g in groups if g is not None)
+    limit = max(1, min(max_size, math.ceil(sum(counts.values()) / max(1, workers))))
+    sizes: dict[str | None, int] = {None: 1}
+    for group, n in counts.items():
+        calls = math.ceil(n / limit)
+        sizes[group] = math.ceil(n / calls)
+    return sizes
 
 
 class RunFailed(CommandFailed):
@@ -63,6 +110,7 @@ def run_resumable(
     unit: str = "run",
     backend: BackendArgs | None = None,
     upgrade: Upgrade | None = None,
+    batching: Batching | None = None,
 ) -> list[dict[str, Any]]:
     """Run the jobs whose ``key`` is not yet in the results file at ``path`` with ``worker``
     (``workers`` spawned processes, or in this process for 1; or Ray tasks when ``backend``
@@ -74,7 +122,8 @@ def run_resumable(
     kept aside and left out of the returned records (reported), so tables never see it.
     ``worker`` returns a record's row, or a record object with ``row()``
     (:class:`~baselines.lib.records.Record`); rows read from the file go through ``upgrade``
-    first (older field names), the file itself unchanged.
+    first (older field names), the file itself unchanged. ``batching``: jobs of one group run
+    in one call of its worker (:class:`Batching`, sized by :func:`batch_sizes`).
     Each run is claimed before it starts; runs claimed by another live process are waited for
     (see the module docstring).
 
@@ -111,6 +160,15 @@ def run_resumable(
         dynamic_ncols=True,
     )
     sweep = _Sweep(store, worker, set(keys), done, bar, unit)
+    if batching is not None and todo:
+        parallel = workers
+        if settings.backend == "ray":
+            from baselines.lib import ray_backend
+
+            parallel = ray_backend.cluster_cpus()
+        sweep.batching = batching
+        sweep.group_of = {k: batching.group(job) for k, job in todo}  # each computed once
+        sweep.batch_size = batch_sizes(list(sweep.group_of.values()), parallel, batching.max_size)
     try:
         if settings.backend == "ray":
             sweep.run_on_ray(todo, settings)
@@ -166,6 +224,9 @@ class _Sweep:
         self.by_others = 0
         self.invalid: list[str] = []
         self.failures: list[str] = []
+        self.batching: Batching | None = None
+        self.group_of: dict[str, str | None] = {}  # a run's batch group (key -> group)
+        self.batch_size: dict[str | None, int] = {None: 1}
 
     @property
     def running(self) -> int:
@@ -183,31 +244,57 @@ class _Sweep:
                     self.by_others += 1
                     self.bar.update()
 
+    def claim(self, job_key: str, job: dict[str, Any]) -> bool:
+        """Claim the run ``job_key`` for this process (``False``: another process holds it, now
+        in :attr:`waiting`)."""
+        claim = self.store.try_claim(job_key)
+        if claim is None:
+            self.waiting[job_key] = job
+            holder = self.store.holder(job_key)
+            if holder not in self.holders:
+                self.holders.add(holder)
+                self.bar.write(
+                    f"{self.unit}s of this sweep are being run by another process ({holder}) "
+                    f"writing {self.store.path}: running the others first, then waiting "
+                    "for those"
+                )
+            return False
+        self.claims[job_key] = claim
+        return True
+
     def next_task(self, pending: deque[tuple[str, dict[str, Any]]]) -> Task | None:
-        """The next pending run this process could claim (and that is still not done), or
-        ``None``; runs held by other processes move to :attr:`waiting`."""
+        """The next pending run this process could claim (and that is still not done), with
+        the other pending runs of its batch group (:class:`Batching`) up to the group's size,
+        or ``None``; runs held by other processes move to :attr:`waiting`."""
         while pending:
             k, job = pending.popleft()
-            if k in self.done:
+            if k in self.done or not self.claim(k, job):
                 continue
-            claim = self.store.try_claim(k)
-            if claim is None:
-                self.waiting[k] = job
-                holder = self.store.holder(k)
-                if holder not in self.holders:
-                    self.holders.add(holder)
-                    self.bar.write(
-                        f"{self.unit}s of this sweep are being run by another process ({holder}) "
-                        f"writing {self.store.path}: running the others first, then waiting "
-                        "for those"
-                    )
+            group = self.group_of.get(k)
+            members = [(k, job)]
+            if group is not None:
+                rest: deque[tuple[str, dict[str, Any]]] = deque()
+                size = self.batch_size.get(group, 1)
+                while pending and len(members) < size:
+                    other = pending.popleft()
+                    if other[0] in self.done or self.group_of.get(other[0]) != group:
+                        rest.append(other)
+                    elif self.claim(*other):
+                        members.append(other)
+                pending.extendleft(reversed(rest))
+            self.refresh()  # some may have been finished by another process just before
+            for member_key, _ in members:
+                if member_key in self.done:  # written by another process meanwhile
+                    self.claims.pop(member_key).release(finished=True)
+                    self.by_others += 1
+                    self.bar.update()
+            members = [m for m in members if m[0] not in self.done]
+            if not members:
                 continue
-            self.refresh()  # it may have been finished by another process just before
-            if k in self.done:
-                claim.release(finished=True)
-                continue
-            self.claims[k] = claim
-            return (self.worker, k, job)
+            if group is None:
+                return (self.worker, *members[0])
+            batch = _BatchJob(tuple(m[0] for m in members), tuple(m[1] for m in members))
+            return (self.batching.worker, members[0][0], batch)
         return None
 
     def wait_for_others(self, pending: deque[tuple[str, dict[str, Any]]]) -> None:
@@ -219,7 +306,12 @@ class _Sweep:
         self.waiting.clear()
 
     def handle(self, job_key: str, record: Any) -> None:
-        """Write a finished run's record (or note its failure) and release its claim."""
+        """Write a finished run's record (or note its failure) and release its claim; a
+        batch's result (a list of ``(key, record)``) run by run."""
+        if isinstance(record, list):
+            for member_key, member in record:
+                self.handle(member_key, member)
+            return
         claim = self.claims.pop(job_key)
         finished = False
         try:
@@ -262,7 +354,7 @@ class _Sweep:
                             (task,),
                             callback=finished.put,
                             error_callback=lambda err, t=task: finished.put(
-                                (t[1], _Failure(f"{describe(t[2])}: {type(err).__name__}: {err}"))
+                                (t[1], _lost(t[2], f"{type(err).__name__}: {err}"))
                             ),
                         )
                     in_flight += 1
@@ -339,15 +431,30 @@ class _Failure:
         self.message = message
 
 
-def _lost(job: dict[str, Any], why: str) -> _Failure:
-    """The failure of a run that gave no result (its Ray worker died, retries spent)."""
+def _lost(job: Any, why: str) -> Any:
+    """The failure of a run that gave no result (its Ray worker died, retries spent); of each
+    run of a batch, as a batch's result."""
+    if isinstance(job, _BatchJob):
+        pairs = zip(job.keys, job.jobs, strict=True)
+        return [(k, _Failure(f"{describe(j)}: {why}")) for k, j in pairs]
     return _Failure(f"{describe(job)}: {why}")
 
 
 def _run_one(task: Task) -> tuple[str, Any]:
     """``(key, worker(job))``, or ``(key, _Failure)`` naming the run when it raised, so the
-    other runs go on (a module-level function: spawned processes look it up)."""
+    other runs go on (a module-level function: spawned processes look it up). A batch:
+    ``(key, [(key, record), ...])`` of its runs, every one a ``_Failure`` when the call
+    raised or returned the wrong number of records."""
     worker, job_key, job = task
+    if isinstance(job, _BatchJob):
+        try:
+            records = list(worker(list(job.jobs)))
+            if len(records) != len(job.jobs):
+                raise ValueError(f"{len(records)} records for {len(job.jobs)} runs of a batch")
+        except Exception as err:
+            why = f"{type(err).__name__}: {err} (in a batch of {len(job.jobs)} runs)"
+            records = [_Failure(f"{describe(j)}: {why}") for j in job.jobs]
+        return job_key, list(zip(job.keys, records, strict=True))
     try:
         return job_key, worker(job)
     except Exception as err:

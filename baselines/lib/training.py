@@ -32,6 +32,7 @@ import routine_envs
 from baselines.lib.config import TURN_LEVEL_METHODS, check_method, load_hyperparameters
 from baselines.lib.envs import check_env_kwargs, check_trainable
 from baselines.lib.stats import first_crossing
+from baselines.lib.training_runs import TRAINERS
 from baselines.lib.trajectory_ppo import TrajectoryAdvantagePPO, maskable_classes, policy_table
 
 gym.register_envs(routine_envs)
@@ -69,13 +70,10 @@ class TrainArgs:
         default="sb3",
         metadata={
             "help": "'sb3' (SB3 PPO / TrajectoryAdvantagePPO, one process per run) or 'batched' "
-            "(baselines.lib.batched: the same algorithm, many runs per process)"
+            "(baselines.lib.batched: the same algorithm, many runs per process)",
+            "choices": list(TRAINERS),
         },
     )
-
-
-TRAINERS = ("sb3", "batched")
-"""The trainers ``--trainer`` names."""
 
 
 @dataclass

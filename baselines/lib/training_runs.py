@@ -1,10 +1,13 @@
 """Training runs as jobs and records, shared by every experiment that trains (the comparison
 sweep, the team sweep, the benchmark): one run is one :func:`baselines.lib.training.main` in a
-worker process, keyed by everything its result depends on (:data:`KEY_FIELDS`).
+worker process (``trainer: sb3``), or one of the runs that :func:`baselines.lib.batched.
+train_runs` trains together in one worker process (``trainer: batched``, :data:`BATCHING`),
+keyed by everything its result depends on (:data:`KEY_FIELDS`, and the trainer).
 
 :func:`training_jobs` plans the runs of one environment at several density values, methods and
 seeds (the hyperparameters, label and estimator identity of each method read once from its
-parsed spec); :func:`run_training` is the worker; :class:`TrainingRecord` is what it writes.
+parsed spec); :func:`run_training` and :func:`run_training_batch` are the workers;
+:class:`TrainingRecord` is what they write.
 """
 
 from __future__ import annotations
@@ -19,7 +22,15 @@ from typing import Any, ClassVar
 from baselines.lib import cli
 from baselines.lib.backend import BackendArgs
 from baselines.lib.records import Record, upgrade
+from baselines.lib.runner import Batching
 from baselines.lib.stats import STATISTICS
+
+TRAINERS = ("sb3", "batched")
+"""What trains a run: ``sb3`` (SB3's PPO / ``TrajectoryAdvantagePPO``, one process per run, the
+default and the references') or ``batched`` (:mod:`baselines.lib.batched`: the same algorithm,
+the runs of one environment and method in one process)."""
+DEFAULT_TRAINER = "sb3"
+"""The trainer of a row that names none (every row written before the field existed)."""
 
 KEY_FIELDS = (
     "env_id",
@@ -39,9 +50,25 @@ evaluation schedule, the target, the resolved hyperparameters, the estimator (na
 code fingerprint) and the package versions. A rerun with any of them changed is a new run."""
 
 
+def trainer_of(row: dict[str, Any]) -> str:
+    """The trainer of a job or row (:data:`DEFAULT_TRAINER` when it names none)."""
+    return row.get("trainer") or DEFAULT_TRAINER
+
+
 def run_key(job: dict[str, Any]) -> str:
-    """The identity of a run: every field of :data:`KEY_FIELDS`, as canonical JSON."""
-    return json.dumps({k: job[k] for k in KEY_FIELDS}, sort_keys=True)
+    """The identity of a run: every field of :data:`KEY_FIELDS`, and the trainer unless it is
+    :data:`DEFAULT_TRAINER` (so SB3 runs keep the keys they had before the trainer was
+    recorded, the shipped references' among them), as canonical JSON."""
+    fields_ = {k: job[k] for k in KEY_FIELDS}
+    if trainer_of(job) != DEFAULT_TRAINER:
+        fields_["trainer"] = trainer_of(job)
+    return json.dumps(fields_, sort_keys=True)
+
+
+def check_trainer(trainer: str) -> None:
+    """``ValueError`` naming ``--trainer`` unless it is one of :data:`TRAINERS`."""
+    if trainer not in TRAINERS:
+        raise ValueError(f"--trainer must be one of {list(TRAINERS)}, got {trainer!r}")
 
 
 @dataclass
@@ -57,8 +84,9 @@ class TrainingRecord(Record):
         steps_to_target: steps to the target, interpolated between evaluations (``None``:
             not reached).
         extra: every other field of the job and of the result (the schedule, the label, the
-            hyperparameters and estimator identity, versions, a benchmark's protocol and tier, a
-            team's rho), kept as they are.
+            hyperparameters and estimator identity, versions, the ``trainer``, a benchmark's
+            protocol and tier, a team's rho), kept as they are; a row without ``trainer`` (one
+            written before the field existed) is an SB3 run (:func:`trainer_of`).
     """
 
     env_id: str
@@ -159,6 +187,16 @@ class SweepArgs(BackendArgs):
     )
     baseline: str = field(default="ppo", metadata={"help": "turn-level method for ratios"})
     statistic: str = field(default="iqm", metadata={"help": "'iqm' or 'mean' for curves"})
+    trainer: str = field(
+        default=DEFAULT_TRAINER,
+        metadata={
+            "help": "'sb3' (SB3 PPO / TrajectoryAdvantagePPO, one process per run) or 'batched' "
+            "(baselines.lib.batched: the same algorithm, the seeds and densities of a method "
+            "trained together in one process; environments with an exact model only, "
+            "docs/batched.md); recorded in every row and part of its key",
+            "choices": list(TRAINERS),
+        },
+    )
 
 
 def check_lists(args: SweepArgs) -> None:
@@ -172,11 +210,14 @@ def check_lists(args: SweepArgs) -> None:
 
 def check_sweep(args: SweepArgs, density_kwarg: str) -> None:
     """What every training sweep refuses before any work: empty or repeated lists, a negative
-    seed, an unknown statistic, a bad method or config key, counts below 1, ``--env-kwargs``
-    setting the kwarg ``--routine-lengths`` sweeps, a ``--baseline`` not among ``--methods``."""
+    seed, an unknown statistic or trainer, a bad method or config key, counts below 1,
+    ``--env-kwargs`` setting the kwarg ``--routine-lengths`` sweeps, a ``--baseline`` not among
+    ``--methods``. (What the trainer cannot train is refused when the jobs are planned:
+    :func:`training_jobs`.)"""
     from baselines.lib.config import load_hyperparameters
 
     check_lists(args)
+    check_trainer(args.trainer)
     if args.statistic not in STATISTICS:
         raise ValueError(f"statistic must be one of {sorted(STATISTICS)}")
     if any(seed < 0 for seed in args.seeds):
@@ -204,6 +245,7 @@ def jobs_of(args: SweepArgs, density_kwarg: str, extra: Any = None) -> list[dict
         args.target_success,
         args.config,
         extra,
+        args.trainer,
     )
 
 
@@ -237,12 +279,15 @@ def training_jobs(
     target: float,
     config: Path | None = None,
     extra: Callable[[Any], dict[str, Any]] | None = None,
+    trainer: str = DEFAULT_TRAINER,
 ) -> list[dict[str, Any]]:
     """One job per density value x method x seed; the env is built once per value (bad kwargs
     fail here). The budget in steps is ``max(budget_episodes * longest episode,
     min_budget_steps)``, cut to a multiple of the ``eval_points`` evaluations; ``extra(env)``
     adds fields to every job of a value. Each method's spec is parsed once
-    (:func:`~baselines.lib.specs.parse_method`), its hyperparameters read once."""
+    (:func:`~baselines.lib.specs.parse_method`), its hyperparameters read once. ``trainer``
+    (:data:`TRAINERS`) is recorded in every job; what it cannot train (:func:`check_supported`)
+    is refused here, one line naming ``--trainer``."""
     import gymnasium as gym
 
     from baselines.lib import provenance
@@ -259,10 +304,13 @@ def training_jobs(
             "hyperparameters": hyper,
             "estimator": spec.identity(kwargs),
         }
+    check_trainer(trainer)
     versions = provenance.versions()
     jobs = []
     for value in values:
         kwargs = {**env_kwargs, density_kwarg: value}
+        for method in methods:
+            check_supported(trainer, env_id, kwargs, method, per_method[method]["hyperparameters"])
         env = gym.make(env_id, **kwargs).unwrapped
         episode_length = getattr(env, "max_episode_length", None) or env.spec.max_episode_steps
         budget = max(budget_episodes * int(episode_length), min_budget_steps)
@@ -287,13 +335,40 @@ def training_jobs(
                         **per_method[method],
                         "config": None if config is None else str(config),
                         "versions": versions,
+                        "trainer": trainer,
                     }
                 )
     return jobs
 
 
+def check_supported(
+    trainer: str, env_id: str, env_kwargs: dict[str, Any], method: str, hyper: dict[str, Any]
+) -> None:
+    """One line naming ``--trainer`` when ``trainer`` cannot train ``method`` on ``env_id`` with
+    ``env_kwargs`` and ``hyper`` (the resolved hyperparameters): for ``batched``,
+    :func:`baselines.lib.batched.check_supported`; for ``sb3``, ``policy: transformer``."""
+    if trainer == "sb3":
+        if hyper.get("policy", "mlp") != "mlp":
+            raise ValueError(
+                f"--trainer sb3 trains the MLP policy only; the hyperparameters of {method} on "
+                f"{env_id} say policy: {hyper['policy']} (use --trainer batched)"
+            )
+        return
+    from baselines.lib.batched import RunSpec
+    from baselines.lib.batched import check_supported as batched_supported
+
+    try:
+        batched_supported(RunSpec(env_id, dict(env_kwargs), method, hyperparameters=hyper))
+    except ValueError as err:
+        text = str(err)
+        if "--trainer batched" not in text:
+            text = f"--trainer batched cannot train {method} on {env_id}: {text}"
+        raise ValueError(text) from None
+
+
 def run_training(job: dict[str, Any]) -> TrainingRecord:
-    """Train one run (in a worker process) and return its record."""
+    """Train one run (in a worker process) with its trainer (a batched job alone: R = 1) and
+    return its record."""
     import torch
 
     torch.set_num_threads(1)
@@ -310,6 +385,7 @@ def run_training(job: dict[str, Any]) -> TrainingRecord:
             target_success=job["target"],
             config=None if job.get("config") is None else Path(job["config"]),
             progress=False,
+            trainer=trainer_of(job),
         )
     )
     used = {k: v for k, v in result.hyperparameters.items() if k in job["hyperparameters"]}
@@ -327,5 +403,67 @@ def run_training(job: dict[str, Any]) -> TrainingRecord:
             "steps_to_target": result.steps_to_target,
             "steps_trained": result.steps_trained,
             "wall_time": result.wall_time,
+            "cpu_time": result.cpu_time,
         }
     )
+
+
+def batch_group(job: dict[str, Any]) -> str | None:
+    """The runner's batch group of a job (:class:`~baselines.lib.runner.Batching`): ``None``
+    for SB3 (one run per process), else what a batch of the batched trainer shares: the env
+    id, the method, the resolved hyperparameters and the config they came from (seeds,
+    densities and other ``env_kwargs`` may differ)."""
+    if trainer_of(job) == DEFAULT_TRAINER:
+        return None
+    return json.dumps(
+        [job["env_id"], job["method"], job["hyperparameters"], job.get("config")],
+        sort_keys=True,
+        default=str,
+    )
+
+
+def run_training_batch(jobs: list[dict[str, Any]]) -> list[TrainingRecord]:
+    """Train ``jobs`` (``trainer: batched``) together on the batched trainer (in a worker
+    process) and return their records, in order: the same fields as :func:`run_training`'s,
+    plus ``cpu_time`` (each run's share of the batch's CPU seconds; ``wall_time`` likewise)."""
+    import torch
+
+    torch.set_num_threads(1)
+    from baselines.lib.batched import RunSpec, train_runs
+
+    specs = [
+        RunSpec(
+            env_id=job["env_id"],
+            env_kwargs=job["env_kwargs"],
+            method=job["method"],
+            seed=job["seed"],
+            total_timesteps=job["budget"],
+            eval_every=job["eval_every"],
+            target_success=job["target"],
+            hyperparameters=job["hyperparameters"],
+        )
+        for job in jobs
+    ]
+    results = train_runs(specs, max_batch=max(1, len(specs)))
+    return [
+        TrainingRecord.from_row(
+            {
+                **job,
+                "key": run_key(job),
+                "timesteps": result.timesteps,
+                "success": result.success,
+                "steps_to_target": result.steps_to_target,
+                "steps_trained": result.steps_trained,
+                "wall_time": result.wall_time,
+                "cpu_time": result.cpu_time,
+            }
+        )
+        for job, result in zip(jobs, results, strict=True)
+    ]
+
+
+BATCHING = Batching(batch_group, run_training_batch)
+"""How the runner batches training jobs: ``trainer: batched`` jobs of one env id, method and
+hyperparameters run in one call of :func:`run_training_batch` (64 runs at most, fewer when
+there are fewer groups than workers: :func:`~baselines.lib.runner.batch_sizes`); SB3 jobs one
+by one."""

@@ -347,6 +347,15 @@ class CodeFixDynamics(Dynamics[CodeState, np.ndarray]):
         patch fixes the bug (from the patch to the submit, until a ``revert``), else 0.0."""
         return float(state.fixed)
 
+    @property
+    def hides_outcome(self) -> bool:  # type: ignore[override]
+        """v0's words (``"meaningful"``) match each symptom to its patch in the text view."""
+        return self.vocabulary == "arbitrary"
+
+    def reveals_outcome(self, state: CodeState) -> bool:
+        """The test report (tested, done) says whether the applied patch works, by design."""
+        return state.phase in (TESTED, DONE)
+
     def describe(self, state: CodeState) -> str:
         """What the agent knows of ``state`` (nothing hidden: a function of its observation)."""
         return text.describe(self, state)

@@ -61,6 +61,8 @@ class DoorsDynamics(Dynamics[DoorsState, np.ndarray]):
     }
     render_modes = ("ansi", "rgb_array", "human")
     renderer = staticmethod(render_doors)
+    #: the share of doors right so far shows one step after each door (kept for comparison)
+    hides_outcome = False
 
     def __post_init__(self) -> None:
         floors = validation.integer("num_floors", self.num_floors, minimum=1, maximum=MAX_FLOORS)
@@ -371,6 +373,14 @@ class DilutedDoorsEnv(RoutineEnv[np.ndarray, DoorsState], dynamics=DoorsDynamics
     | ``num_floors + 2`` | corridor cells left / max routine length |
     | ``num_floors + 3`` | doors chosen correctly so far / num_floors |
     | ``num_floors + 4`` | 1 in the terminal state, else 0 |
+
+    **What the observation reveals.** Nothing of which door is right before it is chosen (the
+    doors are fixed by ``layout_seed``, for a policy to learn), but whether it was right at
+    once: the share of doors chosen correctly so far (index ``num_floors + 3``) changes on the
+    step after each door, ``routine_length`` steps before the floor ends and before the reward,
+    so a learned critic can read each door's outcome instead of assigning the credit. This
+    version leaks, and is kept for comparison (the contract suite's leak probes check that it
+    does); ``DilutedDoors-v1`` shows no outcome before the end.
 
     ## Rewards
 

@@ -228,6 +228,11 @@ class PathDoorsDynamics(Dynamics[PathState, np.ndarray]):
     def is_success(self, state: PathState) -> bool:
         return self.count_correct(state.path) == self.num_floors
 
+    @property
+    def hides_outcome(self) -> bool:  # type: ignore[override]
+        """``"progress"`` (v0's observation, kept for comparison) shows the doors right so far."""
+        return self.observation != "progress"
+
     def describe(self, state: PathState) -> str:
         """What the observation shows, in words (nothing more: no outcome before the end)."""
         floor, position, length, path = state
@@ -379,6 +384,15 @@ class DilutedDoorsV1Env(RoutineEnv[np.ndarray, PathState], dynamics=PathDoorsDyn
     - ``"progress"`` (``size = num_floors + 5``): v0's observation, whose index ``num_floors + 3``
       is the share of doors chosen correctly so far (then ``num_floors + 4`` is terminal). It
       reveals each door's outcome one step after it is chosen: kept only for comparison.
+
+    **What the observation reveals.** In ``"actions"`` and ``"position"``: where the agent is
+    (floor, at the doors or the corridor cell and cells left) and, in ``"actions"``, the doors
+    it chose; never which door is right, nor whether a chosen door was right, before the end
+    (the reward). For the same actions and routine lengths every observation before the last,
+    and ``describe()``, are the same under every ``layout_seed`` (the contract suite's leak
+    probes check it, and that a classifier reading the observations predicts success on unseen
+    layouts no better than one reading what the actions alone imply). ``"progress"`` shows the
+    share of doors right so far, as ``DilutedDoors-v0`` does.
 
     ## Rewards
 

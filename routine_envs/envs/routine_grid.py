@@ -265,6 +265,8 @@ class GridDynamics(Dynamics[int, np.ndarray]):
     small_config: ClassVar[dict[str, Any]] = {"num_junctions": 2, "corridor_length": 2}
     render_modes = ("ansi", "rgb_array", "human")
     renderer = staticmethod(render_grid)
+    #: the heading after a junction shows whether it was right (kept for comparison: v1 hides it)
+    hides_outcome = False
 
     def __post_init__(self) -> None:
         junctions = validation.integer(
@@ -563,7 +565,9 @@ class RoutineGridEnv(RoutineEnv[np.ndarray, int], dynamics=GridDynamics):
     Stable-Baselines3's ``check_env`` warns that such an image is below the 36x36 its default
     ``CnnPolicy`` needs: use a custom features extractor, or the vector mode.
 
-    **What the observation reveals.** Both modes are functions of the agent's cell, and nothing
+    **What the observation reveals.** This version leaks, and is kept for comparison (rb1 uses
+    it; the contract suite's leak probes check that it leaks): ``RoutineGrid-v1`` shows no
+    outcome before the end. Both modes are functions of the agent's cell, and nothing
     is hidden but the layout (which branch of each junction is right, where lava lies), which
     ``layout_seed`` fixes for a policy to learn. Part of it, though, shows through by a rule
     that holds in every layout, without learning any: a right branch runs on east after its
@@ -646,7 +650,9 @@ class RoutineGridEnv(RoutineEnv[np.ndarray, int], dynamics=GridDynamics):
 
     ## Version History
 
-    - v0: initial release.
+    - v0: initial release (kept, unchanged, for comparison; it leaks: see What the observation
+      reveals).
+    - v1: ``RoutineGrid-v1``, every way of a junction alike, the outcome shown only at the exit.
     """
 
     @property

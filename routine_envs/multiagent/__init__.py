@@ -5,29 +5,45 @@ Versioned modules, PettingZoo's convention: each has ``parallel_env(**kwargs)`` 
 ``ParallelEnv``), ``env(**kwargs)`` (the AEC version, derived with ``parallel_to_aec`` and wrapped
 as PettingZoo wraps its own environments) and ``raw_env(**kwargs)`` (AEC, unwrapped).
 
-    from routine_envs.multiagent import diluted_doors_v0, routine_grid_v0
+    from routine_envs.multiagent import diluted_doors_v1, routine_grid_v1
 
-    env = diluted_doors_v0.parallel_env(num_agents=2, routine_length=10)
+    env = diluted_doors_v1.parallel_env(num_agents=2, routine_length=10)
     observations, infos = env.reset(seed=0)
     infos["agent_0"]["critical"], infos["agent_0"]["state_id"]
 
 ``import routine_envs`` does not import this package (nor PettingZoo).
 """
 
-from routine_envs.multiagent import diluted_doors_v0, routine_grid_v0
+from routine_envs.multiagent import (
+    diluted_doors_v0,
+    diluted_doors_v1,
+    routine_grid_v0,
+    routine_grid_v1,
+)
 from routine_envs.multiagent.base import TeamEnv, TeamPolicy
 from routine_envs.multiagent.team_doors import TeamDilutedDoorsEnv
+from routine_envs.multiagent.team_doors_v1 import TeamDilutedDoorsV1Env
 from routine_envs.multiagent.team_grid import TeamRoutineGridEnv
+from routine_envs.multiagent.team_grid_v1 import TeamRoutineGridV1Env
 
-MODULES = {"diluted_doors_v0": diluted_doors_v0, "routine_grid_v0": routine_grid_v0}
+MODULES = {
+    "diluted_doors_v0": diluted_doors_v0,
+    "diluted_doors_v1": diluted_doors_v1,
+    "routine_grid_v0": routine_grid_v0,
+    "routine_grid_v1": routine_grid_v1,
+}
 """Every versioned module, by name (``metadata["name"]`` of its environment)."""
 
 __all__ = [
     "MODULES",
     "TeamDilutedDoorsEnv",
+    "TeamDilutedDoorsV1Env",
     "TeamEnv",
     "TeamPolicy",
     "TeamRoutineGridEnv",
+    "TeamRoutineGridV1Env",
     "diluted_doors_v0",
+    "diluted_doors_v1",
     "routine_grid_v0",
+    "routine_grid_v1",
 ]

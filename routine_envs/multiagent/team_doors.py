@@ -63,6 +63,8 @@ class TeamDoorsDynamics(TeamDynamics[DoorsState]):
     """
 
     renderer = staticmethod(render_team_doors)
+    #: v0's core shows the share of doors right so far (kept for comparison: v1 hides it)
+    hides_outcome = False
 
     core: DoorsDynamics
     num_agents: int = 2
@@ -303,7 +305,9 @@ class TeamDilutedDoorsEnv(TeamEnv[DoorsState]):
 
     ## Version History
 
-    - v0: initial release.
+    - v0: initial release (kept, unchanged, for comparison; it leaks: see What the observation
+      reveals).
+    - v1: ``TeamDilutedDoors-v1`` (``diluted_doors_v1``), on ``DilutedDoors-v1``: no outcome shown.
     """
 
     metadata: ClassVar[dict[str, Any]] = {**TeamEnv.metadata, "name": "diluted_doors_v0"}

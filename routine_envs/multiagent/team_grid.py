@@ -39,6 +39,8 @@ class TeamGridDynamics(TeamDynamics[JointCells]):
     """
 
     renderer = staticmethod(render_team_grid)
+    #: v0's mazes and the share of teammates on track show mistakes (kept for comparison)
+    hides_outcome = False
 
     cores: tuple[GridDynamics, ...]
     reward: str = "success"
@@ -316,7 +318,9 @@ class TeamRoutineGridEnv(TeamEnv[JointCells]):
 
     ## Version History
 
-    - v0: initial release.
+    - v0: initial release (kept, unchanged, for comparison; it leaks: see What the observation
+      reveals).
+    - v1: ``TeamRoutineGrid-v1`` (``routine_grid_v1``), on ``RoutineGrid-v1``: no outcome shown.
     """
 
     metadata: ClassVar[dict[str, Any]] = {**TeamEnv.metadata, "name": "routine_grid_v0"}

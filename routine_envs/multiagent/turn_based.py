@@ -24,9 +24,10 @@ The wrapper exposes the team env's exact model the way the suite's envs do (``nu
 evaluates the exact success probability of the shared policy and the ``oracle`` estimator gives
 every agent its exact counterfactual advantage.
 
-``TeamDilutedDoors-v0`` and ``TeamRoutineGrid-v0`` (the turn-based views) are rows of the
-registration table (:data:`routine_envs.registration.TEAM_ADAPTERS`): ``import routine_envs``
-registers them without importing this module (nor PettingZoo), which ``gym.make`` imports.
+``TeamDilutedDoors-v0``/``-v1`` and ``TeamRoutineGrid-v0``/``-v1`` (the turn-based views) are
+rows of the registration table (:data:`routine_envs.registration.TEAM_ADAPTERS`): ``import
+routine_envs`` registers them without importing this module (nor PettingZoo), which
+``gym.make`` imports.
 """
 
 from __future__ import annotations
@@ -39,7 +40,13 @@ import numpy as np
 
 from routine_envs import annotations as keys
 from routine_envs.envs import validation
-from routine_envs.multiagent import TeamDilutedDoorsEnv, TeamEnv, TeamRoutineGridEnv
+from routine_envs.multiagent import (
+    TeamDilutedDoorsEnv,
+    TeamDilutedDoorsV1Env,
+    TeamEnv,
+    TeamRoutineGridEnv,
+    TeamRoutineGridV1Env,
+)
 from routine_envs.oracle import OracleValues
 from routine_envs.registration import TEAM_ADAPTERS
 from routine_envs.rendering.text_view import TextView
@@ -238,10 +245,24 @@ def team_routine_grid(render_mode: str | None = None, **kwargs: Any) -> TurnBase
     return TurnBasedTeamEnv(TeamRoutineGridEnv(**kwargs), render_mode=render_mode)
 
 
+def team_diluted_doors_v1(render_mode: str | None = None, **kwargs: Any) -> TurnBasedTeamEnv:
+    """Entry point of ``TeamDilutedDoors-v1``: the turn-based view of ``diluted_doors_v1``."""
+    render_mode = validation.render_mode(render_mode, TurnBasedTeamEnv.metadata["render_modes"])
+    return TurnBasedTeamEnv(TeamDilutedDoorsV1Env(**kwargs), render_mode=render_mode)
+
+
+def team_routine_grid_v1(render_mode: str | None = None, **kwargs: Any) -> TurnBasedTeamEnv:
+    """Entry point of ``TeamRoutineGrid-v1``: the turn-based view of ``routine_grid_v1``."""
+    render_mode = validation.render_mode(render_mode, TurnBasedTeamEnv.metadata["render_modes"])
+    return TurnBasedTeamEnv(TeamRoutineGridV1Env(**kwargs), render_mode=render_mode)
+
+
 # The keyword arguments the entry points take are the team envs' (``inspect.signature``, which
 # the command lines read to refuse an unknown name with one line).
 team_diluted_doors.__signature__ = inspect.signature(TeamDilutedDoorsEnv)
 team_routine_grid.__signature__ = inspect.signature(TeamRoutineGridEnv)
+team_diluted_doors_v1.__signature__ = inspect.signature(TeamDilutedDoorsV1Env)
+team_routine_grid_v1.__signature__ = inspect.signature(TeamRoutineGridV1Env)
 
 
 TEAM_ENVS: dict[str, dict[str, Any]] = {

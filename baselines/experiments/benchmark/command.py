@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from baselines.experiments.benchmark import cost, drops, manifest, merging, report
-from baselines.lib import cli, protocol_runs
+from baselines.lib import cli, protocol_runs, training_runs
 from baselines.lib import protocol as protocols
 from baselines.lib.backend import BackendArgs
 from baselines.lib.results import ResultsFile, write_atomic
@@ -111,10 +111,25 @@ class BenchmarkArgs(BackendArgs):
         default_factory=lambda: [2, 8, 32, 128],
         metadata={"help": "plan: numbers of cores to give the expected wall time for"},
     )
+    trainer: str = field(
+        default=training_runs.DEFAULT_TRAINER,
+        metadata={
+            "help": "what trains the method's runs: 'sb3' (the references' trainer, one process "
+            "per run) or 'batched' (baselines.lib.batched, the runs of a setting together in "
+            "one process, docs/batched.md); recorded in every row and part of its key, results "
+            "in <out>/<version>/<tier>/<method>+batched/",
+            "choices": list(training_runs.TRAINERS),
+        },
+    )
 
 
 def method_folder(args: BenchmarkArgs, method: str) -> Path:
-    return args.out / args.protocol / args.tier / protocol_runs.method_slug(method)
+    """``<out>/<version>/<tier>/<method slug>`` (``+batched`` for the batched trainer's runs,
+    so the two trainers' results and report cards never mix)."""
+    slug = protocol_runs.method_slug(method)
+    if args.trainer != training_runs.DEFAULT_TRAINER:
+        slug = f"{slug}+{args.trainer}"
+    return args.out / args.protocol / args.tier / slug
 
 
 def load_records(path: Path, read_only: bool = False) -> list[dict[str, Any]]:
@@ -136,10 +151,12 @@ def planned_records(
     path: Path,
     config_folder: Path,
     read_only: bool = False,
+    trainer: str = training_runs.DEFAULT_TRAINER,
 ) -> list[dict[str, Any]]:
-    """The records of ``path`` that are runs of ``method`` in the protocol's ``tier`` as it is
-    now (by run key): rows of an earlier draft's settings, or of another tier, are left out."""
-    jobs = protocol_runs.plan(protocol, protocol.tier(tier), method, config_folder)
+    """The records of ``path`` that are runs of ``method`` on ``trainer`` in the protocol's
+    ``tier`` as it is now (by run key): rows of an earlier draft's settings, of another tier or
+    of the other trainer are left out."""
+    jobs = protocol_runs.plan(protocol, protocol.tier(tier), method, config_folder, trainer=trainer)
     return protocol_runs.current_records(load_records(path, read_only), jobs)
 
 
@@ -287,7 +304,9 @@ def make_report(
     folder = method_folder(args, args.method)
     configs = args.out / "configs"
     env_ids = args.env_id or None
-    jobs = protocol_runs.plan(protocol, protocol.tier(args.tier), args.method, configs, env_ids)
+    jobs = protocol_runs.plan(
+        protocol, protocol.tier(args.tier), args.method, configs, env_ids, args.trainer
+    )
     results = folder / "results.jsonl"
     records = protocol_runs.current_records(load_records(results), jobs)
     if not records:
@@ -311,6 +330,12 @@ def make_report(
         "protocol": f"{protocol.version} ({protocol.status}, sha256 {protocol.sha256[:12]}), "
         f"tier {args.tier}",
         "runs": f"{len(records)} of {tier.num_runs_per_method}",
+        "trainer": args.trainer
+        + (
+            "; the references: sb3 (the batched trainer's equivalence with SB3: docs/batched.md)"
+            if args.trainer != training_runs.DEFAULT_TRAINER
+            else ""
+        ),
         "seeds": ", ".join(map(str, tier.seeds)),
         "package versions": json.dumps(versions),
         "references": ", ".join(f"{n} ({len(r)} runs)" for n, r in references.items()) or "none",
@@ -447,43 +472,99 @@ def plan_costs(args: BenchmarkArgs, protocol: protocols.Protocol) -> dict[str, A
         return price_tier(args, protocol, refs, Path(configs))
 
 
+ALL_REFERENCES = "all references"
+
+
 def price_tier(
     args: BenchmarkArgs, protocol: protocols.Protocol, refs: manifest.References, configs: Path
 ) -> dict[str, Any]:
-    """:func:`plan_costs` with the lite references ``refs``, planning in ``configs``."""
+    """:func:`plan_costs` with the lite references ``refs``, planning in ``configs``, for each
+    trainer: SB3's from the references' wall time per step, the batched trainer's from its
+    shipped measurement (:func:`~.cost.measured_batched`; a method it cannot train is shown
+    with the reason). Returns ``{trainer: {sweep: SweepCost}}`` (batched: on the fewest
+    ``--cores``)."""
     shipped = load_references(protocol, "lite", refs, configs)
-    per_step = cost.seconds_per_step(shipped)
     tier = protocol.tier(args.tier)
-    methods = [args.method] if args.method else []
-    costs = {
-        m: cost.sweep_cost(
-            protocol_runs.plan(protocol, tier, m, configs, args.env_id or None), m, per_step
-        )
-        for m in dict.fromkeys([*methods, *protocols.REFERENCE_METHODS])
+    methods = list(dict.fromkeys([*filter(None, [args.method]), *protocols.REFERENCE_METHODS]))
+    env_ids = args.env_id or None
+    sb3_rate = cost.seconds_per_step(shipped)
+    sb3 = {
+        m: cost.sweep_cost(protocol_runs.plan(protocol, tier, m, configs, env_ids), m, sb3_rate)
+        for m in methods
     }
-    everything = cost.combined([costs[m] for m in protocols.REFERENCE_METHODS])
-    columns = {
-        **({args.method: costs[args.method]} if args.method else {}),
-        "references": everything,
-    }
+    sb3[ALL_REFERENCES] = cost.combined([sb3[m] for m in protocols.REFERENCE_METHODS])
     print(
-        f"protocol {protocol.version} tier {args.tier}; seconds per step measured in the lite "
-        f"references ({sum(len(r) for r in shipped.values())} runs of {len(shipped)} methods"
-        + ("" if refs.verified else f"; {refs.status}")
-        + ")\n"
+        f"protocol {protocol.version} tier {args.tier}\n"
+        "- sb3: seconds per step measured in the lite references "
+        f"({sum(len(r) for r in shipped.values())} runs of {len(shipped)} methods, wall time of "
+        "one run per process" + ("" if refs.verified else f"; {refs.status}") + ")"
     )
-    print("| sweep | runs | steps | CPU | longest run |\n|---|---|---|---|---|")
-    for name, c in {**costs, "all references": everything}.items():
+    measured = cost.measured_batched(protocol.version)
+    batched_jobs: dict[str, list[dict[str, Any]] | str] = {}
+    if measured is None:
+        print(f"- batched: no measured costs ship for protocol {protocol.version}")
+    else:
         print(
-            f"| {name} | {c.runs} | {c.steps / 1e6:.2f} M | {c.cpu_seconds / 3600:.2f} CPU-h | "
-            f"{c.longest_steps:,} steps ({cost.duration(c.longest_seconds)}) |"
+            f"- batched: CPU seconds per step measured in baselines/protocols/{measured[1]}, each "
+            "run's share of its batch; a method not measured: the median of those measured on "
+            "the env"
         )
-    print("\n| cores | " + " | ".join(columns) + " |\n|---|" + "---|" * len(columns))
-    for n in args.cores:
-        print(f"| {n} | " + " | ".join(cost.wall_range(c, n) for c in columns.values()) + " |")
-    runs = sum(len(r) for r in shipped.values())
-    print("\n" + cost.assumptions(runs, len(shipped), report.hardware()))
-    return {"per_method": costs, "references": everything}
+        for m in methods:
+            try:
+                batched_jobs[m] = protocol_runs.plan(protocol, tier, m, configs, env_ids, "batched")
+            except ValueError as err:  # a method the batched trainer cannot train
+                batched_jobs[m] = str(err)
+
+    def batched(name: str, cores: int) -> cost.SweepCost | str:
+        """The batched cost of ``name`` (a method or all references) on ``cores`` workers, or
+        why there is none."""
+        chosen = protocols.REFERENCE_METHODS if name == ALL_REFERENCES else [name]
+        jobs = [batched_jobs[m] for m in chosen]
+        refused = [j for j in jobs if isinstance(j, str)]
+        if refused:
+            return f"not available: {refused[0]}"
+        return cost.batched_cost([j for js in jobs for j in js], measured[0], cores)
+
+    names = [*filter(None, [args.method]), ALL_REFERENCES]
+    trainers = ["sb3", *(["batched"] if measured is not None else [])]
+    result: dict[str, dict[str, Any]] = {"sb3": sb3, "batched": {}}
+    print("\n| trainer | sweep | runs | steps | CPU | longest task |\n|---|---|---|---|---|---|")
+    for name in [*methods, ALL_REFERENCES]:
+        for trainer in trainers:
+            c = sb3[name] if trainer == "sb3" else batched(name, min(args.cores))
+            result[trainer][name] = c
+            if isinstance(c, str):
+                print(f"| {trainer} | {name} | {c} | | | |")
+                continue
+            print(
+                f"| {trainer} | {name} | {c.runs} | {c.steps / 1e6:.2f} M | "
+                f"{c.cpu_seconds / 3600:.2f} CPU-h | a {c.task} of {c.longest_steps:,} steps "
+                f"({cost.duration(c.longest_seconds)}) |"
+            )
+    columns = [(n, t) for n in names for t in trainers if not isinstance(result[t][n], str)]
+    print(
+        "\n| cores | "
+        + " | ".join(f"{n} ({t})" for n, t in columns)
+        + " |\n|---|"
+        + "---|" * len(columns)
+    )
+    for cores in args.cores:
+        walls = [
+            cost.wall_range(sb3[n] if t == "sb3" else batched(n, cores), cores) for n, t in columns
+        ]
+        print(f"| {cores} | " + " | ".join(walls) + " |")
+    print(
+        "\n"
+        + cost.assumptions(sum(len(r) for r in shipped.values()), len(shipped), report.hardware())
+    )
+    if measured is not None:
+        print(
+            "- batched (--trainer batched): the tasks are the batches the runner forms for that "
+            "many workers (longest task: with the fewest cores), each on one core, priced at the "
+            "CPU seconds per step of the file named above; batches smaller than those measured "
+            "cost more per step (docs/batched.md), so with many cores its times are lower bounds"
+        )
+    return result
 
 
 def main(args: BenchmarkArgs) -> Any:
@@ -512,7 +593,7 @@ def main(args: BenchmarkArgs) -> Any:
     if args.command == "run":
         folder = method_folder(args, args.method)
         jobs = protocol_runs.plan(
-            protocol, tier, args.method, args.out / "configs", args.env_id or None
+            protocol, tier, args.method, args.out / "configs", args.env_id or None, args.trainer
         )
         protocol_runs.run_method(
             jobs, folder / "results.jsonl", args.workers, args.progress, backend=args

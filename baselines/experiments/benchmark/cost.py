@@ -1,13 +1,22 @@
-"""What a tier costs before it runs: CPU per run from the shipped references' measured seconds
-per environment step, and the wall time on N cores.
+"""What a tier costs before it runs, per trainer: CPU per run from measured seconds per
+environment step, and the wall time on N cores.
 
-A run's cost is its budget (environment steps) times the seconds per step measured in the
-reference runs of the same method and environment (the median over its runs of ``wall_time /
-steps_trained``; a method without references gets the median over all reference methods on
-that environment). A sweep of runs of costs ``t_1 .. t_R`` (total ``T``, longest ``t_max``)
-on ``N`` cores, each run on one core, takes between ``max(T / N, t_max)`` (the cores always
-busy, or the longest run) and ``T / N + t_max`` (any greedy schedule: a core never idles while
-a run waits), start-up left out.
+SB3 (``--trainer sb3``): a run's cost is its budget (environment steps) times the seconds per
+step measured in the shipped reference runs of the same method and environment (the median over
+its runs of ``wall_time / steps_trained``, one run per process; a method without references
+gets the median over all reference methods on that environment). A sweep of runs of costs
+``t_1 .. t_R`` (total ``T``, longest ``t_max``) on ``N`` cores, each run on one core, takes
+between ``max(T / N, t_max)`` (the cores always busy, or the longest run) and ``T / N + t_max``
+(any greedy schedule: a core never idles while a run waits), start-up left out.
+
+The batched trainer (``--trainer batched``): a run's cost is its budget times the CPU seconds
+per step measured in batched runs (:func:`cpu_seconds_per_step`: their ``cpu_time``, each run's
+share of its batch, over their steps, per method and env, shipped as :data:`MEASURED_FILE` of
+the protocol; a method not measured gets the median of those measured on the env); the
+tasks on the cores are the batches the runner forms for ``N`` workers
+(:func:`~baselines.lib.runner.batch_sizes`), so ``t_max`` is the longest batch. The shares were
+measured at the batch sizes the file states: smaller batches (many cores, few runs) cost more
+per step (docs/batched.md), so the estimate is a lower bound there.
 """
 
 from __future__ import annotations
@@ -18,6 +27,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+MEASURED_FILE = "{version}-batched-costs.json"
+"""The measured CPU seconds per step of the batched trainer for a protocol, shipped beside it in
+``baselines/protocols/`` (:func:`measured_batched`)."""
 
 
 @dataclass(frozen=True)
@@ -30,6 +43,8 @@ class SweepCost:
     cpu_seconds: float
     longest_seconds: float
     longest_steps: int
+    task: str = "run"
+    """What the longest task is: a ``run`` (SB3: one per process) or a ``batch``."""
 
     def wall_seconds(self, cores: int) -> tuple[float, float]:
         """``(lower, upper)`` bound of the wall time on ``cores`` cores, in seconds."""
@@ -54,6 +69,99 @@ def seconds_per_step(
     return {key: float(np.median(values)) for key, values in by_key.items()}
 
 
+def cpu_seconds_per_step(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """``{method: {env_id: seconds}}``: the CPU seconds per step of ``records`` (rows of the
+    batched trainer, whose ``cpu_time`` is each run's share of its batch), their ``cpu_time``
+    summed over their ``steps_trained`` per method and env (so a tier's total is what its runs
+    took); the ``seconds_per_step`` of :data:`MEASURED_FILE`."""
+    cpu: dict[tuple[str, str], float] = defaultdict(float)
+    steps: dict[tuple[str, str], int] = defaultdict(int)
+    for r in records:
+        cpu[(r["method"], r["env_id"])] += r["cpu_time"]
+        steps[(r["method"], r["env_id"])] += r.get("steps_trained") or r["budget"]
+    out: dict[str, dict[str, float]] = defaultdict(dict)
+    for (method, env_id), seconds in sorted(cpu.items()):
+        out[method][env_id] = seconds / steps[(method, env_id)]
+    return dict(out)
+
+
+def measured_batched(version: str) -> tuple[dict[tuple[str, str], float], str] | None:
+    """The batched trainer's measured CPU seconds per step for protocol ``version`` and a line
+    saying where they come from, or ``None`` when none ship. The file (:data:`MEASURED_FILE`)
+    holds ``{"measured": "<command, date, machine>", "batch_runs": R,
+    "seconds_per_step": {method: {env_id: seconds}}}``."""
+    import json
+
+    from baselines.lib import data
+
+    path = data.PROTOCOLS / MEASURED_FILE.format(version=version)
+    if not path.is_file():
+        return None
+    table = json.loads(path.read_text())
+    per_step: dict[tuple[str, str], float] = {}
+    by_env: dict[str, list[float]] = defaultdict(list)
+    for method, envs in table["seconds_per_step"].items():
+        for env_id, seconds in envs.items():
+            per_step[(method, env_id)] = float(seconds)
+            by_env[env_id].append(float(seconds))
+    for env_id, values in by_env.items():
+        per_step[("*", env_id)] = float(np.median(values))
+    where = f"{path.name}: {table['measured']} (batches of {table['batch_runs']} runs)"
+    return per_step, where
+
+
+def _rate(per_step: dict[tuple[str, str], float], method: str, env_id: str, what: str) -> float:
+    rate = per_step.get((method, env_id), per_step.get(("*", env_id)))
+    if rate is None:
+        raise ValueError(f"no {what} on {env_id} to measure its cost from")
+    return rate
+
+
+def batched_cost(
+    jobs: Sequence[dict[str, Any]],
+    per_step: dict[tuple[str, str], float],
+    cores: int,
+    max_batch: int = 64,
+) -> SweepCost:
+    """The cost of ``jobs`` (batched benchmark jobs: ``method``, ``env_id``, ``budget`` and
+    what :func:`~baselines.lib.training_runs.batch_group` reads) on ``cores`` workers: each
+    run's budget times its method's measured rate on its env (all methods' median where its
+    method has none), summed per batch, the batches as the runner forms them.
+
+    Raises:
+        ValueError: no measured cost on one of the jobs' environments, no jobs.
+    """
+    from baselines.lib.runner import batch_sizes
+    from baselines.lib.training_runs import batch_group
+
+    if not jobs:
+        raise ValueError("no runs to cost")
+    groups = [batch_group(job) for job in jobs]
+    sizes = batch_sizes(groups, cores, max_batch)
+    members: dict[str | None, list[dict[str, Any]]] = defaultdict(list)
+    for group, job in zip(groups, jobs, strict=True):
+        members[group].append(job)
+    tasks: list[tuple[float, int]] = []
+    for group, runs in members.items():
+        size = sizes.get(group, 1)
+        for lo in range(0, len(runs), size):
+            chunk = runs[lo : lo + size]
+            seconds = sum(
+                j["budget"] * _rate(per_step, j["method"], j["env_id"], "measured batched runs")
+                for j in chunk
+            )
+            tasks.append((seconds, sum(j["budget"] for j in chunk)))
+    longest = max(tasks)
+    return SweepCost(
+        runs=len(jobs),
+        steps=int(sum(j["budget"] for j in jobs)),
+        cpu_seconds=float(sum(t for t, _ in tasks)),
+        longest_seconds=float(longest[0]),
+        longest_steps=int(longest[1]),
+        task="batch",
+    )
+
+
 def sweep_cost(
     jobs: Iterable[dict[str, Any]], method: str, per_step: dict[tuple[str, str], float]
 ) -> SweepCost:
@@ -64,11 +172,7 @@ def sweep_cost(
     """
     seconds, budgets = [], []
     for job in jobs:
-        env_id = job["env_id"]
-        rate = per_step.get((method, env_id), per_step.get(("*", env_id)))
-        if rate is None:
-            raise ValueError(f"no reference runs on {env_id} to measure its cost from")
-        seconds.append(job["budget"] * rate)
+        seconds.append(job["budget"] * _rate(per_step, method, job["env_id"], "reference runs"))
         budgets.append(job["budget"])
     if not seconds:
         raise ValueError("no runs to cost")
@@ -91,6 +195,7 @@ def combined(costs: Sequence[SweepCost]) -> SweepCost:
         cpu_seconds=sum(c.cpu_seconds for c in costs),
         longest_seconds=longest.longest_seconds,
         longest_steps=longest.longest_steps,
+        task=longest.task,
     )
 
 

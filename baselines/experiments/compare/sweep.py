@@ -2,7 +2,9 @@
 
 A sweep is environments x routine lengths x methods x seeds (settings only, in
 :data:`SWEEPS`; flags override them). Each run is one :func:`baselines.lib.training.main` in its
-own process (one torch thread each, ``--workers`` at a time), through the resumable runner
+own process (one torch thread each, ``--workers`` at a time; with ``--trainer batched`` the runs
+of one method are trained together, a few batches per worker: :data:`~baselines.lib.
+training_runs.BATCHING`), through the resumable runner
 (:func:`baselines.lib.runner.run_resumable`): every finished run is appended as one JSON line to
 ``<out>/results.jsonl`` (flushed and fsynced, :class:`baselines.lib.results.ResultsFile`), so a
 sweep killed halfway and started again runs only what is missing, and never duplicates a run. A
@@ -93,7 +95,9 @@ def analyse(records: list[dict[str, Any]], args: SweepArgs) -> dict[str, list[di
 def experiment() -> Experiment:
     """The comparison sweep as an experiment (its functions looked up now: tests replace
     :func:`run_job`)."""
-    return Experiment("compare", plan, run_key, run_job, TrainingRecord, analyse)
+    return Experiment(
+        "compare", plan, run_key, run_job, TrainingRecord, analyse, batching=training_runs.BATCHING
+    )
 
 
 def run_sweep(args: SweepArgs, progress: bool = True) -> list[dict[str, Any]]:

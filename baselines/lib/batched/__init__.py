@@ -26,10 +26,17 @@ process, the native vector envs, the exact models and every matrix product.
   ``steps_trained`` (whole rollouts), ``hyperparameters``, and ``wall_time``/``cpu_time`` (s):
   the batch's time divided equally among the runs active in each iteration. Bad settings of
   any run raise ``ValueError`` before any training.
+- :func:`check_supported(spec)`: a one-line ``ValueError`` naming ``--trainer batched`` when a
+  run cannot train here (no exact model, a hyperparameter not implemented, an estimator needing
+  env snapshots or annotations the env lacks), before anything is built; the sweeps call it
+  when they plan.
 - :func:`batch_key(spec)` / :func:`group_runs(runs, max_batch)`: which runs can share a batch:
   the same env id, method spec and resolved hyperparameters; ``env_kwargs`` (densities,
   observation modes), seeds, budgets and schedules may differ.
-- ``python -m baselines.train --trainer batched ...`` trains one run (R = 1) this way.
+- ``python -m baselines.train --trainer batched ...`` trains one run (R = 1) this way;
+  ``compare``, ``multiagent`` and ``benchmark run --trainer batched`` train their sweeps this
+  way, the runs of one env id, method and hyperparameters in one worker call
+  (``baselines.lib.training_runs.BATCHING``, ``baselines.lib.runner.Batching``).
 
 ## What is the same as SB3 (the protocol's algorithm)
 
@@ -71,6 +78,12 @@ Modules: :mod:`.api` (the entry points), :mod:`.settings` (hyperparameters), :mo
 (the loop), :mod:`.transformer`, :mod:`.streams`. Documentation: ``docs/batched.md``.
 """
 
-from baselines.lib.batched.api import RunSpec, batch_key, group_runs, train_runs
+from baselines.lib.batched.api import (
+    RunSpec,
+    batch_key,
+    check_supported,
+    group_runs,
+    train_runs,
+)
 
-__all__ = ["RunSpec", "batch_key", "group_runs", "train_runs"]
+__all__ = ["RunSpec", "batch_key", "check_supported", "group_runs", "train_runs"]

@@ -111,6 +111,56 @@ def group_runs(runs: Sequence[RunSpec], max_batch: int = DEFAULT_MAX_BATCH) -> l
     return out
 
 
+def check_supported(spec: RunSpec) -> None:
+    """A one-line ``ValueError`` naming ``--trainer batched`` (or the key) when the batched
+    trainer cannot train ``spec``, before anything is built: a bad setting
+    (:meth:`RunSpec.check`), a hyperparameter it does not implement, an environment without an
+    exact model, with non-Discrete actions or a non-flat observation, an estimator needing env
+    snapshots (``source: branch``) or info keys the env lacks. The Transformer policy's own
+    limits (environments whose states repeat) are checked when its batch is built."""
+    spec.check()
+    hyper = spec.resolved_hyperparameters()
+    _check_supported(
+        spec.env_id,
+        json.dumps(spec.env_kwargs, sort_keys=True),
+        spec.method,
+        json.dumps(hyper, sort_keys=True, default=str),
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _check_supported(env_id: str, kwargs_json: str, method: str, hyper_json: str) -> None:
+    import gymnasium as gym
+
+    import routine_envs
+    from baselines.lib.batched.envs import LazySampler, check_env
+    from baselines.lib.batched.trainer import check_estimator
+    from baselines.lib.config import TURN_LEVEL_METHODS
+    from routine_envs import credit
+
+    hyper = json.loads(hyper_json)
+    settings = _trainer_class(hyper).check_settings(hyper)
+    gym.register_envs(routine_envs)
+    env = gym.make(env_id, **json.loads(kwargs_json))
+    try:
+        check_env(env, env_id)
+        target = check_method(method).target
+        if target in TURN_LEVEL_METHODS:
+            return
+        context = credit.EstimatorContext(
+            env=env.unwrapped,
+            policy_table=lambda: env.unwrapped.masked_uniform_policy(),
+            gamma=settings.gamma,
+            gae_lambda=settings.gae_lambda,
+            sampler=LazySampler(env),
+            seed=0,
+        )
+        estimator = credit.build_estimator(target, context, **settings.estimator_kwargs)
+        check_estimator(estimator, env, env_id)
+    finally:
+        env.close()
+
+
 def schedule(budget: int, eval_every: int) -> list[int]:
     """``baselines.lib.training.schedule``: 0 and every multiple of ``eval_every`` up to the
     budget."""
@@ -137,8 +187,8 @@ def train_runs(
     from baselines.lib.training import RunResult
 
     runs = list(runs)
-    for spec in runs:
-        spec.check()
+    for spec in runs:  # every run checked before any training
+        check_supported(spec)
     groups = group_runs(runs, max_batch)
     hypers = [runs[g[0]].resolved_hyperparameters() for g in groups]
     for hyper in hypers:  # every batch's settings validated before any training

@@ -51,6 +51,30 @@ class LazySampler:
         return getattr(self.built(), name)
 
 
+def check_env(env: gym.Env, env_id: str) -> Any:
+    """The dynamics of ``env`` (``gym.make(env_id, ...)``), or a one-line ``ValueError`` naming
+    ``--trainer batched`` when the batched trainer cannot train on it: no exact model, a
+    non-Discrete action space, an observation that is not a flat Box."""
+    base = env.unwrapped
+    dynamics = getattr(base, "dynamics", None)
+    if dynamics is None or not hasattr(base, "success_probability"):
+        raise ValueError(
+            f"--trainer batched needs an environment of the suite with an exact model "
+            f"(env.unwrapped.dynamics); {env_id} has none: use --trainer sb3"
+        )
+    if not isinstance(env.action_space, gym.spaces.Discrete):
+        raise ValueError(
+            f"--trainer batched needs a Discrete action space, {env_id} has {env.action_space}"
+        )
+    space = env.observation_space
+    if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
+        raise ValueError(
+            f"--trainer batched needs a flat Box observation space, {env_id} has {space} "
+            "(choose the vector observation mode)"
+        )
+    return dynamics
+
+
 class EnvConfig:
     """One environment configuration shared by ``num_runs`` runs of ``num_envs`` sub-envs each.
 
@@ -66,24 +90,8 @@ class EnvConfig:
     def __init__(self, env_id: str, env_kwargs: dict[str, Any], num_runs: int, num_envs: int):
         self.env_id, self.env_kwargs = env_id, dict(env_kwargs)
         self.env = gym.make(env_id, **env_kwargs)
-        base = self.env.unwrapped
-        dynamics = getattr(base, "dynamics", None)
-        if dynamics is None or not hasattr(base, "success_probability"):
-            raise ValueError(
-                f"--trainer batched needs an environment of the suite with an exact model "
-                f"(env.unwrapped.dynamics); {env_id} has none: use --trainer sb3"
-            )
-        if not isinstance(self.env.action_space, gym.spaces.Discrete):
-            raise ValueError(
-                f"--trainer batched needs a Discrete action space, {env_id} has "
-                f"{self.env.action_space}"
-            )
+        dynamics = check_env(self.env, env_id)
         space = self.env.observation_space
-        if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
-            raise ValueError(
-                f"--trainer batched needs a flat Box observation space, {env_id} has {space} "
-                "(choose the vector observation mode)"
-            )
         self.dynamics = dynamics
         self.obs_dim = int(space.shape[0])
         self.num_actions = int(self.env.action_space.n)

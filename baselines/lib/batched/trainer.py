@@ -49,6 +49,20 @@ class RunState:
     wall_time: float = 0.0
 
 
+def check_estimator(estimator: Any, env: Any, env_id: str) -> None:
+    """``ValueError`` (one line) when the batched trainer cannot feed ``estimator`` on ``env``
+    (``gym.make(env_id, ...)``): info keys it needs that the env does not give, or batch fields
+    the trainer does not provide (:data:`BATCHED_PROVIDES`: no ``snapshots``)."""
+    _, info = env.reset(seed=0)
+    missing = credit.missing_annotations(estimator, info)
+    if missing:
+        raise ValueError(
+            f"estimator {estimator.name!r} needs info keys {missing}, which {env_id} does not "
+            "provide"
+        )
+    credit.check_provides(estimator, BATCHED_PROVIDES, "the batched trainer (--trainer batched)")
+
+
 def sample_actions(probs: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
     """Inverse-CDF draws: for each row of ``probs`` ``(..., A)`` the first action whose
     cumulative probability (float64) exceeds its uniform; the last action of positive
@@ -187,14 +201,7 @@ class BatchedTrainer:
             seed=self.streams[j].estimator_seed,
         )
         estimator = credit.build_estimator(target, context, **self.settings.estimator_kwargs)
-        _, info = config.env.reset(seed=0)
-        missing = credit.missing_annotations(estimator, info)
-        if missing:
-            raise ValueError(
-                f"estimator {estimator.name!r} needs info keys {missing}, which "
-                f"{config.env_id} does not provide"
-            )
-        credit.check_provides(estimator, BATCHED_PROVIDES, "the batched trainer")
+        check_estimator(estimator, config.env, config.env_id)
         return estimator
 
     def _charge(self, cpu0: float, wall0: float, runs: np.ndarray) -> None:

@@ -1,0 +1,347 @@
+"""The batched trainer wired into the sweeps (issue 26): ``--trainer sb3|batched`` on
+``compare`` and ``benchmark run/report/plan``; the runner training a group of jobs in one call;
+every row recording its trainer, batched rows keyed apart while SB3 keys stay as shipped; what
+the batched trainer cannot train refused in one line naming ``--trainer``; the plan's
+per-trainer costs."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from baselines.experiments.benchmark import command, cost
+from baselines.experiments.compare import sweep as compare
+from baselines.lib import protocol, protocol_runs, training_runs
+from baselines.lib.results import ResultsFile
+from baselines.lib.runner import Batching, RunFailed, batch_sizes, run_resumable
+
+DOORS = "DilutedDoors-v1"
+CALLS: list[list[int]] = []
+"""The jobs (their ``i``) of each call of the toy batch worker, in order."""
+
+
+def toy_single(job: dict) -> dict:
+    """The runner's ordinary worker: one job."""
+    CALLS.append([job["i"]])
+    return {"value": job["i"] * 10}
+
+
+def toy_batch(jobs: list[dict]) -> list[dict]:
+    """A batch worker: every job of a call at once (one of group ``bad`` raises)."""
+    CALLS.append([job["i"] for job in jobs])
+    if any(job["group"] == "bad" for job in jobs):
+        raise RuntimeError("the batch broke")
+    return [{"value": job["i"] * 10} for job in jobs]
+
+
+TOY = Batching(lambda job: job["group"], toy_batch)
+
+
+def toy_jobs(groups: list[str | None]) -> list[dict]:
+    return [{"i": i, "group": g} for i, g in enumerate(groups)]
+
+
+def run_toys(jobs: list[dict], path, workers: int = 1) -> list[dict]:
+    return run_resumable(
+        jobs,
+        lambda job: f"job{job['i']}",
+        toy_single,
+        path,
+        workers,
+        required=("key", "value"),
+        progress=False,
+        batching=TOY,
+    )
+
+
+def test_the_runner_trains_a_group_in_one_call_and_writes_each_run(tmp_path):
+    CALLS.clear()
+    jobs = toy_jobs(["a", "b", "a", None, "a", "b"])
+    records = run_toys(jobs, tmp_path / "r.jsonl")
+    assert [r["value"] for r in records] == [0, 10, 20, 30, 40, 50]  # every job, in order
+    assert sorted(CALLS) == [[0, 2, 4], [1, 5], [3]]  # a group in one call; None alone
+    stored = ResultsFile(tmp_path / "r.jsonl", ("key", "value")).load()
+    assert sorted(r["key"] for r in stored) == [f"job{i}" for i in range(6)]  # one row each
+    CALLS.clear()
+    assert run_toys(jobs, tmp_path / "r.jsonl") == records and CALLS == []  # resumed: nothing
+
+
+def test_a_failed_batch_fails_each_of_its_runs_by_name_and_keeps_the_others(tmp_path):
+    CALLS.clear()
+    jobs = toy_jobs(["bad", "ok", "bad"])
+    with pytest.raises(RunFailed) as failed:
+        run_toys(jobs, tmp_path / "r.jsonl")
+    message = str(failed.value)
+    assert message.startswith("2 of 3 run(s) failed") and "the batch broke" in message
+    assert "in a batch of 2 runs" in message
+    stored = ResultsFile(tmp_path / "r.jsonl", ("key", "value")).load()
+    assert [r["key"] for r in stored] == ["job1"]
+    CALLS.clear()
+    with pytest.raises(RunFailed):  # a rerun retries exactly the failed runs, together
+        run_toys(jobs, tmp_path / "r.jsonl")
+    assert CALLS == [[0, 2]]
+
+
+def test_batch_sizes_split_groups_to_give_every_worker_work():
+    assert batch_sizes(["a"] * 6 + ["b"] * 6, 2, 64) == {None: 1, "a": 6, "b": 6}
+    assert batch_sizes(["a"] * 6, 2, 64) == {None: 1, "a": 3}  # one group, two workers
+    assert batch_sizes(["a"] * 40 + ["b"] * 40 + ["c"] * 40, 2, 64)["a"] == 40
+    assert batch_sizes(["a"] * 100, 1, 64)["a"] == 50  # two equal calls, not 64 + 36
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    counts=st.lists(st.integers(1, 90), min_size=1, max_size=5),
+    workers=st.integers(1, 40),
+    max_size=st.integers(1, 70),
+)
+def test_batch_sizes_never_exceed_the_cap_nor_a_workers_share(counts, workers, max_size):
+    groups = [f"g{k}" for k, n in enumerate(counts) for _ in range(n)]
+    sizes = batch_sizes(groups, workers, max_size)
+    share = math.ceil(len(groups) / workers)  # one round of calls on every worker covers all
+    for k, n in enumerate(counts):
+        size = sizes[f"g{k}"]
+        assert 1 <= size <= min(max_size, share)
+        calls = math.ceil(n / size)
+        assert calls == math.ceil(n / min(max_size, share))  # no more calls than the cap needs
+        assert n - (calls - 1) * size >= size - calls  # the calls of a group nearly equal
+
+
+# ------------------------------------------------------------------------ keys and rows
+def compare_args(tmp_path, trainer: str, **changes) -> training_runs.SweepArgs:
+    values = {
+        "env_id": DOORS,
+        "env_kwargs": {"num_floors": 2},
+        "routine_lengths": [0, 3],
+        "methods": ["ppo", "trajectory_mc"],
+        "seeds": [0, 1],
+        "budget_episodes": 60,
+        "eval_points": 3,
+        "out": tmp_path / trainer,
+        "workers": 1,
+        "trainer": trainer,
+    }
+    return compare.CompareCommand(**{**values, **changes})
+
+
+def test_sb3_keys_are_as_before_and_batched_keys_apart(tmp_path):
+    sb3 = compare.plan(compare_args(tmp_path, "sb3"))
+    batched = compare.plan(compare_args(tmp_path, "batched"))
+    assert {j["trainer"] for j in sb3} == {"sb3"} and {j["trainer"] for j in batched} == {"batched"}
+    for a, b in zip(sb3, batched, strict=True):
+        old = json.dumps({k: a[k] for k in training_runs.KEY_FIELDS}, sort_keys=True)
+        assert training_runs.run_key(a) == old  # SB3's key: the fields it always had
+        assert training_runs.run_key(b) != old and json.loads(training_runs.run_key(b)) == {
+            **json.loads(old),
+            "trainer": "batched",
+        }
+    # a row written before the field existed is an SB3 run
+    row = {k: sb3[0][k] for k in ("env_id", "env_kwargs", "method", "seed", "budget", "target")}
+    row |= {"density_kwarg": "routine_length", "density_value": 0, "rho": 1.0}
+    record = training_runs.TrainingRecord.from_row({**row, "timesteps": [0], "success": [0.5]})
+    assert training_runs.trainer_of(record.row()) == "sb3"
+    assert training_runs.trainer_of({**record.row(), "trainer": "batched"}) == "batched"
+
+
+def test_benchmark_keys_sb3_as_shipped_and_batched_apart(tmp_path):
+    rb1 = protocol.load_protocol("rb1")
+    lite = rb1.tier("lite")
+    sb3 = protocol_runs.plan(rb1, lite, "ppo", tmp_path)
+    batched = protocol_runs.plan(rb1, lite, "ppo", tmp_path, trainer="batched")
+    shipped = protocol_runs.reference_path(rb1, "lite", "ppo").read_text().splitlines()
+    assert {protocol_runs.run_key(j) for j in sb3} == {json.loads(r)["key"] for r in shipped}
+    assert not {protocol_runs.run_key(j) for j in batched} & {protocol_runs.run_key(j) for j in sb3}
+    assert all("trainer" not in json.loads(r) for r in shipped)  # old rows: no field, sb3
+
+
+def test_compare_batched_trains_each_method_in_one_call_bit_identical_to_runs_alone(
+    tmp_path, monkeypatch
+):
+    """Every run of a method goes to one batched call (workers 1: in this process), and each
+    record equals the same job trained alone (R = 1): batching never changes a result."""
+    from baselines.lib import batched
+
+    calls = []
+    real = batched.train_runs
+
+    def counting(runs, *args, **kwargs):
+        calls.append(sorted({(r.method, r.seed, r.env_kwargs["routine_length"]) for r in runs}))
+        return real(runs, *args, **kwargs)
+
+    monkeypatch.setattr(batched, "train_runs", counting)
+    args = compare_args(tmp_path, "batched")
+    records = compare.run_sweep(args, progress=False)
+    assert len(records) == 8 and {r["trainer"] for r in records} == {"batched"}
+    assert [len(c) for c in calls] == [4, 4]  # ppo's 4 runs together, trajectory_mc's
+    assert {c[0][0] for c in calls} == {"ppo", "trajectory_mc"}
+    jobs = {training_runs.run_key(j): j for j in compare.plan(args)}
+    for record in records[::3]:
+        alone = training_runs.run_training(jobs[record["key"]]).row()
+        assert alone["success"] == record["success"]
+        assert alone["steps_to_target"] == record["steps_to_target"]
+    # the same schema as SB3's rows (fields and their kinds), timings included
+    sb3 = training_runs.run_training(compare.plan(compare_args(tmp_path, "sb3"))[0]).row()
+    assert set(sb3) == set(record)
+    assert sb3["cpu_time"] > 0 and record["cpu_time"] > 0
+
+
+# -------------------------------------------------------------------------- refusals
+def write_config(tmp_path, text: str):
+    path = tmp_path / "c.yml"
+    path.write_text(text)
+    return str(path)
+
+
+REFUSED = [
+    (
+        ["compare", "--env-id", "CodeFix-v1", "--env-kwargs", '{"obs_mode": "text"}'],
+        "--trainer batched needs a flat Box observation space",
+    ),
+    (
+        ["compare", "--env-id", "CodeFix-v1", "--methods", "ppo", 'mc_rollout{"source": "branch"}'],
+        "--trainer batched cannot train mc_rollout",
+    ),
+    (
+        ["compare", "--config", "CONFIG:common: {target_kl: 0.02}"],
+        "target_kl is not supported by --trainer batched",
+    ),
+    (
+        [
+            "benchmark",
+            "run",
+            "--tier",
+            "smoke",
+            "--method",
+            'mc_rollout{"source": "branch"}',
+            "--no-progress",
+        ],
+        "--trainer batched cannot train mc_rollout",
+    ),
+]
+
+
+@pytest.mark.parametrize(("argv", "message"), REFUSED, ids=["obs", "branch", "key", "bench"])
+def test_what_the_batched_trainer_cannot_train_is_one_line_naming_trainer(
+    argv, message, tmp_path, capsys
+):
+    from baselines.commands import main
+
+    argv = [
+        write_config(tmp_path, a.removeprefix("CONFIG:")) if a.startswith("CONFIG:") else a
+        for a in argv
+    ]
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as end:
+        main([*argv, "--trainer", "batched", "--out", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert end.value.code == 2, err
+    assert len(err.splitlines()) == 1 and message in err, err
+    assert not (out / "rb1").exists() and not (out / "results.jsonl").exists()
+
+
+def test_team_envs_and_unknown_trainers_are_refused_naming_trainer(tmp_path, capsys):
+    pytest.importorskip("pettingzoo")
+    from baselines.commands import main
+
+    for argv, message in [
+        (["multiagent", "--trainer", "batched"], "--trainer batched needs an environment"),
+        (["compare", "--trainer", "jax"], "--trainer"),
+        (["benchmark", "run", "--method", "ppo", "--trainer", "jax"], "--trainer"),
+    ]:
+        with pytest.raises(SystemExit) as end:
+            main([*argv, "--out", str(tmp_path / "out")])
+        err = capsys.readouterr().err.strip()
+        assert end.value.code == 2 and len(err.splitlines()) == 1 and message in err, err
+
+
+def test_sb3_refuses_the_transformer_policy_when_the_sweep_is_planned(tmp_path):
+    config = tmp_path / "c.yml"
+    config.write_text("common: {policy: transformer}\n")
+    with pytest.raises(ValueError, match="--trainer sb3 trains the MLP policy only"):
+        compare.plan(compare_args(tmp_path, "sb3", config=config))
+    assert compare.plan(compare_args(tmp_path, "batched", config=config))  # batched trains it
+
+
+# ------------------------------------------------------------------------- benchmark
+def test_benchmark_run_and_report_with_the_batched_trainer(tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = ["--method", "trajectory_mc", "--tier", "smoke", "--out", str(out), "--no-lab"]
+    folder = command.cli_main(["run", *argv, "--trainer", "batched", "--workers", "1"])
+    assert folder == out / "rb1" / "smoke" / "trajectory_mc+batched" / "report"
+    card = (folder / "report.md").read_text()
+    assert "**trainer**: batched; the references: sb3" in card
+    rows = [json.loads(x) for x in (folder.parent / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 4 and {r["trainer"] for r in rows} == {"batched"}
+    assert all(json.loads(r["key"])["trainer"] == "batched" for r in rows)
+    capsys.readouterr()
+    command.cli_main(["report", *argv, "--trainer", "batched"])
+    with pytest.raises(SystemExit):  # SB3's report reads SB3's runs only: none here
+        command.cli_main(["report", *argv])
+    assert "no runs of 'trajectory_mc'" in capsys.readouterr().err
+
+
+def test_cpu_seconds_per_step_is_the_runs_cpu_over_their_steps():
+    rows = [
+        {"method": "a", "env_id": "E", "cpu_time": 1.0, "steps_trained": 100, "budget": 90},
+        {"method": "a", "env_id": "E", "cpu_time": 5.0, "steps_trained": 300, "budget": 290},
+        {"method": "b", "env_id": "E", "cpu_time": 2.0, "budget": 1000},
+    ]
+    assert cost.cpu_seconds_per_step(rows) == {
+        "a": {"E": pytest.approx(6.0 / 400)},
+        "b": {"E": pytest.approx(0.002)},
+    }
+
+
+def test_the_shipped_batched_costs_are_the_measured_runs_cpu_per_step():
+    per_step, where = cost.measured_batched("rb1")
+    assert where.startswith("rb1-batched-costs.json: python -m baselines benchmark run")
+    assert {m for m, _ in per_step} == {"ppo", "trajectory_mc", "oracle", "*"}
+    assert {e for _, e in per_step} == {"DilutedDoors-v1", "RoutineGrid-v0", "CodeFix-v1"}
+    assert all(1e-6 < s < 1e-3 for s in per_step.values())  # microseconds, not SB3's 0.2 ms
+    assert cost.measured_batched("rb0") is None
+
+
+def test_batched_cost_sums_runs_per_batch_as_the_runner_forms_them():
+    jobs = [
+        {"method": m, "env_id": e, "budget": 1000, "hyperparameters": {}, "trainer": "batched"}
+        for m in ("a", "b")
+        for e in ("E", "F")
+        for _ in range(4)
+    ]
+    rate = {("a", "E"): 1e-3, ("a", "F"): 2e-3, ("*", "E"): 3e-3, ("*", "F"): 4e-3}
+    one = cost.batched_cost(jobs, rate, cores=1)
+    # b has no rate of its own: the env's median over methods; 4 batches of 4 runs
+    assert one.cpu_seconds == pytest.approx(4 * (1 + 2 + 3 + 4))
+    assert (one.runs, one.steps, one.task) == (16, 16_000, "batch")
+    assert (one.longest_seconds, one.longest_steps) == (pytest.approx(16.0), 4000)
+    many = cost.batched_cost(jobs, rate, cores=8)  # batches of 2: 8 tasks
+    assert many.cpu_seconds == pytest.approx(one.cpu_seconds)
+    assert many.longest_seconds == pytest.approx(8.0)
+    assert many.wall_seconds(8) == pytest.approx((8.0, 13.0))
+    with pytest.raises(ValueError, match="no measured batched runs on G"):
+        cost.batched_cost([{**jobs[0], "env_id": "G"}], rate, 1)
+
+
+def test_plan_prints_the_cost_of_each_trainer_and_where_it_was_measured(capsys):
+    result = command.cli_main(
+        ["plan", "--tier", "lite", "--method", 'mc_rollout{"source": "branch"}', "--cores", "2"]
+    )
+    text = capsys.readouterr().out
+    assert "sb3: seconds per step measured in the lite references" in text
+    assert (
+        "batched: CPU seconds per step measured in baselines/protocols/rb1-batched-costs.json"
+        in text
+    )
+    assert "| batched | ppo | 120 |" in text and "| sb3 | ppo | 120 |" in text
+    assert '| batched | mc_rollout{"source": "branch"} | not available: --trainer batched' in text
+    header = (
+        '| cores | mc_rollout{"source": "branch"} (sb3) | all references (sb3) | all references'
+    )
+    assert f"{header} (batched) |" in text  # no batched column for a method it cannot train
+    sb3, batched = result["sb3"]["all references"], result["batched"]["all references"]
+    assert batched.runs == sb3.runs == 960 and batched.steps == sb3.steps
+    assert 0 < batched.cpu_seconds < sb3.cpu_seconds / 5  # measured, not assumed
