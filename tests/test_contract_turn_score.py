@@ -12,9 +12,11 @@ import pytest
 from routine_envs import annotations as keys
 from routine_envs.envs.diluted_doors import DoorsDynamics
 from routine_envs.envs.routine_grid import GridDynamics
+from routine_envs.envs.routine_grid_v1 import TreeGridDynamics
 from routine_envs.episodes import PRIVILEGED_FIELDS, collect_episodes
 from routine_envs.multiagent.team_doors import TeamDoorsDynamics
 from routine_envs.multiagent.team_grid import TeamGridDynamics
+from routine_envs.multiagent.team_grid_v1 import TeamTreeGridDynamics
 from routine_envs.sampler import ModelSampler
 from tests.test_contract import CASES, SMALL, case_id, dynamics_or_skip, make
 from tests.utils import run_episode, small_config, uniform_policy
@@ -121,8 +123,14 @@ def test_batches_carry_the_score_of_the_state_each_step_reached(case):
                 for seed in (0, 1)
             )
         ),
+        lambda: TeamTreeGridDynamics(
+            tuple(
+                TreeGridDynamics(num_junctions=2, corridor_length=2, layout_seed=seed)
+                for seed in (0, 1)
+            )
+        ),
     ],
-    ids=["doors", "doors-fraction", "grid"],
+    ids=["doors", "doors-fraction", "grid", "grid-v1"],
 )
 def test_team_scores_by_rule_are_the_exact_optimal_joint_success(make_dynamics):
     """The team envs score by rule (the core's; the product over independent mazes), never by
