@@ -289,7 +289,9 @@ class TeamRoutineGridV1Env(TeamEnv[JointPaths]):
     change the expected team return?), ``anchor`` (a stable hash of this agent's observation)
     and ``state_id`` (the canonical id of the joint state, the same for every agent). At the end,
     per agent: ``success`` (the team's), ``num_critical``, ``episode_length`` and
-    ``decision_density`` (this agent's). Exact definition of ``critical``:
+    ``decision_density`` (this agent's). ``turn_score`` on every step (the team's, privileged):
+    the product of each agent's exact success probability in its maze. Exact definition of
+    ``critical``:
     :meth:`~routine_envs.multiagent.base.TeamEnv.action_gaps` ``> 0``.
 
     ## Arguments
