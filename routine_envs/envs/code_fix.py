@@ -1,6 +1,5 @@
-"""Code Fix: a mock multi-turn bug-fix session with tool actions, action masks, text observations
-and exact annotations of which turns matter: the public MDP :class:`CodeFixDynamics` and the env
-:class:`CodeFixEnv` (the words are in :mod:`~routine_envs.rendering.code_fix_text`)."""
+"""Code Fix: a mock multi-turn bug-fix session with exact annotations of which turns matter: the
+MDP :class:`CodeFixDynamics` and the env :class:`CodeFixEnv` (its words: code_fix_text)."""
 
 from __future__ import annotations
 
@@ -343,8 +342,7 @@ class CodeFixDynamics(Dynamics[CodeState, np.ndarray]):
         return state.phase == DONE and state.fixed == 1
 
     def turn_score(self, state: CodeState) -> float:
-        """The tests a verifier would see passing on the current code: 1.0 while the applied
-        patch fixes the bug (from the patch to the submit, until a ``revert``), else 0.0."""
+        """1.0 while the applied patch fixes the bug (until a ``revert``), else 0.0."""
         return float(state.fixed)
 
     @property
@@ -528,10 +526,8 @@ class CodeFixEnv(RoutineEnv[Any, CodeState], dynamics=CodeFixDynamics):
     ``success`` (the submitted patch fixes the bug), ``num_critical``, ``episode_length`` and
     ``decision_density`` at the end. Also, on every ``reset``/``step``: ``invalid_action`` (bool:
     the action just taken was a no-op) and ``action_mask`` (the valid actions of the state just
-    observed: ``action_masks()`` then). ``turn_score`` (float, every ``reset``/``step``;
-    privileged): the verifier's view of the current code, 1.0 while the applied patch makes the
-    failing test pass (from the patch to the submit, until a ``revert``: also before the agent
-    ran the tests), else 0.0.
+    observed: ``action_masks()`` then). ``turn_score`` (privileged): 1.0 while the applied
+    patch makes the failing test pass (even before the agent runs the tests), else 0.0.
 
     ``critical`` is the optimal action gap *over the valid actions* at ``gamma = 1``. In the model
     an invalid action is the no-op it is in ``step``: a self-loop paying ``-step_cost``. With

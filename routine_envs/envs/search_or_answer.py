@@ -228,13 +228,13 @@ class SearchDynamics(Dynamics[SearchState, np.ndarray]):
         answer, searches, found, reading, _ = state
         if reading > 0:  # reading the results: routine, every action reads on
             after = reading + 1 if reading < self.reading_length else 0
-            return ((1.0, state._replace(reading=after), 0.0, False),)
+            return ((1.0, SearchState(answer, searches, found, after, RUNNING), 0.0, False),)
         if action != SEARCH:
             right = action - 1 == answer
-            end = state._replace(outcome=RIGHT if right else WRONG)
+            end = SearchState(answer, searches, found, reading, RIGHT if right else WRONG)
             return ((1.0, end, float(right), True),)
         if searches == self.max_searches:  # no search left: giving up
-            return ((1.0, state._replace(outcome=GAVE_UP), 0.0, True),)
+            return ((1.0, SearchState(answer, searches, found, reading, GAVE_UP), 0.0, True),)
         reading = 1 if self.reading_length > 0 else 0
         cost = 0.0 - self.search_cost  # 0.0, not -0.0, without a cost
         hit = SearchState(answer, searches + 1, 1, reading, RUNNING)
