@@ -193,3 +193,53 @@ def test_the_merge_probe_hides_an_undeclared_privileged_field(doors):
     SEEN.clear()
     merging.probe_advantages({"x": DeclaredCritical(), "y": RLOO()}, sampler, table, values)
     assert SEEN and all(s is not None for s in SEEN)
+
+
+# ----------------------------------------------------------------------------- leaderboard
+def test_the_leaderboard_after_rb1_names_privileged_reads_and_ranks_them_apart(
+    monkeypatch, tmp_path
+):
+    from baselines.experiments.benchmark import command, privileged, scores
+    from baselines.lib import protocol
+
+    monkeypatch.setattr(scores, "RESAMPLES", 200)
+    rb1 = protocol.load_protocol("rb1")
+    refs = command.manifest.open_references(rb1, "lite")
+    found = command.load_references(rb1, "lite", refs, tmp_path)
+    marks = privileged.privileged_of(found)
+    label_free = {"ppo", "trajectory_mc", "rloo", "gigpo", 'detector_masked{"detector": "critic"}'}
+    # mc_rollout's rb1 runs simulate rollouts on the exact model, keyed by state_id
+    assert marks == {
+        **{m: () for m in label_free},
+        "mc_rollout": ("state_ids",),
+        "oracle": ("state_ids",),
+        "routine_masked": ("critical",),
+    }
+    assert "privileged" not in command.leaderboard_text(rb1, "lite", refs, found)  # as shipped
+    later = dataclasses.replace(rb1, version="rb2")
+    text = command.leaderboard_text(later, "lite", refs, found)
+    combined = report_rows(command.leaderboard_text(rb1, "lite", refs, found))
+    sections = text.split("\n## ")[1:]
+    assert len(sections) == 3
+    for section in sections:
+        free, priv = (report_rows(b) for b in section.split("### ")[1:])
+        assert {r[0] for r in free} == label_free and all(r[1] == "none" for r in free)
+        assert {(r[0], r[1]) for r in priv} == {
+            ("mc_rollout", "state_ids"),
+            ("oracle", "state_ids"),
+            ("routine_masked", "critical"),
+        }
+        # each block keeps the methods' order of the one table: ranked by the same scores
+        order = [r[0] for r in combined[section.split("\n")[0]]]
+        for block in (free, priv):
+            names = [r[0] for r in block]
+            assert names == [n for n in order if n in names]
+
+
+def report_rows(text: str) -> list[list[str]] | dict[str, list[list[str]]]:
+    """The table rows of a leaderboard block (cells, header and rule dropped); for a whole
+    leaderboard, its rows by setting."""
+    if text.startswith("# Leaderboard"):
+        return {s.split("\n")[0]: report_rows(s) for s in text.split("\n## ")[1:]}
+    rows = [line.strip("|").split(" | ") for line in text.splitlines() if line.startswith("| ")]
+    return [[c.strip() for c in row] for row in rows[1:]]
