@@ -243,3 +243,16 @@ def report_rows(text: str) -> list[list[str]] | dict[str, list[list[str]]]:
         return {s.split("\n")[0]: report_rows(s) for s in text.split("\n## ")[1:]}
     rows = [line.strip("|").split(" | ") for line in text.splitlines() if line.startswith("| ")]
     return [[c.strip() for c in row] for row in rows[1:]]
+
+
+def test_a_submissions_card_names_the_privileged_fields_it_read(tmp_path):
+    from baselines.experiments.benchmark import command
+
+    method = "tests.test_privileged_inputs:DeclaredCritical"
+    args = ["run", "--method", method, "--tier", "smoke", "--workers", "1"]
+    args += ["--out", str(tmp_path), "--no-progress", "--no-lab"]
+    SEEN.clear()
+    folder = command.main(command.parse_args(args))
+    card = (folder / "report.md").read_text()
+    assert "- **privileged fields read**: critical\n" in card
+    assert SEEN and all(s is not None for s in SEEN)

@@ -327,6 +327,9 @@ def make_report(
     ref_versions = [v for recs in references.values() for v in report.versions_of(recs)]
     header = {
         "method": parse_method(args.method).label(),  # a privileged method says so
+        "privileged fields read": privileged.privileged_text(
+            privileged.privileged_of({args.method: records})[args.method]
+        ),
         "protocol": f"{protocol.version} ({protocol.status}, sha256 {protocol.sha256[:12]}), "
         f"tier {args.tier}",
         "runs": f"{len(records)} of {tier.num_runs_per_method}",
