@@ -3,8 +3,8 @@
 One interface, usable from any RL library (an LLM trainer included; numpy only): an estimator is
 called on an :class:`~routine_envs.episodes.EpisodeBatch` and returns an :class:`Advantages`
 (one advantage per step, and a return target where it trains a critic). ``requires`` names the
-batch fields it reads, so a trainer can fail before training when the environment does not
-provide them.
+batch fields it reads: a trainer fails before training where they are missing, and the batch an
+estimator gets holds only the privileged fields it declares (:func:`batch_for`).
 
 Estimators (``R_i`` episode return, ``G_t`` return-to-go, ``V`` a value):
 
@@ -26,8 +26,7 @@ Estimators (``R_i`` episode return, ``G_t`` return-to-go, ``V`` a value):
 Building estimators: a trainer or a lab describes what it has in an :class:`EstimatorContext`
 (env, policy table, gamma, rollout policy, seed) and calls :func:`build_estimator` with a name, a
 class or an instance; each class takes what it needs in its ``from_context`` (the
-:class:`FromContext` mixin maps constructor parameters to context fields), so the factory has no
-switch over names and an estimator outside this package is built the same way.
+:class:`FromContext` mixin maps constructor parameters to context fields): no switch over names.
 """
 
 from __future__ import annotations
@@ -40,6 +39,7 @@ import numpy as np
 
 from routine_envs import plugins
 from routine_envs.episodes import PER_STEP_FIELDS, EpisodeBatch
+from routine_envs.episodes import batch_for as batch_for
 from routine_envs.oracle import PolicyLike
 from routine_envs.rollouts import (  # re-exported: the sources of mc_rollout
     BranchedRollouts,

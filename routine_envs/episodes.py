@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import copy
 import itertools
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import gymnasium as gym
@@ -71,6 +71,22 @@ PRIVILEGED_FIELDS: Mapping[str, str] = {
 exact model, unavailable to an agent in deployment), with why: a method that requires one of them
 is marked privileged in result tables. ``values`` is privileged only where its source is exact
 (the lab), not where a trainer fills it with the learner's predictions."""
+
+
+def privileged_reads(reader: Any) -> tuple[str, ...]:
+    """The :data:`PRIVILEGED_FIELDS` that ``reader`` (an estimator or a detector: anything with
+    ``requires``) declares, in that mapping's order: what marks it privileged."""
+    declared = frozenset(reader.requires)
+    return tuple(f for f in PRIVILEGED_FIELDS if f in declared)
+
+
+def batch_for(reader: Any, batch: EpisodeBatch) -> EpisodeBatch:
+    """``batch`` as ``reader`` (an estimator or a detector) may see it: every privileged field
+    it does not declare in ``requires`` set to ``None`` (:meth:`EpisodeBatch.visible_to`). Every
+    place that applies an estimator or a detector to a batch calls it through this, so a read
+    of ``batch.critical`` (or ``state_ids``, ``turn_scores``, ``values``) that the reader did
+    not declare fails instead of passing unseen."""
+    return batch.visible_to(frozenset(reader.requires))
 
 
 def stack_observations(observations: Sequence[Any]) -> np.ndarray:
@@ -232,6 +248,15 @@ class EpisodeBatch:
             **{n: None if v is None else v[start:stop] for n, v in per_episode.items()},
             snapshots=None if self.snapshots is None else self.snapshots[lo:hi],
         )
+
+    def visible_to(self, declared: Collection[str]) -> EpisodeBatch:
+        """This batch with every :data:`PRIVILEGED_FIELDS` entry not in ``declared`` set to
+        ``None`` (the other fields are the same arrays, not copies): what a reader that
+        declared ``declared`` may see, so an undeclared privileged read fails loudly."""
+        hidden = {
+            f: None for f in PRIVILEGED_FIELDS if f not in declared and getattr(self, f) is not None
+        }
+        return replace(self, **hidden) if hidden else self
 
     def split_groups(self) -> list[EpisodeBatch]:
         """One batch per group, in order (each group's episodes must be contiguous, as

@@ -367,7 +367,10 @@ def exact_policy_gradient(env: Any, policy: TabularSoftmax) -> np.ndarray:
 
 def _advantages(estimator: credit.AdvantageEstimator, batch: EpisodeBatch) -> np.ndarray:
     """The estimator's advantages on ``batch``, calling it on one group at a time unless it
-    declares ``group_independent`` (so pooling over its input cannot inflate its SNR)."""
+    declares ``group_independent`` (so pooling over its input cannot inflate its SNR), on the
+    batch as it may see it (:func:`routine_envs.credit.batch_for`: the privileged fields it
+    declares only)."""
+    batch = credit.batch_for(estimator, batch)
     if credit.is_group_independent(estimator):
         return estimator(batch).advantages
     return np.concatenate([estimator(group).advantages for group in batch.split_groups()])

@@ -261,6 +261,7 @@ def test_smoke_tier_end_to_end_with_an_outside_method(tmp_path, monkeypatch):
     folder = command.main(args)
     card = (folder / "report.md").read_text()
     assert "bench_outside:HalfMC" in card and "rb1" in card and "seeds**: 0, 1" in card
+    assert "- **privileged fields read**: none\n" in card  # it declares none, and read none
     assert (folder / "learning_curves.png").stat().st_size > 0
     assert (folder / "steps_vs_rho.png").stat().st_size > 0
     data = json.loads((folder / "scores.json").read_text())

@@ -140,18 +140,19 @@ def test_detector_needing_a_field_the_source_lacks_is_refused(doors):
 
 @dataclass
 class Spy:
-    """Records the order of calls and fits (batch identities)."""
+    """Records the order of calls and fits (identities of the batches' reward arrays: the batch
+    a detector sees is a view of the batch it is given, its arrays shared, not copied)."""
 
     name: ClassVar[str] = "spy"
     requires: ClassVar[frozenset[str]] = frozenset({"critical"})
     events: list[tuple[str, int]] = field(default_factory=list)
 
     def __call__(self, batch: EpisodeBatch) -> detectors.Detection:
-        self.events.append(("detect", id(batch)))
+        self.events.append(("detect", id(batch.rewards)))
         return detectors.Detection(batch.critical.astype(float), batch.critical)
 
     def fit(self, batch: EpisodeBatch) -> None:
-        self.events.append(("fit", id(batch)))
+        self.events.append(("fit", id(batch.rewards)))
 
 
 def test_detectors_are_fitted_on_earlier_batches_only(doors):
@@ -159,7 +160,7 @@ def test_detectors_are_fitted_on_earlier_batches_only(doors):
     data = batches(sampler, table, 3)
     spy = Spy()
     detectors.detect_batches(spy, data, warmup=1)
-    ids = [id(b) for b in data]
+    ids = [id(b.rewards) for b in data]
     assert spy.events == [(kind, i) for i in ids for kind in ("detect", "fit")]
     spy = Spy()
     masked = detectors.DetectorMasked(spy)

@@ -335,7 +335,7 @@ class _TrajectoryAdvantageMixin:
             records += group_records
             collected += sum(len(ep.rewards) for ep in group_episodes)
         batch = EpisodeBatch.from_episodes(episodes)
-        result = self.estimator(batch)
+        result = self.estimator(credit.batch_for(self.estimator, batch))  # declared fields only
         rollout_buffer.store_episodes(
             batch,
             batch.observations,

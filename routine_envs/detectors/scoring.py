@@ -32,7 +32,7 @@ from routine_envs.detectors.base import (
     check_detector_batch,
     detector_cost,
 )
-from routine_envs.episodes import EpisodeBatch
+from routine_envs.episodes import EpisodeBatch, batch_for
 
 __all__ = ["Detections", "DetectorScore", "detect_batches", "score_detection", "score_detector"]
 
@@ -208,7 +208,8 @@ def detect_batches(
         if batch.critical is None:
             raise ValueError("scoring a detector needs batches with the annotations (critical)")
         before = detector_cost(detector)
-        detection = detector(batch)
+        seen = batch_for(detector, batch)  # the privileged fields it declares only
+        detection = detector(seen)
         if detection.scores.shape != (batch.num_steps,):
             raise ValueError(
                 f"detector {detector.name!r} returned {detection.scores.shape} scores for "
@@ -221,7 +222,7 @@ def detect_batches(
             kept_critical.append(np.asarray(batch.critical, dtype=bool))
             kept_lengths.append(batch.lengths)
         if fit is not None:
-            fit(batch)
+            fit(seen)
     if not kept_scores:
         raise ValueError(f"no batch left to score after warmup={warmup}")
     lengths = np.concatenate(kept_lengths)

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from baselines.experiments.benchmark import cost, drops, manifest, merging, report
+from baselines.experiments.benchmark import cost, drops, manifest, merging, privileged, report
 from baselines.lib import cli, protocol_runs, training_runs
 from baselines.lib import protocol as protocols
 from baselines.lib.backend import BackendArgs
@@ -327,6 +327,9 @@ def make_report(
     ref_versions = [v for recs in references.values() for v in report.versions_of(recs)]
     header = {
         "method": parse_method(args.method).label(),  # a privileged method says so
+        "privileged fields read": privileged.privileged_text(
+            privileged.privileged_of({args.method: records})[args.method]
+        ),
         "protocol": f"{protocol.version} ({protocol.status}, sha256 {protocol.sha256[:12]}), "
         f"tier {args.tier}",
         "runs": f"{len(records)} of {tier.num_runs_per_method}",
@@ -392,13 +395,16 @@ def leaderboard_text(
     refs: manifest.References,
     found: dict[str, list[dict[str, Any]]],
 ) -> str:
-    """The leaderboard of ``found`` (records by method), marked when ``refs`` are unverified."""
+    """The leaderboard of ``found`` (records by method), marked when ``refs`` are unverified;
+    after rb1, with the privileged column and label-free methods ranked apart (rb1's shipped
+    leaderboard stays byte for byte as released)."""
     return report.leaderboard(
         protocol.version,
         tier,
         protocol.tier(tier).num_runs_per_method,
         found,
         unverified=None if refs.verified else refs.status,
+        privileged=None if protocol.version == "rb1" else privileged.privileged_of(found),
     )
 
 

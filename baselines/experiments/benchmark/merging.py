@@ -221,11 +221,12 @@ def probe_advantages(
     rng = np.random.default_rng(seed)
     batch = sampler.sample(probs, PROBE_GROUPS, group_size, rng, observations=observations)
     batch = dataclasses.replace(batch, values=np.asarray(values)[batch.state_ids])
+    seen = {name: credit.batch_for(est, batch) for name, est in estimators.items()}
     advantages = {
         name: (
-            est(batch).advantages
+            est(seen[name]).advantages
             if credit.is_group_independent(est)
-            else np.concatenate([est(group).advantages for group in batch.split_groups()])
+            else np.concatenate([est(group).advantages for group in seen[name].split_groups()])
         )
         for name, est in estimators.items()
     }

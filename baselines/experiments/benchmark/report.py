@@ -523,13 +523,17 @@ def leaderboard(
     runs_per_method: int,
     references: dict[str, list[Record]],
     unverified: str | None = None,
+    privileged: dict[str, tuple[str, ...]] | None = None,
 ) -> str:
     """The references' scores as one Markdown table per setting: the dilution exponent, steps
     to target at the highest and the lowest density, their ratio to ``ppo``'s (the learned
     critic) at the lowest density, and the mean normalized AUC. Equivalent methods
     (:func:`~.merging.merged`) are one row, named ``first (= alias)``, with the sentence saying
     why. ``unverified``: why the references are not the shipped ones (the title and a first
-    line say so)."""
+    line say so). ``privileged`` (method -> the privileged fields it reads,
+    :func:`~.privileged.privileged_of`): a ``privileged`` column, and per setting the
+    label-free methods ranked in one table, those reading privileged fields in another
+    (``None``: one table without the column, as rb1's shipped leaderboard)."""
     computed = {name: scores.method_scores(recs) for name, recs in references.items()}
     groups = merging.merged(computed)
     aliases, hidden = merging.aliases_of(groups), merging.hidden(groups)
@@ -543,48 +547,83 @@ def leaderboard(
         + ", ".join(f"{n} {len(r)}/{runs_per_method}" for n, r in references.items())
         + "."
     )
+    if privileged is not None:
+        lines += [
+            "",
+            "Methods that read privileged batch fields (`critical`, `state_ids`, `turn_scores`, "
+            "exact `values`: what an agent would not have in deployment) are ranked apart from "
+            "the label-free ones; the `privileged` column names the fields each reads.",
+        ]
     if groups:
         lines += ["", "Equivalent methods, one row each:", ""]
         lines += [f"- **{g['name']}** = {', '.join(g['aliases'])}: {g['why']}" for g in groups]
     settings = sorted({s for sc in computed.values() for s in sc["settings"]})
     for setting in settings:
-        lines += ["", f"## {setting}", ""]
-        lines.append(
-            "| method | dilution exponent | steps, highest rho | steps, lowest rho | "
-            "steps / ppo's, lowest rho | AUC |"
-        )
-        lines.append("|---|---|---|---|---|---|")
-        baseline = computed.get("ppo", {}).get("settings", {}).get(setting)
-        ranked = sorted(
-            (n for n in computed if setting in computed[n]["settings"] and n not in hidden),
-            key=lambda n: min(computed[n]["settings"][setting]["rows"], key=lambda r: r["rho"])[
-                "steps_iqm"
-            ],
-        )
-        for name in ranked:
-            entry = computed[name]["settings"][setting]
-            x = entry["exponent"]
-            hi = max(entry["rows"], key=lambda r: r["rho"])
-            lo = min(entry["rows"], key=lambda r: r["rho"])
-            expo = (
-                "n/a"
-                if x["exponent"] is None
-                else f"{scores.shown(round(x['exponent'], 3), x['bound'])} "
-                f"[{x['low']:.3f}, {x['high']:.3f}]"
-            )
-            cells = [
-                f"{scores.shown(r['steps_iqm'], r['steps_bound'])} "
-                f"[{r['steps_low']:.3g}, {r['steps_high']:.3g}] ({r['reached']}/{r['runs']}, "
-                f"rho {r['rho']:.3g})"
-                for r in (hi, lo)
-            ]
-            ratio = "n/a"
-            if baseline is not None and name != "ppo":
-                r = scores.ratio_to(lo, min(baseline["rows"], key=lambda row: row["rho"]))
-                ratio = f"{scores.shown(r['ratio'], r['bound'])} [{r['low']:.2f}, {r['high']:.2f}]"
-            auc = float(np.mean([r["auc_iqm"] for r in entry["rows"]]))
-            shown_name = f"{name} (= {', '.join(aliases[name])})" if name in aliases else name
-            lines.append(
-                f"| {shown_name} | {expo} | {cells[0]} | {cells[1]} | {ratio} | {auc:.3f} |"
-            )
+        lines += ["", f"## {setting}"]
+        names = [n for n in computed if setting in computed[n]["settings"] and n not in hidden]
+        if privileged is None:
+            lines += ["", *_leaderboard_table(computed, setting, names, aliases, None)]
+            continue
+        for title, keep in (
+            ("Label-free methods", lambda n: not privileged.get(n)),
+            ("Methods reading privileged fields", lambda n: bool(privileged.get(n))),
+        ):
+            block = [n for n in names if keep(n)]
+            if block:
+                lines += ["", f"### {title}", ""]
+                lines += _leaderboard_table(computed, setting, block, aliases, privileged)
     return "\n".join(lines) + "\n"
+
+
+def _leaderboard_table(
+    computed: dict[str, Any],
+    setting: str,
+    names: list[str],
+    aliases: dict[str, list[str]],
+    privileged: dict[str, tuple[str, ...]] | None,
+) -> list[str]:
+    """The Markdown lines of one leaderboard table: ``names`` on ``setting`` ranked by their
+    steps at the lowest density, with a ``privileged`` column where ``privileged`` is given."""
+    from baselines.experiments.benchmark.privileged import privileged_text
+
+    column = "" if privileged is None else " privileged |"
+    lines = [
+        f"| method |{column} dilution exponent | steps, highest rho | steps, lowest rho | "
+        "steps / ppo's, lowest rho | AUC |",
+        "|---|---|---|---|---|---|" + ("" if privileged is None else "---|"),
+    ]
+    baseline = computed.get("ppo", {}).get("settings", {}).get(setting)
+    ranked = sorted(
+        names,
+        key=lambda n: min(computed[n]["settings"][setting]["rows"], key=lambda r: r["rho"])[
+            "steps_iqm"
+        ],
+    )
+    for name in ranked:
+        entry = computed[name]["settings"][setting]
+        x = entry["exponent"]
+        hi = max(entry["rows"], key=lambda r: r["rho"])
+        lo = min(entry["rows"], key=lambda r: r["rho"])
+        expo = (
+            "n/a"
+            if x["exponent"] is None
+            else f"{scores.shown(round(x['exponent'], 3), x['bound'])} "
+            f"[{x['low']:.3f}, {x['high']:.3f}]"
+        )
+        cells = [
+            f"{scores.shown(r['steps_iqm'], r['steps_bound'])} "
+            f"[{r['steps_low']:.3g}, {r['steps_high']:.3g}] ({r['reached']}/{r['runs']}, "
+            f"rho {r['rho']:.3g})"
+            for r in (hi, lo)
+        ]
+        ratio = "n/a"
+        if baseline is not None and name != "ppo":
+            r = scores.ratio_to(lo, min(baseline["rows"], key=lambda row: row["rho"]))
+            ratio = f"{scores.shown(r['ratio'], r['bound'])} [{r['low']:.2f}, {r['high']:.2f}]"
+        auc = float(np.mean([r["auc_iqm"] for r in entry["rows"]]))
+        shown_name = f"{name} (= {', '.join(aliases[name])})" if name in aliases else name
+        read = "" if privileged is None else f" {privileged_text(privileged.get(name, ()))} |"
+        lines.append(
+            f"| {shown_name} |{read} {expo} | {cells[0]} | {cells[1]} | {ratio} | {auc:.3f} |"
+        )
+    return lines

@@ -365,7 +365,7 @@ class BatchedTrainer:
         for j, ro in zip(runs.tolist(), rollouts, strict=True):
             batch = ro.batch
             self.state[j].steps += batch.num_steps
-            result = self.estimators[j](batch)
+            result = self.estimators[j](credit.batch_for(self.estimators[j], batch))
             adv = np.asarray(result.advantages, dtype=np.float64)
             if self.trains_critic:
                 ret = result.returns if result.returns is not None else adv + batch.values

@@ -140,6 +140,7 @@ def turn_advantages(
     batch, rows = mdp_batch(episodes)
     if batch is None:
         return [[invalid_advantage] * len(p.turns) for p in episodes]
+    batch = credit.batch_for(estimator, batch)  # only the privileged fields it declares
     if credit.is_group_independent(estimator):
         adv = estimator(batch).advantages
     else:
