@@ -34,6 +34,14 @@ def sample_actions(probs: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
     return a.astype(np.int64)
 
 
+def config_segments(config_of: np.ndarray, runs: np.ndarray) -> list[tuple[int, int, int]]:
+    """``(lo, hi, configuration)`` of the contiguous positions of each configuration in
+    ``runs`` (sorted by configuration; ``config_of``: the configuration of every run)."""
+    configs = config_of[runs]
+    cuts = [0, *(np.flatnonzero(np.diff(configs)) + 1).tolist(), len(runs)]
+    return [(a, b, int(configs[a])) for a, b in itertools.pairwise(cuts)]
+
+
 @dataclass
 class _Part:
     """One configuration's active runs, rows ``[lo, hi)`` of ``theta``: its state table's
@@ -89,11 +97,9 @@ class RolloutPolicy:
     def _segments(self, runs: np.ndarray) -> list[tuple[slice, _Part, np.ndarray]]:
         """``(positions in runs, part, rows of the part)`` for each configuration of ``runs``
         (sorted)."""
-        configs = self.config_of[runs]
-        cuts = [0, *(np.flatnonzero(np.diff(configs)) + 1).tolist(), len(runs)]
         out = []
-        for a, b in itertools.pairwise(cuts):
-            part = self.parts[int(configs[a])]
+        for a, b, c in config_segments(self.config_of, runs):
+            part = self.parts[c]
             rows = np.searchsorted(self.active, runs[a:b]) - part.lo
             out.append((slice(a, b), part, rows))
         return out

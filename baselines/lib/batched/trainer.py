@@ -10,7 +10,6 @@ of its configuration is done).
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ import numpy as np
 import torch
 
 from baselines.lib.batched import mlp
-from baselines.lib.batched.acting import RolloutPolicy
+from baselines.lib.batched.acting import RolloutPolicy, config_segments
 from baselines.lib.batched.envs import EnvConfig, build_configs
 from baselines.lib.batched.optim import StackedAdam
 from baselines.lib.batched.rollouts import Stepper, collect_groups, collect_steps
@@ -164,10 +163,12 @@ class BatchedTrainer:
         return torch.stack([mlp.init_parameters(self.layout, st.init) for st in self.streams])
 
     def _update(self, data: RolloutData, runs: np.ndarray) -> None:
+        """SB3's epochs of minibatch updates of ``runs`` on ``data``: each configuration's runs
+        on its state table where it has one (``data.table_rows`` set here), per step else."""
         segments = []
         rows = np.zeros((len(runs), data.stride), dtype=np.int64)
         tabular = False
-        for lo, hi, c in self._segments(runs):
+        for lo, hi, c in config_segments(self.config_of, runs):
             table = self.update_tables[c]
             segments.append(Segment(lo, hi, table))
             if table is not None:
@@ -186,13 +187,6 @@ class BatchedTrainer:
             [self.streams[j].shuffle for j in runs.tolist()],
             segments,
         )
-
-    def _segments(self, runs: np.ndarray) -> list[tuple[int, int, int]]:
-        """``(lo, hi, configuration)`` of the contiguous positions of each configuration in
-        ``runs`` (sorted by configuration)."""
-        configs = self.config_of[runs]
-        cuts = [0, *(np.flatnonzero(np.diff(configs)) + 1).tolist(), len(runs)]
-        return [(a, b, int(configs[a])) for a, b in itertools.pairwise(cuts)]
 
     def _start_rollout(self, runs: np.ndarray) -> None:
         """Before a rollout's collection: the policy prepared once (:class:`RolloutPolicy`:
