@@ -21,6 +21,15 @@ state in which the *next* action is taken:
     An observation-only grouping key: a stable 63-bit hash of the observation alone
     (:func:`observation_anchor`), so equal observations give equal anchors in every process and
     run. Estimators that group steps (GiGPO's step groups) group by it unless asked otherwise.
+``turn_score`` (float)
+    A verifier's score of the state just observed: how far the task is along, as a process
+    reward model or a programmatic check would judge it (``Dynamics.turn_score``). By default
+    the exact probability that the episode succeeds from this state when played optimally from
+    here (terminal states: 1.0 for a success, else 0.0); environments document their own
+    (Diluted Doors: 1.0 while every door chosen so far is right; CodeFix: 1.0 while the applied
+    patch makes the failing test pass). It is *privileged*, like ``state_id``: it is computed
+    from the hidden state, so a method that reads it is marked so
+    (:data:`routine_envs.episodes.PRIVILEGED_FIELDS`).
 
 At the end of an episode (``terminated or truncated``) additionally:
 
@@ -73,12 +82,13 @@ import numpy as np
 CRITICAL: Final = "critical"
 STATE_ID: Final = "state_id"
 ANCHOR: Final = "anchor"
+TURN_SCORE: Final = "turn_score"
 SUCCESS: Final = "success"
 NUM_CRITICAL: Final = "num_critical"
 EPISODE_LENGTH: Final = "episode_length"
 DECISION_DENSITY: Final = "decision_density"
 
-STEP_KEYS: Final = (CRITICAL, STATE_ID, ANCHOR)
+STEP_KEYS: Final = (CRITICAL, STATE_ID, ANCHOR, TURN_SCORE)
 """Keys present in ``info`` on ``reset`` and every ``step``."""
 EPISODE_END_KEYS: Final = (SUCCESS, NUM_CRITICAL, EPISODE_LENGTH, DECISION_DENSITY)
 """Keys added to ``info`` on the step that ends an episode."""
@@ -191,6 +201,9 @@ def check_step_info(info: Mapping[str, Any], num_states: int | None = None) -> N
     anchor = info[ANCHOR]
     if not isinstance(anchor, (int, np.integer)) or isinstance(anchor, bool) or anchor < 0:
         raise ValueError(f"info[{ANCHOR!r}] must be a non-negative int, got {anchor!r}")
+    score = info[TURN_SCORE]
+    if not isinstance(score, (float, np.floating)) or not np.isfinite(score):
+        raise ValueError(f"info[{TURN_SCORE!r}] must be a finite float, got {score!r}")
 
 
 def check_episode_end_info(info: Mapping[str, Any]) -> None:

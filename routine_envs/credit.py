@@ -18,13 +18,16 @@ Estimators (``R_i`` episode return, ``G_t`` return-to-go, ``V`` a value):
   mean return of k rollouts from the state (branched from the live env, or on the exact model).
 - ``oracle`` (perfect critic, optionally noisy): ``A_t = A^pi(s_t, a_t) + sigma N(0, 1)``.
 - ``routine_masked`` (critic-free, ground truth): ``A_t = critical_t (R_i - mean_group(R))``.
+- Turn-level methods of LLM trainers (:mod:`routine_envs.turn_level`): ``discounted_turn``
+  (verifiers' stepwise advantages), ``turn_index_norm`` (MT-GRPO's per-turn-index normalisation,
+  ``fix``: a length-independent baseline, as verl RFC #7244 asks), ``turn_credit``
+  (prime-rl's turn-credit).
 
 Building estimators: a trainer or a lab describes what it has in an :class:`EstimatorContext`
-(the environment, the behaviour policy's table, gamma, a rollout policy, a seed) and calls
-:func:`build_estimator` with a registry name, a class or an instance. Each class takes what it
-needs from the context in its ``from_context`` classmethod (the :class:`FromContext` mixin maps
-constructor parameters to context fields), so the factory has no switch over names and an
-estimator defined outside this package is built the same way.
+(env, policy table, gamma, rollout policy, seed) and calls :func:`build_estimator` with a name, a
+class or an instance; each class takes what it needs in its ``from_context`` (the
+:class:`FromContext` mixin maps constructor parameters to context fields), so the factory has no
+switch over names and an estimator outside this package is built the same way.
 """
 
 from __future__ import annotations
@@ -49,8 +52,9 @@ from routine_envs.rollouts import (  # re-exported: the sources of mc_rollout
 BATCH_FIELDS = (*PER_STEP_FIELDS, "snapshots")
 """Optional :class:`EpisodeBatch` fields an estimator may require (see
 :class:`~routine_envs.episodes.EpisodeBatch` for each one's meaning and shape)."""
-INFO_KEY_OF_FIELD = {"critical": "critical", "state_ids": "state_id", "anchors": "anchor"}
-"""The ``info`` key each annotation field is read from."""
+INFO_KEY_OF_FIELD = dict(critical="critical", state_ids="state_id", anchors="anchor")
+INFO_KEY_OF_FIELD["turn_scores"] = "turn_score"  # of the info each step returns
+"""The ``info`` key each annotation field is read from (``turn_scores``: after each step)."""
 
 
 @dataclass(frozen=True)
@@ -480,12 +484,15 @@ class MCRollout:
 
 ESTIMATORS: dict[str, type | str] = {
     **{cls.name: cls for cls in (GAE, TrajectoryMC, RLOO, GiGPO, MCRollout, Oracle, RoutineMasked)},
-    # built on a layer above this module (it masks with a detector): named by import path,
-    # imported when first used, so this module never imports it
+    # built on this module (a detector; the turn-level methods): named by import path,
+    # imported when first used, so this module never imports them
     "detector_masked": "routine_envs.detectors.masked:DetectorMasked",
+    "discounted_turn": "routine_envs.turn_level:DiscountedTurn",
+    "turn_index_norm": "routine_envs.turn_level:TurnIndexNorm",
+    "turn_credit": "routine_envs.turn_level:TurnCredit",
 }
-"""Every estimator by registry name: its class, or the import path of one defined in a layer
-above (:mod:`routine_envs.detectors`)."""
+"""Every estimator by registry name: its class, or the import path of one defined in a module
+built on this one (:mod:`routine_envs.detectors`, :mod:`routine_envs.turn_level`)."""
 
 
 BUILD_ARGUMENTS: dict[type, Mapping[str, Any]] = {

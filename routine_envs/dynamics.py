@@ -217,7 +217,8 @@ class Dynamics(ABC, Generic[StateType, ObsType]):
         return value
 
     def step_key_cache(self) -> dict[StateType, tuple[Any, ...]]:
-        """The ``{state: (state_id, anchor, critical, action_gap, action_mask)}`` memo that envs
+        """The ``{state: (state_id, anchor, critical, action_gap, action_mask, turn_score)}`` memo
+        that envs
         fill as they step (what a step reports about the state it reaches that depends on the
         state alone, computed once). Its entries depend on the configuration alone, so dynamics
         of one class with equal fields (numbers, strings, tuples: compared by ``repr``, so
@@ -248,6 +249,53 @@ class Dynamics(ABC, Generic[StateType, ObsType]):
             return values
         flat = [self.anchor(self.state_from_id(int(i))) for i in ids.ravel()]
         return np.asarray(flat, dtype=np.int64).reshape(ids.shape)
+
+    # ---------------------------------------------------------------------- turn score
+    def turn_score(self, state: StateType) -> float:
+        """A verifier's score of ``state`` (``info["turn_score"]``): how far the task is along,
+        as a process reward model or a programmatic check would judge it. Privileged: it is read
+        from the hidden state. Default: the exact probability that the episode succeeds from
+        ``state`` when played optimally from there (:meth:`optimal_success_table`); an
+        environment may define a cheaper or a more realistic score (documented on its page)."""
+        return float(self.optimal_success_table()[self.state_id(state)])
+
+    def turn_score_table(self) -> np.ndarray:
+        """:meth:`turn_score` of every ``state_id``, float64 ``(num_states,)``, 0 on unreachable
+        ids (built once from the exact model): what the native vector env and the model sampler
+        read, equal to the per-state scores the single env reports."""
+        if type(self).turn_score is Dynamics.turn_score:
+            return self.optimal_success_table()
+
+        def build() -> np.ndarray:
+            model = self.model()
+            table = np.zeros(model.num_states)
+            for sid in np.flatnonzero(model.reachable).tolist():
+                table[sid] = self.turn_score(model.states[sid])
+            return table
+
+        return self._cached("turn_score_table", build)
+
+    def optimal_success_table(self) -> np.ndarray:
+        """The exact probability of success from every ``state_id`` under the optimal policy,
+        float64 ``(num_states,)``: the policy uniform over the (valid) actions whose ``Q*``
+        (``gamma = 1``) is within ``1e-9`` of the best, evaluated on the success indicator of
+        the terminal transitions; 1.0 on successful terminal ids, 0.0 on failed terminal and
+        unreachable ids."""
+
+        def build() -> np.ndarray:
+            model = self.model()
+            q = self.optimal().q
+            valid = self.mask_table() if self.has_action_masks else np.ones(q.shape, bool)
+            valid[~model.decision_states] = True  # rows never consulted: any distribution
+            best = np.where(valid, q, -np.inf).max(axis=1, keepdims=True)
+            chosen = valid & (q >= best - 1e-9 * np.maximum(1.0, np.abs(best)))
+            policy = chosen / chosen.sum(axis=1, keepdims=True)
+            success = self.success_table()
+            hits = (model.terminated & success[model.next_state]).astype(np.float64)
+            values = evaluate_policy(model, policy, reward=hits).v
+            return np.where(model.terminal, success.astype(np.float64), values)
+
+        return self._cached("optimal_success_table", build)
 
     def describe(self, state: StateType) -> str:
         """A short text description of ``state``, as an agent would be told it: what its

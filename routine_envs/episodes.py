@@ -28,7 +28,9 @@ class Episode:
     ``(env_copy, obs, info)`` of that state, for Monte-Carlo critics that branch from it.
     ``observations[t]``, ``log_probs[t]`` and ``entropies[t]``, when recorded, are the
     observation of that state, the behaviour policy's ``log pi(a_t | s_t)`` and the entropy of
-    its action distribution there (nats).
+    its action distribution there (nats). ``final_info``, when recorded, is the info the last
+    step returned (of the state the episode ended in): with it the batch has each step's
+    ``turn_score`` after the step (:attr:`EpisodeBatch.turn_scores`).
     """
 
     rewards: list[float] = field(default_factory=list)
@@ -42,6 +44,7 @@ class Episode:
     truncated: bool = False
     bootstrap_value: float = 0.0
     snapshots: list[tuple[Any, Any, Mapping[str, Any]]] | None = None
+    final_info: Mapping[str, Any] | None = None
 
 
 PER_STEP_FIELDS = (
@@ -53,8 +56,21 @@ PER_STEP_FIELDS = (
     "log_probs",
     "entropies",
     "values",
+    "turn_scores",
 )
 """The optional :class:`EpisodeBatch` fields with one entry per step."""
+
+PRIVILEGED_FIELDS: Mapping[str, str] = {
+    "critical": "the ground-truth annotation of which steps matter",
+    "state_ids": "the canonical id of the state, which may encode what the observation hides",
+    "turn_scores": "a verifier's score of the state each step reached (a process reward)",
+    "values": "privileged where the source fills it with exact values (the SNR lab's V^pi); a "
+    "learner's own value predictions are not",
+}
+"""The batch fields that carry privileged information (computed from the hidden state or the
+exact model, unavailable to an agent in deployment), with why: a method that requires one of them
+is marked privileged in result tables. ``values`` is privileged only where its source is exact
+(the lab), not where a trainer fills it with the learner's predictions."""
 
 
 def stack_observations(observations: Sequence[Any]) -> np.ndarray:
@@ -93,6 +109,9 @@ class EpisodeBatch:
         entropies: the entropy of the behaviour policy's action distribution at each step's
             state (nats), shape ``(N,)``, or ``None``.
         values: the learner's value prediction ``V(s_t)``, shape ``(N,)``, or ``None``.
+        turn_scores: ``info["turn_score"]`` of the state each step *reached* (returned by step
+            ``t``: a verifier's score of the world after turn ``t``), shape ``(N,)``, or
+            ``None`` (privileged: see :data:`PRIVILEGED_FIELDS`).
         truncated: whether each episode was cut by a time limit, shape ``(M,)``.
         bootstrap_values: ``V(s_T)`` after the last step of each episode, shape ``(M,)``; only
             used where ``truncated`` (a terminated episode has no future).
@@ -110,6 +129,7 @@ class EpisodeBatch:
     log_probs: np.ndarray | None = None
     entropies: np.ndarray | None = None
     values: np.ndarray | None = None
+    turn_scores: np.ndarray | None = None
     truncated: np.ndarray | None = None
     bootstrap_values: np.ndarray | None = None
     snapshots: Sequence[tuple[Any, Any, Mapping[str, Any]]] | None = None
@@ -227,8 +247,10 @@ class EpisodeBatch:
     @classmethod
     def from_episodes(cls, episodes: Iterable[Episode]) -> EpisodeBatch:
         """Stack :class:`Episode` records. Annotations are taken from the infos when every step
-        has them (``critical``/``state_id``/``anchor``); observations, log-probabilities,
-        entropies, values and snapshots when every episode has them."""
+        has them (``critical``/``state_id``/``anchor``; ``turn_score`` after each step, from the
+        next step's info and the episode's ``final_info``, when every episode has one);
+        observations, log-probabilities, entropies, values and snapshots when every episode has
+        them."""
         episodes = list(episodes)
         if not episodes:
             raise ValueError("an EpisodeBatch needs at least one episode")
@@ -254,6 +276,14 @@ class EpisodeBatch:
                 )
             return None
 
+        after = [
+            info for ep in episodes for info in (*ep.infos[1:], ep.final_info or {})
+        ]  # the info each step returned: of the state it reached
+        turn_scores = None
+        if all(keys.TURN_SCORE in info for info in after):
+            turn_scores = np.fromiter(
+                (info[keys.TURN_SCORE] for info in after), dtype=np.float64, count=len(after)
+            )
         observations = None
         if all(ep.observations is not None for ep in episodes):
             observations = stack_observations([o for ep in episodes for o in ep.observations])
@@ -272,6 +302,7 @@ class EpisodeBatch:
             log_probs=per_step("log_probs"),
             entropies=per_step("entropies"),
             values=per_step("values"),
+            turn_scores=turn_scores,
             truncated=np.array([ep.truncated for ep in episodes], dtype=bool),
             bootstrap_values=np.array([ep.bootstrap_value for ep in episodes], dtype=np.float64),
             snapshots=snapshots,
@@ -325,5 +356,6 @@ def collect_episodes(
                 ep.rewards.append(float(reward))
                 done = terminated or truncated
                 ep.truncated = bool(truncated and not terminated)
+            ep.final_info = info
             episodes.append(ep)
     return EpisodeBatch.from_episodes(episodes)

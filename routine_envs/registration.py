@@ -34,6 +34,7 @@ from routine_envs.envs.diluted_doors import DoorsDynamics
 from routine_envs.envs.diluted_doors_v1 import PathDoorsDynamics
 from routine_envs.envs.routine_grid import GridDynamics
 from routine_envs.envs.routine_grid_v1 import TreeGridDynamics
+from routine_envs.envs.search_or_answer import SearchDynamics
 
 
 @dataclass(frozen=True)
@@ -220,6 +221,7 @@ ENVIRONMENTS: tuple[EnvEntry, ...] = (
     dynamics_entry("RoutineGrid-v1", TreeGridDynamics),
     dynamics_entry("CodeFix-v0", CodeFixDynamics),
     dynamics_entry("CodeFix-v1", CodeFixDynamics, vocabulary="arbitrary"),
+    dynamics_entry("SearchOrAnswer-v0", SearchDynamics),
 )
 """The package's environments, one row per id (registered by :func:`register_all`)."""
 

@@ -22,7 +22,8 @@ class ModelSampler:
 
     Equivalent in distribution to stepping the environment, but thousands of episodes advance
     in one numpy operation per time step. Annotations (``critical``) come from the environment's
-    ``critical_table()`` (the exact action gap above the tolerance).
+    ``critical_table()`` (the exact action gap above the tolerance), each step's ``turn_score``
+    (of the state it reached) from its ``turn_score_table()``.
     """
 
     def __init__(self, env: Any, max_steps: int = 100_000) -> None:
@@ -56,6 +57,7 @@ class ModelSampler:
         #: ``critical`` of every ``state_id`` (its definition: the exact action gap above the
         #: tolerance; False on terminal states), shape ``(num_states,)``.
         self.critical = np.array(base.dynamics.critical_table())
+        self._turn_scores: np.ndarray | None = None  # built on first use
         self._observations: dict[int, Any] = {}
 
     def _draw_outcome(self, sa: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -77,9 +79,26 @@ class ModelSampler:
         )
 
     PROVIDES = frozenset(
-        {"actions", "critical", "state_ids", "anchors", "log_probs", "entropies", "observations"}
+        {
+            "actions",
+            "critical",
+            "state_ids",
+            "anchors",
+            "log_probs",
+            "entropies",
+            "observations",
+            "turn_scores",
+        }
     )
     """The batch fields :meth:`sample` can fill (observations on request)."""
+
+    @property
+    def turn_scores(self) -> np.ndarray:
+        """``turn_score`` of every ``state_id`` (the dynamics' ``turn_score_table()``, read
+        once), shape ``(num_states,)``."""
+        if self._turn_scores is None:
+            self._turn_scores = np.asarray(self.env.dynamics.turn_score_table(), np.float64)
+        return self._turn_scores
 
     def observations_of(self, state_ids: np.ndarray) -> np.ndarray:
         """The observation of each ``state_id`` (computed once per state and kept), shape
@@ -101,12 +120,13 @@ class ModelSampler:
         """``num_groups * group_size`` episodes under the probability table ``policy``
         (``(num_states, num_actions)``); the episodes of a group share their initial state.
 
-        The batch has the annotations, the policy's log-probabilities and entropies (nats), and
-        with ``observations`` each step's observation (from the dynamics, per state)."""
+        The batch has the annotations, the ``turn_score`` of the state each step reached, the
+        policy's log-probabilities and entropies (nats), and with ``observations`` each step's
+        observation (from the dynamics, per state)."""
         n = num_groups * group_size
         state = np.repeat(self.initial_states(num_groups, rng), group_size)
         alive = np.ones(n, dtype=bool)
-        cols_s, cols_a, cols_r = [], [], []
+        cols_s, cols_a, cols_r, cols_next = [], [], [], []
         a_count = self.model.num_actions
         for _ in range(self.max_steps):
             if not alive.any():
@@ -119,6 +139,7 @@ class ModelSampler:
             cols_a.append(actions)
             cols_r.append(np.where(alive, self.reward[sa, k], 0.0))
             state = np.where(alive, self.next_state[sa, k], state)
+            cols_next.append(state)
             alive &= ~self.done[sa, k]
         else:
             raise RuntimeError(f"episodes did not end within {self.max_steps} steps")
@@ -139,6 +160,7 @@ class ModelSampler:
             observations=self.observations_of(ids) if observations else None,
             log_probs=np.log(policy[ids, actions]),
             entropies=-plogp.sum(axis=1)[ids],
+            turn_scores=self.turn_scores[np.stack(cols_next, axis=1)[mask]],
         )
 
     def rollout_values(

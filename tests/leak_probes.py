@@ -44,6 +44,8 @@ EXTRA: list[tuple[str, dict]] = [
         {"num_modules": 2, "num_patches": 2, "routine_length": 3, "max_attempts": 2,
          "step_cost": 0.01},
     ),
+    # the configuration proposed for the next protocol (docs/reproducing.md, section 6)
+    ("CodeFix-v1", {"signal_noise": 0.0, "routine_length": 4}),
 ]  # fmt: skip
 #: the layout the baseline of the learned probe replays every episode in (in neither set).
 BLIND_LAYOUT = 1_000_003

@@ -38,14 +38,18 @@ def test_decision_density_helper():
 
 
 def test_check_step_info_rejects_broken_infos():
-    keys.check_step_info({"critical": True, "state_id": 3, "anchor": 7}, num_states=4)
+    good = {"critical": True, "state_id": 3, "anchor": 7, "turn_score": 0.5}
+    keys.check_step_info(good, num_states=4)
     for info, match in [
-        ({"state_id": 1, "anchor": 0}, "critical"),
-        ({"critical": 1, "state_id": 1, "anchor": 0}, "bool"),
-        ({"critical": True, "state_id": 1.0, "anchor": 0}, "int"),
-        ({"critical": True, "state_id": 9, "anchor": 0}, "outside"),
-        ({"critical": True, "state_id": 1}, "anchor"),
-        ({"critical": True, "state_id": 1, "anchor": -1}, "anchor"),
+        ({"state_id": 1, "anchor": 0, "turn_score": 0.0}, "critical"),
+        ({**good, "critical": 1}, "bool"),
+        ({**good, "state_id": 1.0}, "int"),
+        ({**good, "state_id": 9}, "outside"),
+        ({"critical": True, "state_id": 1, "turn_score": 0.0}, "anchor"),
+        ({**good, "anchor": -1}, "anchor"),
+        ({"critical": True, "state_id": 1, "anchor": 0}, "turn_score"),
+        ({**good, "turn_score": 1}, "turn_score"),
+        ({**good, "turn_score": float("nan")}, "turn_score"),
     ]:
         with pytest.raises(ValueError, match=match):
             keys.check_step_info(info, num_states=4)

@@ -175,6 +175,9 @@ def test_registry_and_make_estimator():
         "oracle",
         "routine_masked",
         "detector_masked",  # by import path: it lives in routine_envs.detectors
+        "discounted_turn",  # the turn-level methods, by import path (routine_envs.turn_level)
+        "turn_index_norm",
+        "turn_credit",
     }
     est = credit.make_estimator("trajectory_mc", normalize_std=True)
     assert isinstance(est, credit.AdvantageEstimator) and est.normalize_std

@@ -51,6 +51,28 @@ def lab_estimator(
     return credit.build_estimator(spec, context, **kwargs)
 
 
+def closed_form_bias(
+    estimator: Any, env: Any, policy: snr.TabularSoftmax, group_size: int
+) -> dict[str, float] | None:
+    """The exact relative bias ``||E g - grad J|| / ||grad J||`` and cosine of ``E g`` and
+    ``grad J`` where ``estimator`` has a closed form of its expected gradient (an
+    ``expected_gradient(env, policy, group_size)`` method, e.g.
+    :class:`routine_envs.turn_level.TurnIndexNorm`), else ``None``: what the lab prints beside
+    its estimates (batches of one group of ``group_size``, tabular parameters)."""
+    hook = getattr(estimator, "expected_gradient", None)
+    expected = None if hook is None else hook(env, policy, group_size)
+    if expected is None:
+        return None
+    target = snr.exact_policy_gradient(env, policy)
+    norm, mean_norm = float(np.linalg.norm(target)), float(np.linalg.norm(expected))
+    if norm == 0.0 or mean_norm == 0.0:
+        return None
+    return {
+        "relative_bias_closed_form": float(np.linalg.norm(expected - target)) / norm,
+        "cosine_closed_form": float(expected @ target) / (norm * mean_norm),
+    }
+
+
 def estimator_code(label: str) -> str:
     """The fingerprint of the code a lab label builds (outside code: its whole module, as the
     parsed method spec knows it: :meth:`~baselines.lib.specs.MethodSpec.code`)."""

@@ -78,20 +78,27 @@ class MethodSpec:
 
     def label(self, kwargs: dict[str, Any] | None = None) -> str:
         """How tables and plots name the method with these estimator arguments: the spec as
-        written where it has JSON arguments or names outside code; else the estimator's
-        ``label`` where it has one (GiGPO grouping by the privileged ``state_id`` says so),
-        else the method name."""
+        written where it has JSON arguments or names outside code (with the estimator's
+        ``(privileged: ...)`` mark where its label has one); else the estimator's ``label``
+        where it has one (GiGPO grouping by the privileged ``state_id`` says so, as
+        ``turn_credit`` reading ``turn_score``), else the method name."""
         if self.turn_level:
             return self.text
-        if self.kwargs or self.is_import_path:
-            return self.text
         cls = self.estimator
-        if not isinstance(inspect.getattr_static(cls, "label", None), property):
+        if self.is_import_path or not isinstance(
+            inspect.getattr_static(cls, "label", None), property
+        ):
             return self.text
         try:
-            return str(cls(**dict(kwargs or {})).label)
+            label = str(cls(**{**dict(kwargs or {}), **self.kwargs}).label)
         except (TypeError, ValueError):
             return self.text
+        if not self.kwargs:
+            return label
+        # the spec as written, and what reads privileged fields says so (turn_credit, gigpo by
+        # state_id): "turn_credit{...} (privileged: turn_score)"
+        mark = label.rfind(" (privileged")
+        return self.text + label[mark:] if mark >= 0 else self.text
 
 
 def known_methods() -> list[str]:

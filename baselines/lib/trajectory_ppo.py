@@ -300,6 +300,7 @@ class _TrajectoryAdvantageMixin:
                 obs[i], infos[i] = o, info
                 if terminated or truncated:
                     ep.truncated = bool(truncated and not terminated)
+                    ep.final_info = info  # the last state's turn_score, for the batch
                     if ep.truncated and self.estimator.trains_critic:
                         with th.no_grad():
                             final = obs_as_tensor(o[None], self.device)

@@ -35,7 +35,7 @@ from routine_envs.oracle import OracleValues, PolicyLike, TabularModel
 from routine_envs.rendering.text_view import TextView
 
 # the step path's info keys, bound once (a module attribute read per key costs on every step)
-_CRITICAL, _STATE_ID, _ANCHOR = keys.CRITICAL, keys.STATE_ID, keys.ANCHOR
+_CRITICAL, _STATE_ID, _ANCHOR, _SCORE = keys.CRITICAL, keys.STATE_ID, keys.ANCHOR, keys.TURN_SCORE
 
 ObsType = TypeVar("ObsType")
 StateType = TypeVar("StateType", bound=Hashable)
@@ -114,10 +114,10 @@ class EpisodeHistory(Generic[StateType]):
         return EpisodeHistory(list(self.states), list(self.actions))
 
 
-StepKeys = tuple[int, int, bool, "float | None", "np.ndarray | None"]
+StepKeys = tuple[int, int, bool, "float | None", "np.ndarray | None", float]
 """What a step reports about the state it reaches, by the state alone: ``(state_id, anchor,
-critical, action_gap, action_mask)`` (the gap ``None`` unless reported, the mask ``None``
-without action masks; ``critical`` before an episode end sets it to False)."""
+critical, action_gap, action_mask, turn_score)`` (the gap ``None`` unless reported, the mask
+``None`` without action masks; ``critical`` before an episode end sets it to False)."""
 
 
 class FromDynamics:
@@ -278,7 +278,7 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
         if self.render_mode == "human":
             self.render()
         obs = self._observation()
-        info = {keys.CRITICAL: known[2], keys.STATE_ID: known[0], keys.ANCHOR: known[1]}
+        info = {_CRITICAL: known[2], _STATE_ID: known[0], _ANCHOR: known[1], _SCORE: known[5]}
         if self.observation_shows_history:
             info[keys.ANCHOR] = keys.observation_anchor(obs)
         if self._reports_gap:
@@ -316,7 +316,7 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
         self._state = nxt
         before = self._keys_now
         known = self._keys_now = self._step_keys.get(nxt) or self._known(nxt)
-        state_id, anchor, critical, gap, mask = known
+        state_id, anchor, critical, gap, mask, score = known
         if terminated:
             critical = False
         self._critical_now = critical
@@ -325,7 +325,7 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
             anchor = keys.observation_anchor(obs)
         else:
             obs = dynamics.observe(nxt)
-        info = {_CRITICAL: critical, _STATE_ID: state_id, _ANCHOR: anchor}
+        info = {_CRITICAL: critical, _STATE_ID: state_id, _ANCHOR: anchor, _SCORE: score}
         if self._reports_gap:
             info[keys.ACTION_GAP] = gap
         if self._masked:
@@ -418,6 +418,7 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
                 bool(dynamics.is_critical(state)),
                 dynamics.action_gap(state) if self._reports_gap else None,
                 dynamics.action_mask(state) if self._masked else None,
+                float(dynamics.turn_score(state)),
             )
         return known
 

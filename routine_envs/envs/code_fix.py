@@ -1,6 +1,5 @@
-"""Code Fix: a mock multi-turn bug-fix session with tool actions, action masks, text observations
-and exact annotations of which turns matter: the public MDP :class:`CodeFixDynamics` and the env
-:class:`CodeFixEnv` (the words are in :mod:`~routine_envs.rendering.code_fix_text`)."""
+"""Code Fix: a mock multi-turn bug-fix session with exact annotations of which turns matter: the
+MDP :class:`CodeFixDynamics` and the env :class:`CodeFixEnv` (its words: code_fix_text)."""
 
 from __future__ import annotations
 
@@ -342,6 +341,10 @@ class CodeFixDynamics(Dynamics[CodeState, np.ndarray]):
     def is_success(self, state: CodeState) -> bool:
         return state.phase == DONE and state.fixed == 1
 
+    def turn_score(self, state: CodeState) -> float:
+        """1.0 while the applied patch fixes the bug (until a ``revert``), else 0.0."""
+        return float(state.fixed)
+
     @property
     def hides_outcome(self) -> bool:  # type: ignore[override]
         """v0's words (``"meaningful"``) match each symptom to its patch in the text view."""
@@ -523,7 +526,8 @@ class CodeFixEnv(RoutineEnv[Any, CodeState], dynamics=CodeFixDynamics):
     ``success`` (the submitted patch fixes the bug), ``num_critical``, ``episode_length`` and
     ``decision_density`` at the end. Also, on every ``reset``/``step``: ``invalid_action`` (bool:
     the action just taken was a no-op) and ``action_mask`` (the valid actions of the state just
-    observed: ``action_masks()`` then).
+    observed: ``action_masks()`` then). ``turn_score`` (privileged): 1.0 while the applied
+    patch makes the failing test pass (even before the agent runs the tests), else 0.0.
 
     ``critical`` is the optimal action gap *over the valid actions* at ``gamma = 1``. In the model
     an invalid action is the no-op it is in ``step``: a self-loop paying ``-step_cost``. With

@@ -309,6 +309,14 @@ class DoorsDynamics(Dynamics[DoorsState, np.ndarray]):
     def is_success(self, state: DoorsState) -> bool:
         return state.num_correct == self.num_floors
 
+    def turn_score(self, state: DoorsState) -> float:
+        """1.0 while every door passed so far was the right one (the path is on track), else
+        0.0: the exact success probability under the optimal policy, by the rules (cheaper than
+        the model; a test checks the two agree)."""
+        floor, position, _, correct = state
+        passed = self.num_floors if floor >= self.num_floors else floor + (position > 0)
+        return float(correct == passed)
+
     def num_correct(self, state: DoorsState) -> int:
         """Doors chosen correctly so far in ``state``."""
         return state.num_correct
@@ -397,7 +405,8 @@ class DilutedDoorsEnv(RoutineEnv[np.ndarray, DoorsState], dynamics=DoorsDynamics
     hash of the observation) on every ``reset``/``step``; ``success``, ``num_critical``,
     ``episode_length`` and ``decision_density`` at the end. ``critical`` is true exactly at the
     doors while the return can still change: every door with ``"fraction"``, doors with no earlier
-    mistake with ``"success"``.
+    mistake with ``"success"``. ``turn_score`` (float, every ``reset``/``step``; privileged): 1.0
+    while every door passed so far was the right one, else 0.0.
 
     ## Arguments
 

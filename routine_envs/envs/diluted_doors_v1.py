@@ -150,6 +150,12 @@ class PathDoorsDynamics(Dynamics[PathState, np.ndarray]):
         """How many doors of ``path`` are the correct ones of their floors."""
         return sum(door == right for door, right in zip(path, self.correct_doors, strict=False))
 
+    def turn_score(self, state: PathState) -> float:
+        """1.0 while every door of the path is the right one (the path is on track), else 0.0:
+        the exact success probability under the optimal policy, by the rules (cheaper than the
+        model; a test checks the two agree)."""
+        return float(self.count_correct(state.path) == len(state.path))
+
     def num_correct(self, state: PathState) -> int:
         """Doors chosen correctly so far in ``state`` (privileged: never observed in
         ``"actions"``/``"position"``)."""
@@ -413,7 +419,9 @@ class DilutedDoorsV1Env(RoutineEnv[np.ndarray, PathState], dynamics=PathDoorsDyn
     doors while the return can still change: every door with ``"fraction"``, doors with no earlier
     mistake with ``"success"``. ``state_id`` encodes the path of doors chosen (the Markov state) and
     is privileged: it reveals nothing of the outcome either, but equal observations give equal ids
-    only in ``"actions"`` mode.
+    only in ``"actions"`` mode. ``turn_score`` (float, every ``reset``/``step``; privileged: the
+    observation never shows it before the end): 1.0 while every door of the path is right, else
+    0.0.
 
     ## Arguments
 

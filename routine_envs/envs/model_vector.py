@@ -1,11 +1,12 @@
 """A native numpy vector env for any environment of the suite, driven by its exact model.
 
 :class:`ModelVectorEnv` steps ``N`` sub-environments of one configuration as arrays of state ids,
-reading transitions, rewards, terminations, ``critical``, success and the optional info keys from
-tables built once from ``dynamics.model()``. For the same seeds and actions it returns what
-``gym.make_vec(id, N, vectorization_mode="sync", ...)`` returns over single environments, bit for
-bit (``tests/test_model_vector.py`` checks it step by step): the same draws from the same
-per-sub-environment generators, the same info keys and masks, the same time limit.
+reading transitions, rewards, terminations, ``critical``, success, ``turn_score`` and the optional
+info keys from tables built once from ``dynamics.model()``. For the same seeds and actions it
+returns what ``gym.make_vec(id, N, vectorization_mode="sync", ...)`` returns over single
+environments, bit for bit (``tests/test_model_vector.py`` checks it step by step): the same
+draws from the same per-sub-environment generators, the same info keys and masks, the same time
+limit.
 
 Every id registered with :func:`~routine_envs.registration.register_dynamics` has it attached
 (``gym.make_vec(id, num_envs)``); an id registered with ``gym.register`` gets it with
@@ -220,6 +221,8 @@ class ModelVectorEnv(gym.vector.VectorEnv):
         self._success_table = dynamics.success_table()
         self._success_cache: dict[int, bool] = {}
         self._gaps = dynamics.action_gaps() if dynamics.reports_action_gap else None
+        #: ``turn_score`` of every state id (the single env's per-state scores).
+        self._turn_scores = dynamics.turn_score_table()
         reachable, states = model.reachable, self._states
         self._observations: _RowTable | None = None
         probe = create_empty_array(self.single_observation_space, 1)
@@ -403,6 +406,7 @@ class ModelVectorEnv(gym.vector.VectorEnv):
             keys.CRITICAL: self._critical.copy(),
             keys.STATE_ID: state.copy(),
             keys.ANCHOR: self.dynamics.anchors_of(state),
+            keys.TURN_SCORE: self._turn_scores.take(state),
         }
         if self._gaps is not None:
             values[keys.ACTION_GAP] = self._gaps.take(state)
@@ -540,8 +544,8 @@ class ModelVectorEnv(gym.vector.VectorEnv):
 _SHARED_ATTRIBUTES = (
     "dynamics", "single_env", "spec", "_states", "_next_state", "_reward", "_terminated",
     "_next_critical", "_first", "_count", "_cumulative", "_one_cumulative", "_initial_ids",
-    "_initial_cumulative", "_critical_table", "_success_table", "_gaps", "_observations",
-    "_masks",
+    "_initial_cumulative", "_critical_table", "_success_table", "_gaps", "_turn_scores",
+    "_observations", "_masks",
 )
 # fmt: on
 

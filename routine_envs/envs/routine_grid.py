@@ -616,7 +616,9 @@ class RoutineGridEnv(RoutineEnv[np.ndarray, int], dynamics=GridDynamics):
     hash of the observation) on every ``reset``/``step``; ``success`` (the goal was reached),
     ``num_critical``, ``episode_length`` and ``decision_density`` at the end. Also ``action_gap``
     (float, on every reset/step): the exact optimal action gap of the state just observed (0 on
-    terminal cells). ``critical`` is ``action_gap > critical_tolerance``.
+    terminal cells). ``critical`` is ``action_gap > critical_tolerance``. ``turn_score`` (float,
+    every ``reset``/``step``; privileged): the exact probability of reaching the goal from the
+    cell under the optimal policy (1.0 on the goal, 0.0 in lava and at dead ends).
 
     ## Arguments
 

@@ -321,7 +321,9 @@ class RoutineGridV1Env(RoutineEnv[np.ndarray, PathState], dynamics=TreeGridDynam
     stable hash of the observation) on every ``reset``/``step``; ``success`` (every way was
     right), ``num_critical``, ``episode_length`` and ``decision_density`` at the end.
     ``critical`` is exact: a junction while the return can still change. ``state_id`` (Diluted
-    Doors v1's) encodes the ways taken and is privileged.
+    Doors v1's) encodes the ways taken and is privileged. ``turn_score`` (float, every
+    ``reset``/``step``; privileged): the exact probability of success from the state under the
+    optimal policy (1.0 while every way taken was right, else 0.0).
 
     ## Arguments
 

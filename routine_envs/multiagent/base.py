@@ -461,6 +461,7 @@ class TeamEnv(ParallelEnv[str, np.ndarray, int], Generic[StateType]):
             keys.CRITICAL: self._critical_now[agent],
             keys.STATE_ID: state_id,
             keys.ANCHOR: self.dynamics.agent_anchor(state, agent),
+            keys.TURN_SCORE: float(self.dynamics.turn_score(state)),
         }
 
     # ------------------------------------------------------- the exact model (the dynamics')

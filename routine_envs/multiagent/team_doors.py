@@ -177,6 +177,12 @@ class TeamDoorsDynamics(TeamDynamics[DoorsState]):
     def is_success(self, state: DoorsState) -> bool:
         return self.core.is_success(state)
 
+    def turn_score(self, state: DoorsState) -> float:
+        """The core's: 1.0 while every door passed so far was right (whoever chose it), the
+        exact success probability under the optimal joint policy (cheaper than the joint model;
+        a test checks the two agree)."""
+        return self.core.turn_score(state)
+
     def describe(self, state: DoorsState) -> str:
         text = self.core.describe(state)
         if state.floor < self.core.num_floors:
@@ -271,8 +277,9 @@ class TeamDilutedDoorsEnv(TeamEnv[DoorsState]):
     ## Information
 
     ``infos[agent]`` on ``reset`` and every ``step``: ``critical`` (can *this agent's* action
-    change the expected team return?), ``anchor`` (a stable hash of this agent's observation)
-    and ``state_id`` (the canonical id of the joint state, the
+    change the expected team return?), ``anchor`` (a stable hash of this agent's observation),
+    ``turn_score`` (the team's: the exact probability of success from the joint state under the
+    optimal joint policy; privileged) and ``state_id`` (the canonical id of the joint state, the
     same for every agent and equal to the single-agent env's id of that state). At the end, per
     agent: ``success`` (the team's), ``num_critical`` (this agent's critical steps),
     ``episode_length`` (steps of the team episode) and ``decision_density`` (``num_critical /

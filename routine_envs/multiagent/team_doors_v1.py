@@ -127,7 +127,8 @@ class TeamDilutedDoorsV1Env(TeamEnv[PathState]):
     and ``state_id`` (the canonical id of the joint state, the same for every agent and equal to
     ``DilutedDoors-v1``'s id of that state). At the end, per agent: ``success`` (the team's),
     ``num_critical`` (this agent's critical steps), ``episode_length`` (steps of the team
-    episode) and ``decision_density`` (``num_critical / episode_length``). Exact definition of
+    episode) and ``decision_density`` (``num_critical / episode_length``). ``turn_score`` on
+    every step (the team's, privileged): 1.0 while every door so far was right. Exact definition of
     ``critical``: :meth:`~routine_envs.multiagent.base.TeamDynamics.action_gaps_per_agent`
     ``> 0``.
 

@@ -193,6 +193,14 @@ class TeamGridDynamics(TeamDynamics[JointCells]):
     def is_success(self, state: JointCells) -> bool:
         return all(self.goal[i][c] for i, c in enumerate(state))
 
+    def turn_score(self, state: JointCells) -> float:
+        """The product of each agent's exact success probability in its own maze under its
+        optimal policy: the mazes are independent, so it is the team's under the optimal joint
+        policy (cheaper than the joint model; a test checks the two agree)."""
+        return math.prod(
+            core.turn_score(cell) for core, cell in zip(self.cores, state, strict=True)
+        )
+
     def build_text_view(self) -> TextView:
         """One agent's observation in words, for the turn-based adapter
         (:func:`~routine_envs.multiagent.rendering.team_grid_view`)."""
@@ -283,8 +291,9 @@ class TeamRoutineGridEnv(TeamEnv[JointCells]):
     ## Information
 
     ``infos[agent]`` on ``reset`` and every ``step``: ``critical`` (can *this agent's* action
-    change the expected team return?), ``anchor`` (a stable hash of this agent's observation)
-    and ``state_id`` (the canonical id of the joint state, the
+    change the expected team return?), ``anchor`` (a stable hash of this agent's observation),
+    ``turn_score`` (the team's: the exact probability of success from the joint state under the
+    optimal joint policy; privileged) and ``state_id`` (the canonical id of the joint state, the
     same for every agent: ``sum_i cell_i * prod_{k<i} n_k`` with ``cell_i`` the agent's
     single-agent ``state_id`` and ``n_k`` the cells of maze ``k``). At the end, per agent:
     ``success`` (the team's: every agent reached its goal), ``num_critical``,

@@ -199,6 +199,12 @@ class TeamTreeGridDynamics(TeamDynamics[JointPaths]):
     def is_success(self, state: JointPaths) -> bool:
         return all(core.is_success(s) for core, s in zip(self.cores, state, strict=True))
 
+    def turn_score(self, state: JointPaths) -> float:
+        """The product of each agent's exact success probability in its own maze under its
+        optimal policy (the mazes are independent: the team's under the optimal joint policy;
+        cheaper than the joint model, which large teams cannot build)."""
+        return math.prod(core.turn_score(s) for core, s in zip(self.cores, state, strict=True))
+
     def build_text_view(self) -> TextView:
         """One agent's observation in words (:func:`team_grid_v1_view`)."""
         return team_grid_v1_view(self)
@@ -283,7 +289,9 @@ class TeamRoutineGridV1Env(TeamEnv[JointPaths]):
     change the expected team return?), ``anchor`` (a stable hash of this agent's observation)
     and ``state_id`` (the canonical id of the joint state, the same for every agent). At the end,
     per agent: ``success`` (the team's), ``num_critical``, ``episode_length`` and
-    ``decision_density`` (this agent's). Exact definition of ``critical``:
+    ``decision_density`` (this agent's). ``turn_score`` on every step (the team's, privileged):
+    the product of each agent's exact success probability in its maze. Exact definition of
+    ``critical``:
     :meth:`~routine_envs.multiagent.base.TeamEnv.action_gaps` ``> 0``.
 
     ## Arguments

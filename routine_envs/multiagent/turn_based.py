@@ -62,7 +62,8 @@ class TurnBasedTeamEnv(gym.Env[np.ndarray, np.int64]):
 
     The keys of :mod:`routine_envs.annotations`, of the agent whose turn it is: ``critical``
     (that agent's), ``state_id`` (``joint id * num_agents + agent index``) and ``anchor`` (its
-    observation's) on every ``reset``/``step``; ``success``, ``num_critical``,
+    observation's) and ``turn_score`` (the team state's) on every ``reset``/``step``;
+    ``success``, ``num_critical``,
     ``episode_length`` and ``decision_density`` at the end, counted in agent turns.
 
     Args:
@@ -182,6 +183,7 @@ class TurnBasedTeamEnv(gym.Env[np.ndarray, np.int64]):
             keys.CRITICAL: info[keys.CRITICAL],
             keys.STATE_ID: info[keys.STATE_ID] * self.num_agents + turn,
             keys.ANCHOR: info[keys.ANCHOR],  # the acting agent's observation is this turn's
+            keys.TURN_SCORE: info[keys.TURN_SCORE],  # the team's state: the same for every turn
         }
 
     # ------------------------------------------------------------------------------ oracle

@@ -53,7 +53,8 @@ class KeyCorridorDynamics(Dynamics):
     Terminated at the door (every action there ends the episode), after ``length + 1`` steps.
 
     ## Information
-    ``critical``, ``state_id`` and ``anchor`` on every step; ``success``, ``num_critical``,
+    ``critical``, ``state_id``, ``anchor`` and ``turn_score`` (the default: the exact success
+    probability under the optimal policy) on every step; ``success``, ``num_critical``,
     ``episode_length`` and ``decision_density`` at the end. Critical: the key's cell (before
     the key is taken) and the door with the key in hand.
 

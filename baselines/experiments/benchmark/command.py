@@ -36,6 +36,7 @@ from baselines.lib import cli, protocol_runs, training_runs
 from baselines.lib import protocol as protocols
 from baselines.lib.backend import BackendArgs
 from baselines.lib.results import ResultsFile, write_atomic
+from baselines.lib.specs import parse_method
 
 COMMANDS = ("run", "report", "references", "leaderboard", "plan")
 LAB_EPISODES = 2000
@@ -325,7 +326,7 @@ def make_report(
     versions = report.versions_of(records)
     ref_versions = [v for recs in references.values() for v in report.versions_of(recs)]
     header = {
-        "method": args.method,
+        "method": parse_method(args.method).label(),  # a privileged method says so
         "protocol": f"{protocol.version} ({protocol.status}, sha256 {protocol.sha256[:12]}), "
         f"tier {args.tier}",
         "runs": f"{len(records)} of {tier.num_runs_per_method}",

@@ -56,6 +56,10 @@ def estimate_rows(rows: list[dict[str, Any]], density_kwarg: str) -> list[dict[s
             )
             row["MSE"] = f"{r['mse']:.4g}"
         table.append(row)
+    if any(r.get("relative_bias_closed_form") is not None for r in rows):
+        for row, r in zip(table, rows, strict=True):  # the exact value where one is known
+            closed = r.get("relative_bias_closed_form")
+            row["relative bias, closed form"] = "-" if closed is None else f"{closed:.4g}"
     return table
 
 

@@ -41,7 +41,7 @@ from baselines.experiments.snr_lab import analysis
 from baselines.lib import cli, provenance
 from baselines.lib.backend import BackendArgs
 from baselines.lib.experiment import Experiment, run_experiment
-from baselines.lib.lab import estimator_code, lab_estimator, lab_policy
+from baselines.lib.lab import closed_form_bias, estimator_code, lab_estimator, lab_policy
 from baselines.lib.records import Record
 from baselines.lib.tables import format_table, write_csv
 from routine_envs import credit, snr
@@ -146,9 +146,13 @@ def measure_setting(setting: dict[str, Any]) -> dict[str, Any]:
     )
     scale = 1 / math.sqrt(setting["group_size"])  # SNR per episode
     rows = []
-    for res in comparison.results.values():
+    for name, res in comparison.results.items():
         row = {k: v for k, v in res.as_row().items() if k not in ("num_groups", "group_size")}
         row.update(snr=res.snr * scale, snr_low=res.snr_low * scale, snr_high=res.snr_high * scale)
+        closed = None  # with a metric (a network) the bias is not in the tabular norm
+        if metric is None:
+            closed = closed_form_bias(estimators[name], env, policy, setting["group_size"])
+        row.update(closed or dict.fromkeys(CLOSED_FORM_FIELDS))
         rows.append(row)
     reference = setting["reference"]
     ratios = {f"{a}/{b}": list(v) for (a, b), v in comparison.ratios.items() if b == reference}
@@ -162,6 +166,10 @@ def measure_setting(setting: dict[str, Any]) -> dict[str, Any]:
         "seconds": time.perf_counter() - start,
     }
 
+
+CLOSED_FORM_FIELDS = ("relative_bias_closed_form", "cosine_closed_form")
+"""Per result, the exact relative bias and cosine where the estimator has a closed form of its
+expected gradient (:func:`baselines.lib.lab.closed_form_bias`), else ``None``."""
 
 KEY_FIELDS = (
     "env_id",

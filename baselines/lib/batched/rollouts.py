@@ -46,6 +46,9 @@ class Stepper:
         self.info = {k: np.zeros(total, dtype=np.int64) for k in INFO_KEYS}
         self.info[keys.CRITICAL] = np.zeros(total, dtype=bool)
         self.masks = np.ones((total, c0.num_actions), dtype=bool) if c0.masked else None
+        #: ``turn_score`` of the state each row's last step reached (its final state where the
+        #: episode ended), ``(total,)``; NaN until stepped or where the env reports none
+        self.reached_score = np.full(total, np.nan)
         self.alive = np.ones(len(configs), dtype=bool)
         self.config_of = config_of  # the configuration of each run, (R,)
 
@@ -104,6 +107,11 @@ class Stepper:
             if ended.size:
                 final[lo + ended] = np.stack(infos["final_obs"][ended])
                 final_ids[lo + ended] = infos["final_info"][keys.STATE_ID][ended]
+            if keys.TURN_SCORE in infos:
+                score = np.asarray(infos[keys.TURN_SCORE], dtype=np.float64).copy()
+                if ended.size:
+                    score[ended] = infos["final_info"][keys.TURN_SCORE][ended]
+                self.reached_score[lo:hi] = score
             self._store(c, obs, infos, np.arange(hi - lo))
         return rewards, terminated, truncated, final, final_ids
 
@@ -272,7 +280,16 @@ def collect_groups(
     all_actions = np.zeros(int(stepper.bounds[-1]), dtype=np.int64)
     record: dict[str, list[np.ndarray]] = {
         name: []
-        for name in ("obs", "actions", "log_probs", "values", "entropies", "rewards", "live")
+        for name in (
+            "obs",
+            "actions",
+            "log_probs",
+            "values",
+            "entropies",
+            "rewards",
+            "live",
+            "scores",
+        )
     }
     record.update({name: [] for name in (*INFO_KEYS, "group", "cut", "bootstrap", "masks")})
     while collecting.any():
@@ -322,6 +339,7 @@ def collect_groups(
             v_final = values_of(runs, final_obs, _final_ids(stepper, rows, final_ids, cut))
             bootstrap = v_final.astype(np.float64)
         record["rewards"].append(rewards[rows].reshape(k, n))
+        record["scores"].append(stepper.reached_score[rows].reshape(k, n))
         record["cut"].append(cut)
         record["bootstrap"].append(np.where(cut, bootstrap, 0.0))
         collected += live.sum(axis=1)
@@ -346,6 +364,7 @@ def _run_batch(
     bounds = np.append(starts, len(t)).astype(np.int64)
     last = bounds[1:] - 1
     cut = rec["cut"][t[last], j, i[last]]
+    scores = rec["scores"][t, j, i]  # of the state each step reached (privileged)
     batch = EpisodeBatch(
         rewards=rec["rewards"][t, j, i].astype(np.float64),
         episode_starts=bounds,
@@ -358,6 +377,7 @@ def _run_batch(
         log_probs=rec["log_probs"][t, j, i].astype(np.float64),
         entropies=rec["entropies"][t, j, i].astype(np.float64) if want_entropies else None,
         values=rec["values"][t, j, i].astype(np.float64),
+        turn_scores=None if np.isnan(scores).any() else scores,
         truncated=cut.astype(bool),
         bootstrap_values=rec["bootstrap"][t[last], j, i[last]]
         if with_values
