@@ -13,16 +13,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from baselines.lib.batched import RunSpec, batch_key, group_runs, mlp, train_runs
+from baselines.lib.batched.acting import sample_actions
+from baselines.lib.batched.evaluation import SuccessEvaluator
 from baselines.lib.batched.optim import StackedAdam, clip_by_global_norm
 from baselines.lib.batched.rollouts import gae
 from baselines.lib.batched.settings import TrainerSettings
-from baselines.lib.batched.trainer import sample_actions
+from baselines.lib.batched.tabular import MASKED_LOGIT, TABLE_ALIGN, StateTable
 from baselines.lib.batched.update import (
-    MASKED_LOGIT,
     LossSettings,
     RolloutData,
     minibatch_gradient,
     minibatches,
+    table_minibatch_gradient,
 )
 
 DOORS = "DilutedDoors-v1"
@@ -507,3 +509,98 @@ def test_every_estimator_of_credit_trains_through_the_episode_batch(method):
     (result,) = train_runs([doors(method, 0, 3, budget=600, **extra)])
     assert len(result.success) == 4 and all(0 <= s <= 1 for s in result.success)
     assert result.success[-1] != result.success[0]  # the policy was updated
+
+
+# ------------------------------------------------------------ state tables and evaluation
+@pytest.mark.parametrize("masked", [False, True])
+def test_state_table_gradient_equals_the_per_step_gradient(masked):
+    """The gradient summed per state on the table (tabular.py) is the per-step gradient."""
+    runs, rows, d, actions_n, k = 3, 40, 5, 4, 9
+    layout = mlp.make_layout(d, actions_n, [8, 6], [7])
+    gen = torch.Generator().manual_seed(2)
+    theta = torch.stack([mlp.init_parameters(layout, gen) for _ in range(runs)])
+    theta += 0.3 * torch.randn(theta.shape, generator=gen)
+    rng = np.random.default_rng(3)
+    ids = np.sort(rng.choice(30, size=k, replace=False))
+    state_obs = rng.standard_normal((k, d)).astype(np.float32)
+    state_masks = rng.random((k, actions_n)) < 0.6
+    state_masks[:, 2] = True
+    table = StateTable.of(ids, state_obs, state_masks if masked else None, 30)
+    assert table.size % TABLE_ALIGN == 0 and table.size >= k
+    sizes = [rows, rows - 7, 11]
+    states = [rng.integers(0, k, n) for n in sizes]  # steps revisit states
+    acts = [np.array([rng.choice(np.flatnonzero(state_masks[s])) for s in st_]) for st_ in states]
+    data = RolloutData.from_runs(
+        [state_obs[s] for s in states],
+        acts,
+        [rng.normal(-1.2, 0.3, n).astype(np.float32) for n in sizes],
+        [rng.standard_normal(n) for n in sizes],
+        [rng.standard_normal(n) for n in sizes],
+        [state_masks[s] for s in states] if masked else None,
+        [ids[s] for s in states],
+    )
+    table_rows = np.zeros((runs, data.stride), dtype=np.int64)
+    for r, s in enumerate(states):
+        table_rows[r, : len(s)] = table.rows(ids[s])
+    data.table_rows = torch.from_numpy(table_rows.reshape(-1))
+    ls = LossSettings(0.2, 0.05, 0.5, 0.5, True, 1, rows, False)
+    index = np.full((runs, rows), data.stride - 1)
+    for r, n in enumerate(sizes):
+        index[r, :n] = rng.permutation(n)
+    index += np.arange(runs)[:, None] * data.stride
+    taken = np.array(sizes)
+    per_step, on_table = torch.zeros_like(theta), torch.zeros_like(theta)
+    pi, vf = layout.net("pi"), layout.net("vf")
+    minibatch_gradient(theta, per_step, pi, vf, data, index, taken, ls)
+    table_minibatch_gradient(theta, on_table, layout, table, data, index, taken, ls)
+    assert per_step.abs().sum() > 0
+    np.testing.assert_allclose(on_table.numpy(), per_step.numpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_state_table_refuses_a_state_that_is_not_a_decision_state():
+    table = StateTable.of(np.array([1, 4]), np.zeros((2, 3), dtype=np.float32), None, 6)
+    assert table.rows(np.array([[4, 1]])).tolist() == [[1, 0]]
+    with pytest.raises(RuntimeError, match="state_id 2"):
+        table.rows(np.array([4, 2]))
+
+
+def lite_configurations():
+    from baselines.lib.protocol import load_protocol
+
+    for setting in load_protocol("rb1").tier("lite").settings:
+        for value in setting.values:
+            yield setting.env_id, {**setting.env_kwargs, setting.density_kwarg: value}
+
+
+def test_success_evaluator_equals_the_dynamics_on_every_lite_configuration():
+    rng = np.random.default_rng(4)
+    checked = 0
+    for env_id, kwargs in lite_configurations():
+        env = gym.make(env_id, **kwargs)
+        dynamics = env.unwrapped.dynamics
+        evaluator = SuccessEvaluator(dynamics)
+        assert evaluator.exact_pass
+        shape = (3, evaluator.ids.size, evaluator.num_actions)
+        probs = rng.dirichlet(np.full(shape[2], 0.5), size=shape[:2]).astype(np.float32)
+        probs[0] = np.eye(shape[2], dtype=np.float32)[rng.integers(0, shape[2], shape[1])]
+        probs[0] = 0.9 * probs[0] + 0.1 / shape[2]  # near-deterministic, still leaves
+        success = evaluator(probs)
+        reference = [dynamics.success_probability(t) for t in evaluator.tables(probs)]
+        np.testing.assert_allclose(success, reference, rtol=0, atol=1e-12)
+        assert len(set(np.round(success, 6))) == 3  # three policies, three answers
+        env.close()
+        checked += 1
+    assert checked >= 9
+
+
+def test_success_evaluator_refuses_bad_policies():
+    env = gym.make(DOORS, num_floors=2, routine_length=3)
+    evaluator = SuccessEvaluator(env.unwrapped.dynamics)
+    k, a = evaluator.ids.size, evaluator.num_actions
+    with pytest.raises(ValueError, match="probs must have shape"):
+        evaluator(np.ones((k, a)))
+    bad = np.ones((1, k, a))
+    bad[0, 0, 0] = -1.0
+    with pytest.raises(ValueError, match="finite and non-negative"):
+        evaluator(bad)
+    env.close()

@@ -60,7 +60,9 @@ critic-free path (no value net trained, targets 0), no minibatch of one step.
   batch; they are not SB3's streams, so a run is not SB3's run of that seed (equal in
   distribution). Actions are drawn by inverse CDF from float64 uniforms.
 - Arithmetic: a hand-written backward pass; ``tanh`` by numpy; one-column products (the value
-  head) as row sums; Adam's bias-corrected step applied per run in float32: rounding-level
+  head) as row sums; Adam's bias-corrected step applied per run in float32; on configurations
+  with few decision states (:mod:`.tabular`) the networks run once per state and the loss's
+  per-step gradients are summed per state before the backward pass: rounding-level
   differences from torch's.
 - Critic-free estimators build no value network (SB3 keeps one whose gradient is exactly 0).
 - The evaluation is always exact: environments without a model are refused (``--trainer sb3``
@@ -73,9 +75,12 @@ critic-free path (no value net trained, targets 0), no minibatch of one step.
   history, for environments whose states each have one history.
 
 Modules: :mod:`.api` (the entry points), :mod:`.settings` (hyperparameters), :mod:`.envs`
-(configurations shared by runs), :mod:`.rollouts` (collection), :mod:`.mlp` (stacked MLPs),
-:mod:`.update` (PPO's loss and minibatches), :mod:`.optim` (Adam, clipping), :mod:`.trainer`
-(the loop), :mod:`.transformer`, :mod:`.streams`. Documentation: ``docs/batched.md``.
+(configurations shared by runs), :mod:`.rollouts` (collection), :mod:`.acting` (the policy
+during a rollout), :mod:`.mlp` (stacked MLPs), :mod:`.tabular` (the networks on every decision
+state at once, for configurations with few), :mod:`.update` (PPO's loss and minibatches),
+:mod:`.optim` (Adam, clipping), :mod:`.evaluation` (exact success probabilities of many
+policies in one pass), :mod:`.trainer` (the loop), :mod:`.transformer`, :mod:`.streams`.
+Documentation: ``docs/batched.md``.
 """
 
 from baselines.lib.batched.api import (

@@ -20,6 +20,8 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 import routine_envs
+from baselines.lib.batched.evaluation import SuccessEvaluator
+from baselines.lib.batched.tabular import StateTable
 from routine_envs.envs.model_vector import ModelVectorEnv
 
 gym.register_envs(routine_envs)
@@ -102,6 +104,8 @@ class EnvConfig:
         )
         self.sampler = LazySampler(self.env)
         self._decision: tuple[np.ndarray, np.ndarray, np.ndarray | None] | None = None
+        self._table: StateTable | None = None
+        self._evaluator: SuccessEvaluator | None = None
 
     # ------------------------------------------------------------------ evaluation
     def decision_states(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
@@ -114,21 +118,22 @@ class EnvConfig:
             self._decision = (ids, np.array(observations, dtype=np.float32), masks)
         return self._decision
 
-    def policy_table(self, probs: np.ndarray) -> np.ndarray:
-        """The tabular policy ``(num_states, num_actions)`` float64 from the action
-        probabilities ``probs`` ``(K, num_actions)`` on :meth:`decision_states` (rows
-        renormalised in float64; terminal and unreachable rows uniform), as
-        :func:`baselines.lib.trajectory_ppo.policy_table` builds it for SB3."""
-        ids = self.decision_states()[0]
-        base = self.env.unwrapped
-        table = np.full((base.num_states, self.num_actions), 1.0 / self.num_actions)
-        p = probs.astype(np.float64)
-        table[ids] = p / p.sum(axis=1, keepdims=True)
-        return table
+    def state_table(self) -> StateTable:
+        """The decision states as network inputs (:class:`~baselines.lib.batched.tabular.
+        StateTable`), built once."""
+        if self._table is None:
+            ids, observations, masks = self.decision_states()
+            self._table = StateTable.of(ids, observations, masks, self.env.unwrapped.num_states)
+        return self._table
 
-    def success_probability(self, table: np.ndarray) -> float:
-        """Exact success probability of the tabular policy ``table`` (the dynamics' model)."""
-        return float(self.env.unwrapped.success_probability(table))
+    def evaluator(self) -> SuccessEvaluator:
+        """Exact success probabilities of policies given on :meth:`decision_states`
+        (:class:`~baselines.lib.batched.evaluation.SuccessEvaluator`), built once."""
+        if self._evaluator is None:
+            self._evaluator = SuccessEvaluator(self.dynamics)
+            if not np.array_equal(self._evaluator.ids, self.decision_states()[0]):
+                raise RuntimeError(f"{self.env_id}: the decision states are not in id order")
+        return self._evaluator
 
     # ----------------------------------------------------------------------- sizes
     @property

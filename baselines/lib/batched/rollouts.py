@@ -87,14 +87,16 @@ class Stepper:
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, ...]:
         """Step every live configuration with ``actions`` (one per env row). Returns rewards,
-        terminated, truncated (by the env's own step budget), and the final observation of
-        each row that ended (zeros elsewhere), all with one entry per row; ``self.obs`` and
-        ``self.info`` then describe the current states (new episodes where one ended)."""
+        terminated, truncated (by the env's own step budget), and the final observation and
+        state id of each row that ended (zeros elsewhere), all with one entry per row;
+        ``self.obs`` and ``self.info`` then describe the current states (new episodes where one
+        ended)."""
         total = int(self.bounds[-1])
         rewards = np.zeros(total)
         terminated = np.zeros(total, dtype=bool)
         truncated = np.zeros(total, dtype=bool)
         final = np.zeros_like(self.obs)
+        final_ids = np.zeros(total, dtype=np.int64)
         for c, config in enumerate(self.configs):
             if not self.alive[c]:
                 continue
@@ -104,13 +106,14 @@ class Stepper:
             ended = np.flatnonzero(te | tr)
             if ended.size:
                 final[lo + ended] = np.stack(infos["final_obs"][ended])
+                final_ids[lo + ended] = infos["final_info"][keys.STATE_ID][ended]
             if keys.TURN_SCORE in infos:
                 score = np.asarray(infos[keys.TURN_SCORE], dtype=np.float64).copy()
                 if ended.size:
                     score[ended] = infos["final_info"][keys.TURN_SCORE][ended]
                 self.reached_score[lo:hi] = score
             self._store(c, obs, infos, np.arange(hi - lo))
-        return rewards, terminated, truncated, final
+        return rewards, terminated, truncated, final, final_ids
 
     def env_rows(self, runs: np.ndarray) -> np.ndarray:
         """The env rows of ``runs`` (indices in the batch's run order), ``(len(runs) * n,)``."""
@@ -141,7 +144,7 @@ def collect_steps(
     stepper: Stepper,
     runs: np.ndarray,
     act: Act,
-    values_of: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    values_of: Callable[..., np.ndarray],
     uniforms: Any,
     episode_starts: np.ndarray,
     n_steps: int,
@@ -150,7 +153,8 @@ def collect_steps(
 ) -> StepRollout:
     """SB3 ``PPO``'s rollout of ``n_steps`` steps of every env of ``runs`` (see the module
     docstring). ``episode_starts`` ``(R_all, n)`` float32 is SB3's ``_last_episode_starts``,
-    updated in place. ``values_of(runs, obs (R, k, d)) -> (R, k)`` evaluates the value net."""
+    updated in place. ``values_of(runs, obs (R, k, d), state_ids (R, k)) -> (R, k)`` evaluates
+    the value net."""
     n, rows = stepper.n, stepper.env_rows(runs)
     k = len(runs)
     d = stepper.obs.shape[1]
@@ -173,12 +177,12 @@ def collect_steps(
         id_buf[t] = ids
         actions, log_probs, values, _ = act(runs, obs, masks, uniforms.take(runs, n), ids)
         all_actions[rows] = actions.reshape(-1)
-        rewards, terminated, truncated, final = stepper.step(all_actions)
+        rewards, terminated, truncated, final, final_ids = stepper.step(all_actions)
         rewards = rewards[rows].reshape(k, n).astype(np.float32)
         cut = (truncated & ~terminated)[rows].reshape(k, n)
         if cut.any():  # SB3: bootstrap a time-limit truncation from V(terminal observation)
             final_obs = final[rows].reshape(k, n, d)
-            v_final = values_of(runs, final_obs)
+            v_final = values_of(runs, final_obs, _final_ids(stepper, rows, final_ids, cut))
             rewards = rewards + np.where(cut, gamma * v_final, 0.0).astype(np.float32)
         obs_buf[t], act_buf[t], logp_buf[t], val_buf[t] = obs, actions, log_probs, values
         rew_buf[t], start_buf[t] = rewards, episode_starts[runs]
@@ -204,6 +208,16 @@ def collect_steps(
         None if mask_buf is None else flat(mask_buf),
         flat(id_buf),
     )
+
+
+def _final_ids(
+    stepper: Stepper, rows: np.ndarray, final_ids: np.ndarray, cut: np.ndarray
+) -> np.ndarray:
+    """The state ids whose values bootstrap the truncations ``cut`` ``(R, n)``: each cut
+    episode's last state, the current (decision) state elsewhere (a value read, then unused)."""
+    k, n = cut.shape
+    current = stepper.info[keys.STATE_ID][rows].reshape(k, n)
+    return np.where(cut, final_ids[rows].reshape(k, n), current)
 
 
 def gae(
@@ -248,7 +262,7 @@ def collect_groups(
     stepper: Stepper,
     runs: np.ndarray,
     act: Act,
-    values_of: Callable[[np.ndarray, np.ndarray], np.ndarray] | None,
+    values_of: Callable[..., np.ndarray] | None,
     uniforms: Any,
     group_seeds: list[np.random.Generator],
     target: int,
@@ -316,12 +330,14 @@ def collect_groups(
         if masks is not None:
             record["masks"].append(masks)
         all_actions[rows] = actions.reshape(-1)
-        rewards, terminated, truncated, final = stepper.step(all_actions)
+        rewards, terminated, truncated, final, final_ids = stepper.step(all_actions)
         ended = (terminated | truncated)[rows].reshape(k, n) & live
         cut = ended & ~terminated[rows].reshape(k, n)
         bootstrap = np.zeros((k, n), dtype=np.float64)
         if values_of is not None and cut.any():
-            bootstrap = values_of(runs, final[rows].reshape(k, n, d)).astype(np.float64)
+            final_obs = final[rows].reshape(k, n, d)
+            v_final = values_of(runs, final_obs, _final_ids(stepper, rows, final_ids, cut))
+            bootstrap = v_final.astype(np.float64)
         record["rewards"].append(rewards[rows].reshape(k, n))
         record["scores"].append(stepper.reached_score[rows].reshape(k, n))
         record["cut"].append(cut)

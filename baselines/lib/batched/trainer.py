@@ -19,12 +19,14 @@ import numpy as np
 import torch
 
 from baselines.lib.batched import mlp
+from baselines.lib.batched.acting import RolloutPolicy, config_segments
 from baselines.lib.batched.envs import EnvConfig, build_configs
 from baselines.lib.batched.optim import StackedAdam
 from baselines.lib.batched.rollouts import Stepper, collect_groups, collect_steps
 from baselines.lib.batched.settings import TrainerSettings
 from baselines.lib.batched.streams import RunStreams, Uniforms
-from baselines.lib.batched.update import MASKED_LOGIT, LossSettings, RolloutData, update
+from baselines.lib.batched.tabular import MASKED_LOGIT, StateTable, table_policy
+from baselines.lib.batched.update import LossSettings, RolloutData, Segment, update
 from baselines.lib.config import TURN_LEVEL_METHODS, check_method
 from routine_envs import credit
 
@@ -61,19 +63,6 @@ def check_estimator(estimator: Any, env: Any, env_id: str) -> None:
             "provide"
         )
     credit.check_provides(estimator, BATCHED_PROVIDES, "the batched trainer (--trainer batched)")
-
-
-def sample_actions(probs: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
-    """Inverse-CDF draws: for each row of ``probs`` ``(..., A)`` the first action whose
-    cumulative probability (float64) exceeds its uniform; the last action of positive
-    probability where rounding leaves the uniform above the total."""
-    cdf = np.cumsum(probs.astype(np.float64), axis=-1)
-    a = (cdf <= uniforms[..., None]).sum(axis=-1)
-    over = a >= probs.shape[-1]
-    if over.any():
-        last = probs.shape[-1] - 1 - np.argmax(probs[..., ::-1] > 0, axis=-1)
-        a = np.where(over, last, a)
-    return a.astype(np.int64)
 
 
 class BatchedTrainer:
@@ -139,6 +128,18 @@ class BatchedTrainer:
             batch_size=s.batch_size,
             merge_single=not self.turn_level,
         )
+        # state tables (tabular.py) where a configuration has few decision states: for the
+        # rollout's policy when they are fewer than a rollout's steps, for the update when
+        # they are at most a minibatch's rows (a property of the configuration alone)
+        self.collect_tables: list[StateTable | None] = []
+        self.update_tables: list[StateTable | None] = []
+        for config in configs:
+            table = config.state_table() if self.policy_name == "mlp" else None
+            small = table is not None and table.size <= s.n_steps * s.n_envs
+            self.collect_tables.append(table if small else None)
+            fits = table is not None and table.size <= self.loss.rows
+            self.update_tables.append(table if fits else None)
+        self.policy: RolloutPolicy | None = None
         self.stepper = Stepper(configs, config_of, s.n_envs)
         self.uniforms = Uniforms([st.actions for st in self.streams])
         self.active = np.arange(len(self.runs), dtype=np.int64)
@@ -162,6 +163,21 @@ class BatchedTrainer:
         return torch.stack([mlp.init_parameters(self.layout, st.init) for st in self.streams])
 
     def _update(self, data: RolloutData, runs: np.ndarray) -> None:
+        """SB3's epochs of minibatch updates of ``runs`` on ``data``: each configuration's runs
+        on its state table where it has one (``data.table_rows`` set here), per step else."""
+        segments = []
+        rows = np.zeros((len(runs), data.stride), dtype=np.int64)
+        tabular = False
+        for lo, hi, c in config_segments(self.config_of, runs):
+            table = self.update_tables[c]
+            segments.append(Segment(lo, hi, table))
+            if table is not None:
+                tabular = True
+                ids = data.state_ids.view(len(runs), -1)[lo:hi].numpy()
+                real = np.arange(data.stride)[None, :] < data.sizes[lo:hi, None]
+                rows[lo:hi] = np.where(real, table.row_of[ids], 0)
+        if tabular:
+            data.table_rows = torch.from_numpy(rows.reshape(-1))
         update(
             self.theta,
             self.optimizer,
@@ -169,20 +185,21 @@ class BatchedTrainer:
             data,
             self.loss,
             [self.streams[j].shuffle for j in runs.tolist()],
+            segments,
         )
 
     def _start_rollout(self, runs: np.ndarray) -> None:
-        """Before a rollout's collection: the networks' weights copied out once (the policy is
-        fixed until the update)."""
-        self.frozen = {"pi": mlp.FrozenNet.of(self.theta, self.layout.net("pi"))}
-        if self.trains_critic:
-            self.frozen["vf"] = mlp.FrozenNet.of(self.theta, self.layout.net("vf"))
-
-    def _frozen(self, runs: np.ndarray, net: str) -> mlp.FrozenNet:
-        frozen = self.frozen[net]
-        if len(runs) == len(self.active) and np.array_equal(runs, self.active):
-            return frozen
-        return frozen.rows(torch.from_numpy(np.searchsorted(self.active, runs)))
+        """Before a rollout's collection: the policy prepared once (:class:`RolloutPolicy`:
+        state tables or frozen weights), as it is fixed until the update."""
+        self.policy = RolloutPolicy(
+            self.theta,
+            self.active,
+            self.config_of,
+            self.layout,
+            self.collect_tables,
+            self.trains_critic,
+            self.want_entropies,
+        )
 
     @staticmethod
     def check_settings(hyperparameters: dict[str, Any]) -> TrainerSettings:
@@ -220,15 +237,6 @@ class BatchedTrainer:
         pos = np.searchsorted(self.active, runs)
         return self.theta.index_select(0, torch.from_numpy(pos))
 
-    def _probs(
-        self, theta: torch.Tensor, obs: np.ndarray, masks: np.ndarray | None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        logits, _ = mlp.forward(theta, self.layout.net("pi"), torch.from_numpy(obs))
-        if masks is not None:
-            logits = logits.masked_fill(~torch.from_numpy(masks), MASKED_LOGIT)
-        log_p = torch.log_softmax(logits, dim=-1)
-        return log_p, torch.exp(log_p)
-
     def act(
         self,
         runs: np.ndarray,
@@ -238,48 +246,50 @@ class BatchedTrainer:
         state_ids: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
         """Actions, log-probabilities, values and entropies of ``runs`` at ``obs``."""
-        with torch.no_grad():
-            logits = self._frozen(runs, "pi")(torch.from_numpy(obs))
-            if masks is not None:
-                logits = logits.masked_fill(~torch.from_numpy(masks), MASKED_LOGIT)
-            log_p = torch.log_softmax(logits, dim=-1)
-            p = torch.exp(log_p)
-            actions = sample_actions(p.numpy(), u)
-            log_prob = log_p.gather(2, torch.from_numpy(actions)[..., None])[..., 0].numpy()
-            values = None
-            if self.trains_critic:
-                values = self._frozen(runs, "vf")(torch.from_numpy(obs))[..., 0].numpy()
-            entropy = None
-            if self.want_entropies:
-                plogp = p * log_p
-                if masks is not None:
-                    plogp = torch.where(torch.from_numpy(masks), plogp, 0.0)
-                entropy = (-plogp.sum(-1)).numpy()
-        return actions, log_prob, values, entropy
+        assert self.policy is not None
+        return self.policy.act(runs, obs, masks, u, state_ids)
 
     def values_of(
         self, runs: np.ndarray, obs: np.ndarray, state_ids: np.ndarray | None = None
     ) -> np.ndarray:
         """Values ``(R, k)`` of ``runs`` at ``obs`` ``(R, k, d)`` (``state_ids``: their states,
         for policies that need them)."""
-        x = torch.from_numpy(np.ascontiguousarray(obs, dtype=np.float32))
-        with torch.no_grad():
-            return self._frozen(runs, "vf")(x)[..., 0].numpy()
+        assert self.policy is not None
+        return self.policy.values(runs, obs, state_ids)
 
-    def policy_tables(self, runs: np.ndarray) -> list[np.ndarray]:
-        """The tabular policy of each of ``runs`` (all of one configuration) on every state."""
-        config = self.configs[self.config_of[runs[0]]]
+    def decision_probs(self, runs: np.ndarray) -> np.ndarray:
+        """The current policies of ``runs`` (all of one configuration) on its decision states,
+        ``(R, K, A)`` float32 (``EnvConfig.decision_states`` order)."""
+        c = int(self.config_of[runs[0]])
+        config = self.configs[c]
+        if self.policy is not None:  # during a rollout: the rollout's own tables
+            probs = self.policy.decision_probs(runs)
+            if probs is not None:
+                return probs
+        table = self.collect_tables[c]
+        if table is not None:
+            return table_policy(self._rows(runs), self.layout, table, False, False)["p"][
+                :, : len(table.ids)
+            ]
         _, observations, masks = config.decision_states()
-        tables = []
+        out = []
         for lo in range(0, len(runs), EVAL_CHUNK):
             chunk = runs[lo : lo + EVAL_CHUNK]
             k = len(chunk)
-            obs = np.repeat(observations[None], k, axis=0)
-            m = None if masks is None else np.repeat(masks[None], k, axis=0)
+            x = torch.from_numpy(np.repeat(observations[None], k, axis=0))
             with torch.no_grad():
-                _, p = self._probs(self._rows(chunk), obs, m)
-            tables.extend(config.policy_table(p[i].numpy()) for i in range(k))
-        return tables
+                logits, _ = mlp.forward(self._rows(chunk), self.layout.net("pi"), x)
+                if masks is not None:
+                    m = torch.from_numpy(masks)
+                    logits = logits.masked_fill(~m, MASKED_LOGIT)
+                out.append(torch.softmax(logits, dim=-1).numpy())
+        return np.concatenate(out)
+
+    def policy_tables(self, runs: np.ndarray) -> list[np.ndarray]:
+        """The tabular policy ``(num_states, A)`` float64 of each of ``runs`` (all of one
+        configuration) on every state."""
+        config = self.configs[self.config_of[runs[0]]]
+        return list(config.evaluator().tables(self.decision_probs(runs)))
 
     def policy_table_of(self, j: int) -> np.ndarray:
         return self.policy_tables(np.array([j]))[0]
@@ -289,8 +299,10 @@ class BatchedTrainer:
         out: dict[int, float] = {}
         for c in np.unique(self.config_of[runs]).tolist():
             mine = runs[self.config_of[runs] == c]
-            for j, table in zip(mine.tolist(), self.policy_tables(mine), strict=True):
-                out[j] = self.configs[c].success_probability(table)
+            for lo in range(0, len(mine), EVAL_CHUNK):
+                chunk = mine[lo : lo + EVAL_CHUNK]
+                success = self.configs[c].evaluator()(self.decision_probs(chunk))
+                out.update(zip(chunk.tolist(), success.tolist(), strict=True))
         return out
 
     def _record_points(self, runs: np.ndarray, before: np.ndarray) -> None:
@@ -346,6 +358,7 @@ class BatchedTrainer:
             data = self._episode_rollout(runs)
         self._record_points(runs, before)
         self._update(data, runs)
+        self.policy = None  # the rollout's policy is stale from here
         self._charge(cpu0, wall0, runs)
         self._retire()
 

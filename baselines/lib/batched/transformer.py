@@ -31,9 +31,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from baselines.lib.batched.acting import sample_actions
 from baselines.lib.batched.envs import EnvConfig
 from baselines.lib.batched.optim import clip_by_global_norm
-from baselines.lib.batched.trainer import BatchedTrainer, sample_actions
+from baselines.lib.batched.trainer import BatchedTrainer
 from baselines.lib.batched.update import RolloutData, minibatches
 
 DEFAULTS = {"blocks": 2, "width": 32, "heads": 2, "ff": 128}
@@ -240,14 +241,13 @@ class TransformerTrainer(BatchedTrainer):
             raise ValueError("policy: transformer cannot bootstrap a truncated episode")
         return np.stack([self.tables[j][1][state_ids[i]] for i, j in enumerate(runs.tolist())])
 
-    def policy_tables(self, runs: np.ndarray) -> list[np.ndarray]:
+    def decision_probs(self, runs: np.ndarray) -> np.ndarray:
+        """The policies of ``runs`` (one configuration) on its decision states ``(R, K, A)``."""
         c = int(self.config_of[runs[0]])
-        config = self.configs[c]
-        ids = config.decision_states()[0]
+        ids = self.configs[c].decision_states()[0]
         with torch.no_grad():
             logits, _ = self._all_states(self._rows(runs), c)
-            probs = torch.softmax(logits, dim=-1).numpy()
-        return [config.policy_table(probs[i][ids]) for i in range(len(runs))]
+            return torch.softmax(logits, dim=-1).numpy()[:, ids]
 
     # --------------------------------------------------------------------- update
     def _update(self, data: RolloutData, runs: np.ndarray) -> None:

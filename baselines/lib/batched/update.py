@@ -13,6 +13,10 @@ loss (MSE to the return targets) times ``vf_coef``, minus ``ent_coef`` times the
 MaskablePPO's masking (invalid logits set to ``-1e8``, their entropy terms 0). Its gradient is
 written out by hand (the derivative of each term with respect to the logits and the value, then
 :func:`baselines.lib.batched.mlp.backward`) and clipped to ``max_grad_norm`` per run.
+
+Runs of a configuration with few decision states (a :class:`~baselines.lib.batched.tabular.
+StateTable` in their :class:`Segment`) take :func:`table_minibatch_gradient`: the same gradient
+with the networks run on the table's states instead of the minibatch's steps.
 """
 
 from __future__ import annotations
@@ -24,12 +28,11 @@ import torch
 
 from baselines.lib.batched import mlp
 from baselines.lib.batched.optim import StackedAdam, clip_by_global_norm
+from baselines.lib.batched.tabular import MASKED_LOGIT, StateTable, table_inputs
 
 RUN_CHUNK = 16
 """Runs whose minibatch gradients are computed in one batched pass (more at once only adds
 memory traffic: measured on rb1's Doors settings, R = 40)."""
-MASKED_LOGIT = -1e8
-"""sb3-contrib's ``MaskableCategorical`` logit for an invalid action."""
 
 
 @dataclass
@@ -39,7 +42,8 @@ class RolloutData:
 
     Shapes: ``obs`` ``(R * (N + 1), obs_dim)`` float32, ``actions`` ``(R * (N + 1),)`` int64,
     ``old_log_prob``, ``advantages``, ``returns`` ``(R * (N + 1),)`` float32, ``masks``
-    ``(R * (N + 1), A)`` bool or ``None``.
+    ``(R * (N + 1), A)`` bool or ``None``; ``table_rows`` ``(R * (N + 1),)`` int64: each
+    step's row in its configuration's state table (0 where there is none), or ``None``.
     """
 
     obs: torch.Tensor
@@ -50,6 +54,7 @@ class RolloutData:
     masks: torch.Tensor | None
     sizes: np.ndarray
     state_ids: torch.Tensor | None = None
+    table_rows: torch.Tensor | None = None
 
     @property
     def stride(self) -> int:
@@ -110,6 +115,16 @@ class LossSettings:
         return self.batch_size + (1 if self.merge_single else 0)
 
 
+@dataclass(frozen=True)
+class Segment:
+    """The runs ``[lo, hi)`` (rows of ``theta``) of one configuration, and its state table
+    when their gradients are computed on it (``None``: per step)."""
+
+    lo: int
+    hi: int
+    table: StateTable | None = None
+
+
 def minibatches(size: int, settings: LossSettings, rng: np.random.Generator) -> list[np.ndarray]:
     """SB3's minibatches of one run's ``size`` steps for one epoch: a permutation cut every
     ``batch_size`` (a last piece of one step joined to the one before when ``merge_single``)."""
@@ -129,12 +144,18 @@ def update(
     data: RolloutData,
     settings: LossSettings,
     shufflers: list[np.random.Generator],
+    segments: list[Segment] | None = None,
 ) -> None:
-    """``n_epochs`` of SB3 PPO's minibatch updates of every run (see the module docstring)."""
+    """``n_epochs`` of SB3 PPO's minibatch updates of every run (see the module docstring);
+    ``segments`` (default: every run per step) say which runs use a state table."""
     runs, rows, stride = theta.shape[0], settings.rows, data.stride
     base = np.arange(runs, dtype=np.int64)[:, None] * stride
     pi, vf = layout.net("pi"), layout.net("vf")
     grad = torch.zeros_like(theta)
+    parts = []  # (lo, hi, table): each segment a few runs at a time (activations in cache)
+    for seg in segments or [Segment(0, runs)]:
+        chunks = range(seg.lo, seg.hi, RUN_CHUNK)
+        parts += [(lo, min(seg.hi, lo + RUN_CHUNK), seg.table) for lo in chunks]
     for _ in range(settings.n_epochs):
         batches = [
             minibatches(int(n), settings, g) for n, g in zip(data.sizes, shufflers, strict=True)
@@ -150,20 +171,29 @@ def update(
         for j in range(count):
             active = taken[j] > 0
             grad.zero_()
-            for lo in range(0, runs, RUN_CHUNK):  # a few runs at a time: activations stay in cache
-                hi = min(runs, lo + RUN_CHUNK)
-                minibatch_gradient(
-                    theta[lo:hi],
-                    grad[lo:hi],
-                    pi,
-                    vf,
-                    data,
-                    index[j, lo:hi],
-                    taken[j, lo:hi],
-                    settings,
-                )
+            for lo, hi, table in parts:
+                args = (data, index[j, lo:hi], taken[j, lo:hi], settings)
+                if table is None:
+                    minibatch_gradient(theta[lo:hi], grad[lo:hi], pi, vf, *args)
+                else:
+                    table_minibatch_gradient(theta[lo:hi], grad[lo:hi], layout, table, *args)
             clip_by_global_norm(grad, settings.max_grad_norm)
             optimizer.step(grad, active)
+
+
+def normalised_advantages(
+    adv: torch.Tensor, valid: torch.Tensor, taken: np.ndarray, n: torch.Tensor
+) -> torch.Tensor:
+    """SB3's per-minibatch normalisation of ``adv`` ``(R, rows)`` (``valid`` its real steps,
+    ``taken`` their counts, ``n`` the counts at least 1, ``(R, 1)``): mean and unbiased std
+    over the real steps, ``+ 1e-8``; none for a minibatch of one step."""
+    mean = adv.sum(1, keepdim=True) / n
+    centred = torch.where(valid, adv - mean, 0.0)
+    dof = torch.from_numpy(np.maximum(taken - 1, 1).astype(np.float32))[:, None]
+    std = torch.sqrt((centred * centred).sum(1, keepdim=True) / dof)
+    normalised = centred / (std + 1e-8)
+    several = torch.from_numpy(taken > 1)[:, None]
+    return torch.where(several, normalised, adv)  # SB3: no normalisation for one step
 
 
 def minibatch_gradient(
@@ -189,13 +219,7 @@ def minibatch_gradient(
     weight = valid / n  # d mean / d element, (R, rows)
 
     if settings.normalize_advantage:
-        mean = adv.sum(1, keepdim=True) / n
-        centred = torch.where(valid, adv - mean, 0.0)
-        dof = torch.from_numpy(np.maximum(taken - 1, 1).astype(np.float32))[:, None]
-        std = torch.sqrt((centred * centred).sum(1, keepdim=True) / dof)
-        normalised = centred / (std + 1e-8)
-        several = torch.from_numpy(taken > 1)[:, None]
-        adv = torch.where(several, normalised, adv)  # SB3: no normalisation for one step
+        adv = normalised_advantages(adv, valid, taken, n)
 
     logits, pi_inputs = mlp.forward(theta, pi, x, keep=True)
     masks = None
@@ -225,4 +249,66 @@ def minibatch_gradient(
         returns = data.returns.index_select(0, flat).view(runs, rows)
         values, vf_inputs = mlp.forward(theta, vf, x, keep=True)
         d_values = (values[..., 0] - returns) * (2.0 * settings.vf_coef) * weight
+        mlp.backward(theta, grad, vf, vf_inputs, d_values[..., None])
+
+
+def table_minibatch_gradient(
+    theta: torch.Tensor,
+    grad: torch.Tensor,
+    layout: mlp.MLPLayout,
+    table: StateTable,
+    data: RolloutData,
+    index: np.ndarray,
+    taken: np.ndarray,
+    settings: LossSettings,
+) -> None:
+    """:func:`baselines.lib.batched.update.minibatch_gradient` on the state table: the same
+    gradient of SB3 PPO's loss on one padded minibatch of every run (``index`` ``(R, rows)``
+    into ``data``'s flat rows, the first ``taken[r]`` real) into ``grad``, with the networks
+    run on the ``K_pad`` table rows (``data.table_rows`` gives each step's row) instead of the
+    steps."""
+    runs, rows = index.shape
+    size, num_actions = table.size, layout.num_actions
+    flat = torch.from_numpy(index.reshape(-1))
+    state = data.table_rows.index_select(0, flat).view(runs, rows)
+    actions = data.actions.index_select(0, flat).view(runs, rows)
+    old = data.old_log_prob.index_select(0, flat).view(runs, rows)
+    adv = data.advantages.index_select(0, flat).view(runs, rows)
+    valid = torch.from_numpy(np.arange(rows)[None, :] < taken[:, None])
+    n = torch.from_numpy(np.maximum(taken, 1).astype(np.float32))[:, None]
+    weight = valid / n  # d mean / d step, (R, rows)
+    if settings.normalize_advantage:
+        adv = normalised_advantages(adv, valid, taken, n)
+
+    x = table_inputs(table, runs)
+    pi, vf = layout.net("pi"), layout.net("vf")
+    logits, pi_inputs = mlp.forward(theta, pi, x, keep=True)  # (R, K_pad, A)
+    masks = table.masks
+    if masks is not None:
+        logits = logits.masked_fill(~masks, MASKED_LOGIT)
+    log_p = torch.log_softmax(logits, dim=-1)
+    p = torch.exp(log_p)
+    pair = state * num_actions + actions  # (R, rows) into the flat (K_pad * A) of a run
+    log_p_a = log_p.view(runs, -1).gather(1, pair)
+    ratio = torch.exp(log_p_a - old)
+    clipped = torch.clamp(ratio, 1.0 - settings.clip_range, 1.0 + settings.clip_range)
+    unclipped = adv * ratio <= adv * clipped
+    d_log_p_a = -(adv * ratio) * unclipped * weight  # d policy loss / d log pi(a), per step
+    # the per-step terms summed per state: sum_i d_i onehot(a_i), and the state's weight
+    per_pair = torch.zeros(runs, size * num_actions).scatter_add_(1, pair, d_log_p_a)
+    per_pair = per_pair.view(runs, size, num_actions)
+    per_state = torch.zeros(runs, size).scatter_add_(1, state, weight)
+    p_log_p = p * log_p if masks is None else torch.where(masks, p * log_p, 0.0)
+    entropy = -p_log_p.sum(-1, keepdim=True)
+    log_p_safe = log_p if masks is None else torch.where(masks, log_p, 0.0)
+    d_logits = p * (log_p_safe + entropy) * (settings.ent_coef * per_state)[..., None]
+    d_logits -= p * per_pair.sum(-1, keepdim=True)
+    d_logits += per_pair
+    mlp.backward(theta, grad, pi, pi_inputs, d_logits)
+
+    if vf and settings.vf_coef != 0.0:
+        returns = data.returns.index_select(0, flat).view(runs, rows)
+        target = torch.zeros(runs, size).scatter_add_(1, state, weight * returns)
+        values, vf_inputs = mlp.forward(theta, vf, x, keep=True)
+        d_values = (values[..., 0] * per_state - target) * (2.0 * settings.vf_coef)
         mlp.backward(theta, grad, vf, vf_inputs, d_values[..., None])
