@@ -398,14 +398,38 @@ def run_training(job: dict[str, Any]) -> TrainingRecord:
         {
             **job,
             "key": run_key(job),
-            "timesteps": result.timesteps,
-            "success": result.success,
-            "steps_to_target": result.steps_to_target,
-            "steps_trained": result.steps_trained,
-            "wall_time": result.wall_time,
-            "cpu_time": result.cpu_time,
+            **result_fields(result),
         }
     )
+
+
+def run_spec(job: dict[str, Any]) -> Any:
+    """The batched trainer's :class:`~baselines.lib.batched.RunSpec` of a training job."""
+    from baselines.lib.batched import RunSpec
+
+    return RunSpec(
+        env_id=job["env_id"],
+        env_kwargs=job["env_kwargs"],
+        method=job["method"],
+        seed=job["seed"],
+        total_timesteps=job["budget"],
+        eval_every=job["eval_every"],
+        target_success=job["target"],
+        hyperparameters=job["hyperparameters"],
+    )
+
+
+def result_fields(result: Any) -> dict[str, Any]:
+    """What a trained run adds to its job's row (either trainer's result: the success curve,
+    steps to target, steps trained, wall and CPU seconds)."""
+    return {
+        "timesteps": result.timesteps,
+        "success": result.success,
+        "steps_to_target": result.steps_to_target,
+        "steps_trained": result.steps_trained,
+        "wall_time": result.wall_time,
+        "cpu_time": result.cpu_time,
+    }
 
 
 def batch_group(job: dict[str, Any]) -> str | None:
@@ -429,33 +453,16 @@ def run_training_batch(jobs: list[dict[str, Any]]) -> list[TrainingRecord]:
     import torch
 
     torch.set_num_threads(1)
-    from baselines.lib.batched import RunSpec, train_runs
+    from baselines.lib.batched import train_runs
 
-    specs = [
-        RunSpec(
-            env_id=job["env_id"],
-            env_kwargs=job["env_kwargs"],
-            method=job["method"],
-            seed=job["seed"],
-            total_timesteps=job["budget"],
-            eval_every=job["eval_every"],
-            target_success=job["target"],
-            hyperparameters=job["hyperparameters"],
-        )
-        for job in jobs
-    ]
+    specs = [run_spec(job) for job in jobs]
     results = train_runs(specs, max_batch=max(1, len(specs)))
     return [
         TrainingRecord.from_row(
             {
                 **job,
                 "key": run_key(job),
-                "timesteps": result.timesteps,
-                "success": result.success,
-                "steps_to_target": result.steps_to_target,
-                "steps_trained": result.steps_trained,
-                "wall_time": result.wall_time,
-                "cpu_time": result.cpu_time,
+                **result_fields(result),
             }
         )
         for job, result in zip(jobs, results, strict=True)

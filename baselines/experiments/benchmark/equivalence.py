@@ -105,40 +105,19 @@ def append_records(path: Path, records: list[dict[str, Any]]) -> None:
 def run(args: EquivalenceArgs, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Train the jobs not yet in ``<out>/results.jsonl``, one batch (env, method) at a time;
     return every record of ``jobs``."""
-    from baselines.lib.batched import RunSpec, group_runs, train_runs
+    from baselines.lib.batched import group_runs, train_runs
+    from baselines.lib.training_runs import result_fields, run_spec
 
     path = args.out / "results.jsonl"
     done = {r["key"] for r in read_records(path)}
     todo = [job for job in jobs if job["key"] not in done]
-    specs = [
-        RunSpec(
-            env_id=job["env_id"],
-            env_kwargs=job["env_kwargs"],
-            method=job["method"],
-            seed=job["seed"],
-            total_timesteps=job["budget"],
-            eval_every=job["eval_every"],
-            target_success=job["target"],
-            hyperparameters=job["hyperparameters"],
-        )
-        for job in todo
-    ]
+    specs = [run_spec(job) for job in todo]
     for group in group_runs(specs, args.max_batch):
         start = time.perf_counter()
         results = train_runs([specs[i] for i in group], max_batch=args.max_batch)
-        records = []
-        for i, result in zip(group, results, strict=True):
-            records.append(
-                {
-                    **todo[i],
-                    "timesteps": result.timesteps,
-                    "success": result.success,
-                    "steps_to_target": result.steps_to_target,
-                    "steps_trained": result.steps_trained,
-                    "wall_time": result.wall_time,
-                    "cpu_time": result.cpu_time,
-                }
-            )
+        records = [
+            {**todo[i], **result_fields(result)} for i, result in zip(group, results, strict=True)
+        ]
         append_records(path, records)
         first = todo[group[0]]
         print(
