@@ -15,7 +15,8 @@ entry) is refused with one line naming the file.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,8 @@ import yaml
 from baselines.lib import data
 
 PROTOCOL_DIR = data.PROTOCOLS
+DEFAULT_VERSION = "rb1"
+"""The protocol every command uses unless told (``--protocol``): the latest released one."""
 RELEASED: dict[str, str] = {
     "rb1": "78ff4702607aa93005bddc3e7e2616e0ecd856587a26298c2b9c4ec1ec972a52",
 }
@@ -38,6 +41,8 @@ read): the references are read-only; shipping new ones is a new manifest and a n
 (docs/benchmark.md)."""
 MAX_PROTOCOL_BYTES = 1_000_000
 """A protocol file larger than this is refused before it is parsed."""
+TRAINER = "sb3"
+"""The references' trainer of a protocol file that names none (rb1: SB3, one process per run)."""
 REFERENCE_METHODS = (
     "ppo",
     "trajectory_mc",
@@ -52,7 +57,8 @@ REFERENCE_METHODS = (
 critic), ``trajectory_mc`` (GRPO-style), ``rloo``, ``gigpo`` (observation anchors),
 ``mc_rollout`` (k = 8, the paper's turn-level estimator), ``oracle`` (perfect critic, an upper
 reference), ``routine_masked`` (the annotations, an upper reference) and ``detector_masked`` with
-the learned-critic detector (routine masking with estimated labels, docs/detectors.md)."""
+the learned-critic detector (routine masking with estimated labels, docs/detectors.md). rb1's:
+a protocol file lists its own (``reference_methods``), a tier may override them."""
 
 
 @dataclass(frozen=True)
@@ -73,15 +79,62 @@ class Setting:
     values: tuple[int, ...]
     budget_episodes: int
     min_budget_steps: int
+    decisions_kwarg: str | None = None
+    """The keyword that sets the number of critical decisions per episode (``num_floors``), when
+    the setting is a point on that axis: settings of one :attr:`family` differing only in its
+    value make the axis (docs/benchmark.md, "Two axes")."""
+    hyperparameters: str | None = None
+    """The section of the protocol's ``hyperparameters`` its runs use (default: ``env_id``)."""
+
+    @property
+    def name(self) -> str:
+        """The setting as records name it: ``env_id`` then its keyword arguments as JSON."""
+        return self.env_id + json.dumps(self.env_kwargs, sort_keys=True)
+
+    @property
+    def section(self) -> str:
+        """The hyperparameter section of its runs."""
+        return self.hyperparameters or self.env_id
+
+    @property
+    def decisions(self) -> int | None:
+        """Its number of critical decisions per episode (the value of :attr:`decisions_kwarg`)."""
+        if self.decisions_kwarg is None:
+            return None
+        return int(self.env_kwargs[self.decisions_kwarg])
+
+    @property
+    def family(self) -> str:
+        """The settings of one decisions axis share this: the env id and every keyword argument
+        but :attr:`decisions_kwarg` (``DilutedDoors-v1{}`` for ``num_floors`` 1, 2 and 4)."""
+        rest = {k: v for k, v in self.env_kwargs.items() if k != self.decisions_kwarg}
+        return self.env_id + json.dumps(rest, sort_keys=True)
+
+
+@dataclass(frozen=True)
+class SnrAtInit:
+    """A tier's gradient SNR at initialisation (the paper tier): per density of each setting,
+    ``episodes`` episodes in groups of ``group_size`` under the initial policy of the tier's
+    network (seed ``seed``), the SNR of each estimator of ``estimators`` and their ratios to
+    ``trajectory`` (docs/benchmark.md, "The paper tier")."""
+
+    episodes: int
+    group_size: int
+    seed: int
+    estimators: tuple[str, ...]
+    trajectory: str
 
 
 @dataclass(frozen=True)
 class Tier:
-    """A tier: its seeds and settings."""
+    """A tier: its seeds and settings; optionally its own reference methods (default: the
+    protocol's) and a gradient SNR measurement at initialisation (:class:`SnrAtInit`)."""
 
     name: str
     seeds: tuple[int, ...]
     settings: tuple[Setting, ...]
+    reference_methods: tuple[str, ...] | None = None
+    snr: SnrAtInit | None = None
 
     @property
     def num_runs_per_method(self) -> int:
@@ -100,6 +153,15 @@ class Protocol:
     tiers: dict[str, Tier]
     sha256: str
     path: Path
+    trainer: str = TRAINER
+    """What trained the references (``sb3`` or ``batched``): a method's runs on it are compared
+    with them as they are; runs on the other trainer go to a folder of their own."""
+    reference_methods: tuple[str, ...] = REFERENCE_METHODS
+    merged: dict[str, str] = field(default_factory=dict)
+    """Methods not run as references because they are one algorithm with one that is
+    (``{alias: reference}``, e.g. ``rloo: trajectory_mc``): the leaderboard shows them as
+    aliases once the advantage probe confirms it on the tier's settings
+    (:mod:`baselines.experiments.benchmark.merging`)."""
 
     def tier(self, name: str) -> Tier:
         """The tier ``name``; ``ValueError`` naming the known ones."""
@@ -107,22 +169,28 @@ class Protocol:
             raise ValueError(f"--tier {name!r}: {self.version} has tiers {sorted(self.tiers)}")
         return self.tiers[name]
 
-    def method_hyperparameters(self, env_id: str, target: str) -> dict[str, Any]:
-        """The hyperparameters of method ``target`` (a name or import path) on ``env_id``: the
-        environment's ``common`` section, then the method's exception if the file lists one."""
-        section = self.hyperparameters[env_id]
-        return {**section["common"], **(section.get("methods") or {}).get(target, {})}
+    def references_of(self, tier: str | Tier) -> tuple[str, ...]:
+        """The reference methods of ``tier``: its own list, else the protocol's."""
+        tier = self.tier(tier) if isinstance(tier, str) else tier
+        return tier.reference_methods or self.reference_methods
 
-    def config_text(self, env_id: str) -> str:
-        """The hyperparameters of ``env_id`` as a YAML config for ``baselines.train``."""
-        return yaml.safe_dump(self.hyperparameters[env_id], sort_keys=True)
+    def method_hyperparameters(self, section: str, target: str) -> dict[str, Any]:
+        """The hyperparameters of method ``target`` (a name or import path) in ``section`` (an
+        env id, or a setting's :attr:`Setting.section`): its ``common`` part, then the method's
+        exception if the file lists one."""
+        entry = self.hyperparameters[section]
+        return {**entry["common"], **(entry.get("methods") or {}).get(target, {})}
+
+    def config_text(self, section: str) -> str:
+        """The hyperparameters of ``section`` as a YAML config for ``baselines.train``."""
+        return yaml.safe_dump(self.hyperparameters[section], sort_keys=True)
 
 
 def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def load_protocol(version: str = "rb1", path: Path | None = None) -> Protocol:
+def load_protocol(version: str = DEFAULT_VERSION, path: Path | None = None) -> Protocol:
     """The protocol ``version`` from ``baselines/protocols/<version>.yaml`` (or ``path``).
 
     Raises:
@@ -179,24 +247,32 @@ def _parse_protocol(
         isinstance(v, dict) and isinstance(v.get("common"), dict) for v in hyperparameters.values()
     ):
         raise TypeError("hyperparameters must map each env id to a mapping with 'common'")
-    tiers = {
-        str(name): Tier(
-            name=str(name),
-            seeds=tuple(int(s) for s in tier["seeds"]),
-            settings=tuple(
-                Setting(
-                    env_id=str(s["env_id"]),
-                    env_kwargs=dict(s.get("env_kwargs") or {}),
-                    density_kwarg=str(s["density_kwarg"]),
-                    values=tuple(int(v) for v in s["values"]),
-                    budget_episodes=int(s["budget_episodes"]),
-                    min_budget_steps=int(s["min_budget_steps"]),
+    tiers = {str(name): _parse_tier(str(name), tier) for name, tier in data["tiers"].items()}
+    for tier in tiers.values():
+        for setting in tier.settings:
+            if setting.section not in hyperparameters:
+                raise ValueError(
+                    f"tier {tier.name}: {setting.env_id} uses hyperparameters "
+                    f"{setting.section!r}, which the file does not define"
                 )
-                for s in tier["settings"]
-            ),
-        )
-        for name, tier in data["tiers"].items()
-    }
+            if setting.decisions_kwarg is not None and not isinstance(
+                setting.env_kwargs.get(setting.decisions_kwarg), int
+            ):
+                raise ValueError(
+                    f"tier {tier.name}: {setting.env_id}'s decisions_kwarg "
+                    f"{setting.decisions_kwarg!r} needs an integer value in its env_kwargs"
+                )
+    trainer = str(data.get("trainer", TRAINER))
+    if trainer not in ("sb3", "batched"):
+        raise ValueError(f"trainer must be 'sb3' or 'batched', got {trainer!r}")
+    merged = {str(k): str(v) for k, v in (data.get("merged") or {}).items()}
+    references = _methods(data.get("reference_methods"), "reference_methods") or REFERENCE_METHODS
+    for alias, method in merged.items():
+        if method not in references or alias in references:
+            raise ValueError(
+                f"merged: {alias!r} -> {method!r} must map a method that is not a reference "
+                "to one that is"
+            )
     return Protocol(
         version=version,
         status=status,
@@ -206,4 +282,55 @@ def _parse_protocol(
         tiers=tiers,
         sha256=digest,
         path=path,
+        trainer=trainer,
+        reference_methods=references,
+        merged=merged,
+    )
+
+
+def _methods(value: Any, what: str) -> tuple[str, ...] | None:
+    """A list of method specs from the file (``None`` when absent)."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or not value or not all(isinstance(m, str) for m in value):
+        raise TypeError(f"{what} must be a non-empty list of method specs")
+    return tuple(value)
+
+
+def _parse_tier(name: str, tier: dict[str, Any]) -> Tier:
+    """One tier of the file (``KeyError``/``TypeError``/``ValueError`` where an entry is missing
+    or of the wrong kind)."""
+    snr = tier.get("snr")
+    return Tier(
+        name=name,
+        seeds=tuple(int(s) for s in tier["seeds"]),
+        settings=tuple(
+            Setting(
+                env_id=str(s["env_id"]),
+                env_kwargs=dict(s.get("env_kwargs") or {}),
+                density_kwarg=str(s["density_kwarg"]),
+                values=tuple(int(v) for v in s["values"]),
+                budget_episodes=int(s["budget_episodes"]),
+                min_budget_steps=int(s["min_budget_steps"]),
+                decisions_kwarg=None
+                if s.get("decisions_kwarg") is None
+                else str(s["decisions_kwarg"]),
+                hyperparameters=None
+                if s.get("hyperparameters") is None
+                else str(s["hyperparameters"]),
+            )
+            for s in tier["settings"]
+        ),
+        reference_methods=_methods(
+            tier.get("reference_methods"), f"tier {name}'s reference_methods"
+        ),
+        snr=None
+        if snr is None
+        else SnrAtInit(
+            episodes=int(snr["episodes"]),
+            group_size=int(snr["group_size"]),
+            seed=int(snr["seed"]),
+            estimators=_methods(snr["estimators"], "snr.estimators") or (),
+            trajectory=str(snr["trajectory"]),
+        ),
     )

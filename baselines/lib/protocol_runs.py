@@ -69,17 +69,17 @@ def reference_path(protocol: Protocol, tier: str, method: str) -> Path:
 
 
 def write_configs(protocol: Protocol, folder: Path) -> dict[str, Path]:
-    """The protocol's hyperparameters as one YAML config per environment in ``folder`` (what the
-    workers' ``baselines.train`` reads), each written atomically (a full disk leaves no empty
-    config); ``{env_id: path}``."""
+    """The protocol's hyperparameters as one YAML config per section (an env id, or a section
+    settings name) in ``folder`` (what the workers' ``baselines.train`` reads), each written
+    atomically (a full disk leaves no empty config); ``{section: path}``."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = {}
-    for env_id in protocol.hyperparameters:
-        path = folder / f"{protocol.version}-{env_id}.yml"
-        text = protocol.config_text(env_id)
+    for section in protocol.hyperparameters:
+        path = folder / f"{protocol.version}-{section}.yml"
+        text = protocol.config_text(section)
         if not path.is_file() or path.read_text() != text:
             write_atomic(path, text)
-        paths[env_id] = path
+        paths[section] = path
     return paths
 
 
@@ -106,10 +106,10 @@ def plan(
             raise ValueError(f"--env-id {unknown} not in tier {tier.name}")
     jobs = []
     for setting in chosen:
-        wanted = protocol.method_hyperparameters(setting.env_id, spec.target)
+        wanted = protocol.method_hyperparameters(setting.section, spec.target)
         if spec.kwargs:
             wanted["estimator_kwargs"] = {**wanted.get("estimator_kwargs", {}), **spec.kwargs}
-        got = load_hyperparameters(setting.env_id, spec, configs[setting.env_id])
+        got = load_hyperparameters(setting.env_id, spec, configs[setting.section])
         if got != wanted:
             raise ValueError(
                 f"the trainer's hyperparameters for {method} on {setting.env_id} differ from "
@@ -127,14 +127,14 @@ def plan(
             setting.min_budget_steps,
             protocol.eval_points,
             protocol.target,
-            configs[setting.env_id],
+            configs[setting.section],
             trainer=trainer,
         )
         for job in runs:
             job.update(
                 protocol={"version": protocol.version, "sha256": protocol.sha256},
                 tier=tier.name,
-                setting=setting.env_id + json.dumps(setting.env_kwargs, sort_keys=True),
+                setting=setting.name,
             )
             jobs.append(job)
     return jobs

@@ -59,7 +59,7 @@ class BenchmarkArgs(BackendArgs):
         },
     )
     tier: str = field(default="lite", metadata={"help": "protocol tier: smoke, lite or full"})
-    protocol: str = field(default="rb1", metadata={"help": "protocol version"})
+    protocol: str = field(default=protocols.DEFAULT_VERSION, metadata={"help": "protocol version"})
     env_id: list[str] = field(
         default_factory=list,
         metadata={"help": "only the tier's settings on these env ids (default: all)"},
@@ -78,8 +78,8 @@ class BenchmarkArgs(BackendArgs):
         metadata={"help": "references: run the reference methods (resumable)"},
     )
     methods: list[str] = field(
-        default_factory=lambda: list(protocols.REFERENCE_METHODS),
-        metadata={"help": "references: which reference methods to compute"},
+        default_factory=list,
+        metadata={"help": "references: which reference methods to compute (default: the tier's)"},
     )
     references_dir: Path | None = field(
         default=None,
@@ -111,24 +111,30 @@ class BenchmarkArgs(BackendArgs):
         default_factory=lambda: [2, 8, 32, 128],
         metadata={"help": "plan: numbers of cores to give the expected wall time for"},
     )
-    trainer: str = field(
-        default=training_runs.DEFAULT_TRAINER,
+    trainer: str | None = field(
+        default=None,
         metadata={
-            "help": "what trains the method's runs: 'sb3' (the references' trainer, one process "
-            "per run) or 'batched' (baselines.lib.batched, the runs of a setting together in "
-            "one process, docs/batched.md); recorded in every row and part of its key, results "
-            "in <out>/<version>/<tier>/<method>+batched/",
+            "help": "what trains the method's runs: 'sb3' (SB3, one process per run) or "
+            "'batched' (baselines.lib.batched, the runs of a setting together in one process, "
+            "docs/batched.md); default: the protocol's, the references' trainer (rb1: sb3, rb2: "
+            "batched). Recorded in every row and part of its key; runs on the other trainer go "
+            "to <out>/<version>/<tier>/<method>+<trainer>/",
             "choices": list(training_runs.TRAINERS),
         },
     )
 
 
-def method_folder(args: BenchmarkArgs, method: str) -> Path:
-    """``<out>/<version>/<tier>/<method slug>`` (``+batched`` for the batched trainer's runs,
-    so the two trainers' results and report cards never mix)."""
+def trainer_of(args: BenchmarkArgs, protocol: protocols.Protocol) -> str:
+    """The trainer of ``args``' runs: ``--trainer``, else the protocol's (its references')."""
+    return args.trainer or protocol.trainer
+
+
+def method_folder(args: BenchmarkArgs, method: str, protocol: protocols.Protocol) -> Path:
+    """``<out>/<version>/<tier>/<method slug>``, with ``+<trainer>`` when the runs' trainer is
+    not the protocol's (so the two trainers' results and report cards never mix)."""
     slug = protocol_runs.method_slug(method)
-    if args.trainer != training_runs.DEFAULT_TRAINER:
-        slug = f"{slug}+{args.trainer}"
+    if trainer_of(args, protocol) != protocol.trainer:
+        slug = f"{slug}+{trainer_of(args, protocol)}"
     return args.out / args.protocol / args.tier / slug
 
 
@@ -151,12 +157,14 @@ def planned_records(
     path: Path,
     config_folder: Path,
     read_only: bool = False,
-    trainer: str = training_runs.DEFAULT_TRAINER,
+    trainer: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The records of ``path`` that are runs of ``method`` on ``trainer`` in the protocol's
-    ``tier`` as it is now (by run key): rows of an earlier draft's settings, of another tier or
-    of the other trainer are left out."""
-    jobs = protocol_runs.plan(protocol, protocol.tier(tier), method, config_folder, trainer=trainer)
+    """The records of ``path`` that are runs of ``method`` on ``trainer`` (default: the
+    protocol's) in the protocol's ``tier`` as it is now (by run key): rows of an earlier draft's
+    settings, of another tier or of the other trainer are left out."""
+    jobs = protocol_runs.plan(
+        protocol, protocol.tier(tier), method, config_folder, trainer=trainer or protocol.trainer
+    )
     return protocol_runs.current_records(load_records(path, read_only), jobs)
 
 
@@ -171,7 +179,7 @@ def load_references(
     so verified or accepted as unverified: :func:`~.manifest.open_references`), read only:
     only runs of the protocol's current settings (:func:`planned_records`)."""
     out = {}
-    for method in protocols.REFERENCE_METHODS:
+    for method in protocol.references_of(tier):
         if method == skip:
             continue
         records = planned_records(
@@ -192,15 +200,16 @@ def open_references(
     )
 
 
-def estimator_arguments(protocol: protocols.Protocol, env_id: str, method: str) -> dict[str, Any]:
-    """The estimator arguments ``method`` trains with under ``protocol`` on ``env_id``: the
-    protocol's per-method exception (e.g. ``mc_rollout``'s k = 8), then the spec's own JSON
-    arguments; never the shipped configs' (the lab measures what the runs train)."""
+def estimator_arguments(protocol: protocols.Protocol, section: str, method: str) -> dict[str, Any]:
+    """The estimator arguments ``method`` trains with under ``protocol`` in hyperparameter
+    ``section`` (a setting's :attr:`~baselines.lib.protocol.Setting.section`): the protocol's
+    per-method exception (e.g. ``mc_rollout``'s k = 8), then the spec's own JSON arguments;
+    never the shipped configs' (the lab measures what the runs train)."""
     from baselines.lib.config import check_method
 
     spec = check_method(method)
     return {
-        **protocol.method_hyperparameters(env_id, spec.target).get("estimator_kwargs", {}),
+        **protocol.method_hyperparameters(section, spec.target).get("estimator_kwargs", {}),
         **spec.kwargs,
     }
 
@@ -247,7 +256,7 @@ def lab_rows(
                 spec = check_method(method)
                 if spec.target == "ppo":
                     continue
-                kwargs = estimator_arguments(protocol, setting.env_id, method)
+                kwargs = estimator_arguments(protocol, setting.section, method)
                 estimators[method] = credit.build_estimator(spec.target, context, **kwargs)
             if not estimators:
                 continue
@@ -266,7 +275,7 @@ def lab_rows(
                 scale = 1 / np.sqrt(8)
                 rows.append(
                     {
-                        "setting": setting.env_id + json.dumps(setting.env_kwargs, sort_keys=True),
+                        "setting": setting.name,
                         "density_value": value,
                         "rho": float(env.decision_density),
                         "estimator": name,
@@ -284,7 +293,7 @@ def lab_rows(
                         "advantages_affine_to": related[name],
                         "normalize_advantage": bool(
                             protocol.method_hyperparameters(
-                                setting.env_id, check_method(name).target
+                                setting.section, check_method(name).target
                             ).get("normalize_advantage")
                         ),
                     }
@@ -301,12 +310,11 @@ def make_report(
     """Write the report card of ``args.method`` from its runs so far against ``refs`` (only
     the settings on ``args.env_id`` when given, in every section); its folder. ``started``:
     ``time.perf_counter()`` when the command started."""
-    folder = method_folder(args, args.method)
+    folder = method_folder(args, args.method, protocol)
     configs = args.out / "configs"
     env_ids = args.env_id or None
-    jobs = protocol_runs.plan(
-        protocol, protocol.tier(args.tier), args.method, configs, env_ids, args.trainer
-    )
+    trainer = trainer_of(args, protocol)
+    jobs = protocol_runs.plan(protocol, protocol.tier(args.tier), args.method, configs, env_ids, trainer)
     results = folder / "results.jsonl"
     records = protocol_runs.current_records(load_records(results), jobs)
     if not records:
@@ -333,10 +341,10 @@ def make_report(
         "protocol": f"{protocol.version} ({protocol.status}, sha256 {protocol.sha256[:12]}), "
         f"tier {args.tier}",
         "runs": f"{len(records)} of {tier.num_runs_per_method}",
-        "trainer": args.trainer
+        "trainer": trainer
         + (
-            "; the references: sb3 (the batched trainer's equivalence with SB3: docs/batched.md)"
-            if args.trainer != training_runs.DEFAULT_TRAINER
+            f"; the references: {protocol.trainer} (the trainers' equivalence: docs/batched.md)"
+            if trainer != protocol.trainer
             else ""
         ),
         "seeds": ", ".join(map(str, tier.seeds)),
@@ -376,9 +384,11 @@ def list_references(
     and the records of the methods that have runs."""
     listed, found = {}, {}
     runs = protocol.tier(tier).num_runs_per_method
-    for method in protocols.REFERENCE_METHODS:
+    for method in protocol.references_of(tier):
         every = load_records(folder / f"{protocol_runs.method_slug(method)}.jsonl", read_only=True)
-        jobs = protocol_runs.plan(protocol, protocol.tier(tier), method, configs)
+        jobs = protocol_runs.plan(
+            protocol, protocol.tier(tier), method, configs, trainer=protocol.trainer
+        )
         records = protocol_runs.current_records(every, jobs)  # each file read and planned once
         listed[method] = len(records)
         if records:
@@ -425,9 +435,14 @@ def references(args: BenchmarkArgs, protocol: protocols.Protocol) -> dict[str, A
     if args.compute:
         folder = args.references_dir or args.out / "references" / protocol.version / args.tier
         cli.check_output_folder(folder, "--references-dir")
-        for method in args.methods:
+        for method in args.methods or protocol.references_of(tier):
             jobs = protocol_runs.plan(
-                protocol, tier, method, args.out / "configs", args.env_id or None
+                protocol,
+                tier,
+                method,
+                args.out / "configs",
+                args.env_id or None,
+                trainer_of(args, protocol),
             )
             path = folder / f"{protocol_runs.method_slug(method)}.jsonl"
             protocol_runs.run_method(jobs, path, args.workers, args.progress, backend=args)
@@ -585,7 +600,7 @@ def main(args: BenchmarkArgs) -> Any:
     for method in [args.method] if args.method else []:
         check_method(method)
     if args.command == "references" and args.compute:
-        for method in args.methods:
+        for method in args.methods or protocol.references_of(tier):
             check_method(method)
     if args.command in ("run", "report") or (args.command == "references" and args.compute):
         cli.check_output_folder(args.out)  # before any config or result is written
@@ -597,9 +612,14 @@ def main(args: BenchmarkArgs) -> Any:
         return plan_costs(args, protocol)
     refs = open_references(args, protocol, args.tier)  # refused before any training
     if args.command == "run":
-        folder = method_folder(args, args.method)
+        folder = method_folder(args, args.method, protocol)
         jobs = protocol_runs.plan(
-            protocol, tier, args.method, args.out / "configs", args.env_id or None, args.trainer
+            protocol,
+            tier,
+            args.method,
+            args.out / "configs",
+            args.env_id or None,
+            trainer_of(args, protocol),
         )
         protocol_runs.run_method(
             jobs, folder / "results.jsonl", args.workers, args.progress, backend=args

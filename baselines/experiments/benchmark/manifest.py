@@ -70,9 +70,9 @@ def file_sha256(path: Path) -> str:
 
 
 def reference_files(folder: Path) -> dict[str, Path]:
-    """The reference methods' files present in ``folder``, by file name."""
-    paths = [folder / f"{protocol_runs.method_slug(m)}.jsonl" for m in protocols.REFERENCE_METHODS]
-    return {p.name: p for p in paths if p.is_file()}
+    """The reference files in ``folder`` (every ``*.jsonl``: one per reference method of the
+    tier, whatever the protocol lists, so an added file is noticed too), by file name."""
+    return {p.name: p for p in sorted(folder.glob("*.jsonl")) if p.is_file()}
 
 
 def read_manifest(path: Path) -> dict[str, str]:

@@ -49,12 +49,16 @@ RESAMPLES = 2000
 
 
 def bootstrap(
-    samples: Sequence[np.ndarray], statistic: Callable[..., float], seed: int = 0
+    samples: Sequence[np.ndarray], statistic: Callable[..., Any], seed: int = 0
 ) -> tuple[float, float, float]:
     """``(estimate, low, high)``: ``statistic(*samples)`` and its 95% percentile bootstrap
     interval (``scipy.stats.bootstrap``, each sample resampled on its own); the estimate twice
-    where a sample has fewer than 2 values or every resample gives the same value."""
-    estimate = float(statistic(*samples))
+    where a sample has fewer than 2 values or every resample gives the same value.
+
+    ``statistic(*samples, axis=-1)`` is vectorized: each sample may carry leading resample
+    axes and the statistic reduces the last one (scipy then evaluates all resamples in a few
+    array operations instead of 2,000 Python calls; the resamples are the same either way)."""
+    estimate = float(statistic(*samples, axis=-1))
     if any(len(s) < 2 for s in samples):
         return estimate, estimate, estimate
     result = stats.bootstrap(
@@ -63,7 +67,7 @@ def bootstrap(
         n_resamples=RESAMPLES,
         confidence_level=CONFIDENCE,
         method="percentile",
-        vectorized=False,
+        vectorized=True,
         paired=False,
         rng=np.random.default_rng(seed),
     )
@@ -87,8 +91,9 @@ def kaplan_meier_median(times: np.ndarray, censored: np.ndarray) -> tuple[float,
     return float(cdf.quantiles[reached[0]]), False
 
 
-def iqm_statistic(x: np.ndarray) -> float:
-    return float(iqm(x))
+def iqm_statistic(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """The IQM over ``axis`` (:func:`bootstrap`'s vectorized statistic)."""
+    return np.asarray(iqm(x, axis=axis))
 
 
 def setting_scores(records: Sequence[Record]) -> dict[str, Any]:
@@ -126,6 +131,15 @@ def slope(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.polyfit(np.log(x), np.log(y), 1)[0])
 
 
+def slopes(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Least-squares slopes of ``log y`` against ``log x`` along ``y``'s last axis (``y``:
+    ``(..., len(x))``): :func:`slope` of every leading index at once."""
+    lx = np.log(np.asarray(x, dtype=np.float64))
+    ly = np.log(np.asarray(y, dtype=np.float64))
+    dx = lx - lx.mean()
+    return ((ly - ly.mean(axis=-1, keepdims=True)) * dx).sum(axis=-1) / (dx**2).sum()
+
+
 def dilution_exponent(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The dilution exponent of one method on one setting from its per-density ``rows``
     (:func:`setting_scores` plus ``rho``), with its bootstrap interval and bound."""
@@ -150,8 +164,8 @@ def dilution_exponent(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         }
     samples = [np.asarray(r["steps"], dtype=np.float64) for r in rows]
 
-    def statistic(*xs: np.ndarray) -> float:
-        return slope(rho, np.array([iqm(x) for x in xs]))
+    def statistic(*xs: np.ndarray, axis: int = -1) -> np.ndarray:
+        return slopes(rho, np.stack([np.asarray(iqm(x, axis=axis)) for x in xs], axis=-1))
 
     est, low, high = bootstrap(samples, statistic)
     censored = [any(r["censored"]) for r in rows]
@@ -169,7 +183,9 @@ def ratio_to(method_row: dict[str, Any], reference_row: dict[str, Any]) -> dict[
     """``IQM(steps) / IQM(reference steps)`` with its two-sample bootstrap interval and bound."""
     a = np.asarray(method_row["steps"], dtype=np.float64)
     b = np.asarray(reference_row["steps"], dtype=np.float64)
-    est, low, high = bootstrap([a, b], lambda x, y: iqm(x) / iqm(y))
+    est, low, high = bootstrap(
+        [a, b], lambda x, y, axis=-1: np.asarray(iqm(x, axis=axis)) / iqm(y, axis=axis)
+    )
     bound = ratio_bound(any(method_row["censored"]), any(reference_row["censored"]))
     return {"ratio": est, "low": low, "high": high, "bound": bound}
 
