@@ -140,6 +140,34 @@ class Tier:
     def num_runs_per_method(self) -> int:
         return len(self.seeds) * sum(len(s.values) for s in self.settings)
 
+    def axes(self) -> list[DecisionsAxis]:
+        """The decisions axes of the tier: its settings with a ``decisions_kwarg``, grouped by
+        :attr:`Setting.family`, each family with at least two numbers of decisions."""
+        families: dict[tuple[str, str], dict[int, Setting]] = {}
+        for s in self.settings:
+            if s.decisions_kwarg is not None:
+                families.setdefault((s.family, s.decisions_kwarg), {})[s.decisions] = s
+        return [
+            DecisionsAxis(family, kwarg, {d: members[d].name for d in sorted(members)})
+            for (family, kwarg), members in families.items()
+            if len(members) >= 2
+        ]
+
+
+@dataclass(frozen=True)
+class DecisionsAxis:
+    """Settings of one family at several numbers of critical decisions per episode.
+
+    Attributes:
+        family: what the settings share (:attr:`Setting.family`).
+        kwarg: the keyword that sets the number of decisions (``num_floors``).
+        settings: the setting names (:attr:`Setting.name`) by number of decisions.
+    """
+
+    family: str
+    kwarg: str
+    settings: dict[int, str]
+
 
 @dataclass(frozen=True)
 class Protocol:

@@ -314,7 +314,9 @@ def make_report(
     configs = args.out / "configs"
     env_ids = args.env_id or None
     trainer = trainer_of(args, protocol)
-    jobs = protocol_runs.plan(protocol, protocol.tier(args.tier), args.method, configs, env_ids, trainer)
+    jobs = protocol_runs.plan(
+        protocol, protocol.tier(args.tier), args.method, configs, env_ids, trainer
+    )
     results = folder / "results.jsonl"
     records = protocol_runs.current_records(load_records(results), jobs)
     if not records:
@@ -329,7 +331,6 @@ def make_report(
         ).items()
         if (kept := [r for r in recs if env_ids is None or r["env_id"] in env_ids])
     }
-    tier = protocol.tier(args.tier)
     lab = lab_rows(protocol, tier, [args.method, *references], env_ids) if args.lab else []
     versions = report.versions_of(records)
     ref_versions = [v for recs in references.values() for v in report.versions_of(recs)]
@@ -372,7 +373,14 @@ def make_report(
         )
     drops_manifest = drops.drops_manifest(jobs, records, drops.failed_runs(results))
     report.write_report(
-        folder / "report", header, records, references, lab, drops_manifest, started
+        folder / "report",
+        header,
+        records,
+        references,
+        lab,
+        drops_manifest,
+        started,
+        decision_axes=tier.axes(),
     )
     return folder / "report"
 
@@ -415,6 +423,7 @@ def leaderboard_text(
         found,
         unverified=None if refs.verified else refs.status,
         privileged=None if protocol.version == "rb1" else privileged.privileged_of(found),
+        decision_axes=protocol.tier(tier).axes(),
     )
 
 

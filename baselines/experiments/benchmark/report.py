@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from baselines.experiments.benchmark import drops, merging, scores
+from baselines.experiments.benchmark import axes, drops, merging, scores
 from baselines.lib import plotting
 from baselines.lib.results import write_atomic
 from baselines.lib.tables import pyplot, write_csv
@@ -327,11 +327,14 @@ def markdown(
     drops_manifest: dict[str, Any] | None = None,
     groups: list[dict[str, Any]] | None = None,
     near: list[dict[str, Any]] | None = None,
+    decisions: list[dict[str, Any]] | None = None,
 ) -> str:
     """The report card's text: per setting the steps to target (IQM), the Kaplan-Meier median
     and the normalized AUC per density, the ratios to the references and the drops manifest;
-    equivalent methods (``groups``, :func:`~.merging.merged`) shown as one row, pairs that
-    coincide on some settings only (``near``, :func:`~.merging.near_misses`) named."""
+    per decisions axis (``decisions``, :func:`~.axes.all_axes`) the exponent per number of
+    decisions and its trend; equivalent methods (``groups``, :func:`~.merging.merged`) shown as
+    one row, pairs that coincide on some settings only (``near``, :func:`~.merging.near_misses`)
+    named."""
     groups = groups or []
     aliases, hidden = merging.aliases_of(groups), merging.hidden(groups)
     method = header["method"]
@@ -403,6 +406,9 @@ def markdown(
             ]
             if counted:
                 lines += ["", "Reference runs here (of the same plan): " + "; ".join(counted) + "."]
+    for axis in decisions or []:
+        order = [method, *(n for n in references if n not in hidden)]
+        lines += ["", *axes.markdown(axis, order, {n: label(n) for n in order}, bold=method)]
     if lab:
         lines += ["", "## Gradient SNR and exact bias at initialization (the lab)", ""]
         lines.append(
@@ -456,8 +462,13 @@ def write_report(
     lab: list[dict[str, Any]],
     drops_manifest: dict[str, Any] | None = None,
     started: float | None = None,
+    decision_axes: list[Any] | None = None,
 ) -> dict[str, Any]:
     """Compute the scores and write the report card into ``folder``; return the scores.
+
+    ``decision_axes``: the tier's :class:`~baselines.lib.protocol.DecisionsAxis` list, scored
+    for the method and every reference (:func:`~.axes.all_axes`, ``decisions_axes`` in
+    ``scores.json``).
 
     ``drops_manifest``: what became of every planned run (:func:`~.drops.drops_manifest`),
     written as ``drops.csv``/``drops.json`` and shown beside each setting's scores. ``started``:
@@ -469,6 +480,7 @@ def write_report(
     ratios = scores.compare_to_references(mine, ref_scores)
     everyone = {header["method"]: mine, **ref_scores}
     groups, near = merging.merged(everyone), merging.near_misses(everyone)
+    decisions = axes.all_axes(everyone, decision_axes or [])
     for g in groups:
         g["why"] += "".join(merging.advantage_evidence(lab, g["name"], a) for a in g["aliases"])
     for n in near:
@@ -507,12 +519,13 @@ def write_report(
         "lab": lab,
         "equivalent_methods": groups,
         "near_equivalent_methods": near,
+        "decisions_axes": decisions,
         **({"drops": drops_manifest} if drops_manifest is not None else {}),
     }
     write_atomic(folder / "scores.json", json.dumps(result, indent=1, allow_nan=False))
     write_atomic(
         folder / "report.md",
-        markdown(header, mine, ref_scores, ratios, lab, drops_manifest, groups, near),
+        markdown(header, mine, ref_scores, ratios, lab, drops_manifest, groups, near, decisions),
     )
     return result
 
@@ -524,6 +537,7 @@ def leaderboard(
     references: dict[str, list[Record]],
     unverified: str | None = None,
     privileged: dict[str, tuple[str, ...]] | None = None,
+    decision_axes: list[Any] | None = None,
 ) -> str:
     """The references' scores as one Markdown table per setting: the dilution exponent, steps
     to target at the highest and the lowest density, their ratio to ``ppo``'s (the learned
@@ -533,7 +547,9 @@ def leaderboard(
     line say so). ``privileged`` (method -> the privileged fields it reads,
     :func:`~.privileged.privileged_of`): a ``privileged`` column, and per setting the
     label-free methods ranked in one table, those reading privileged fields in another
-    (``None``: one table without the column, as rb1's shipped leaderboard)."""
+    (``None``: one table without the column, as rb1's shipped leaderboard). ``decision_axes``
+    (the tier's :class:`~baselines.lib.protocol.DecisionsAxis` list): per axis, the exponent
+    per number of decisions and its trend (:mod:`~.axes`), label-free methods first."""
     computed = {name: scores.method_scores(recs) for name, recs in references.items()}
     groups = merging.merged(computed)
     aliases, hidden = merging.aliases_of(groups), merging.hidden(groups)
@@ -572,6 +588,22 @@ def leaderboard(
             if block:
                 lines += ["", f"### {title}", ""]
                 lines += _leaderboard_table(computed, setting, block, aliases, privileged)
+    for axis in axes.all_axes(computed, decision_axes or []):
+        from baselines.experiments.benchmark.privileged import privileged_text
+
+        order = [n for n in computed if n not in hidden]
+        if privileged is not None:
+            order.sort(key=lambda n: bool(privileged.get(n)))
+        labels = {
+            n: (f"{n} (= {', '.join(aliases[n])})" if n in aliases else n)
+            + (
+                f" (privileged: {privileged_text(privileged[n])})"
+                if privileged is not None and privileged.get(n)
+                else ""
+            )
+            for n in order
+        }
+        lines += ["", *axes.markdown(axis, order, labels)]
     return "\n".join(lines) + "\n"
 
 

@@ -237,3 +237,67 @@ def compare_to_references(
                     **ratio_to(lowest, match[0]),
                 }
     return out
+
+
+def trend_bound(weights: Sequence[float], bounds: Sequence[str]) -> str:
+    """The bound of a least-squares slope through points whose values carry ``bounds``
+    (``exact``, ``upper bound``, ``lower bound``, ``not bounded``), ``weights`` being each
+    point's weight in the slope (``x_i - mean(x)``): a point's upper bound pulls the slope down
+    where its weight is positive and up where it is negative, so the slope is a bound only when
+    every bounded point pulls it the same way."""
+    pulls = set()
+    for w, b in zip(weights, bounds, strict=True):
+        if b == "exact" or w == 0:
+            continue
+        if b == "not bounded":
+            return "not bounded"
+        pulls.add((b == "upper bound") == (w > 0))  # True: the true slope is lower
+    if not pulls:
+        return "exact"
+    if len(pulls) > 1:
+        return "not bounded"
+    return "upper bound" if pulls.pop() else "lower bound"
+
+
+def decisions_axis(entries: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """How one method's dilution exponent moves with the number of critical decisions.
+
+    ``entries``: the method's scores on the settings of one family (:func:`method_scores`'
+    ``settings[name]``), by number of decisions. Returns ``{"points": [{"decisions", "exponent",
+    "low", "high", "bound"}, ...], "trend": {...}}``, the trend being the least-squares slope of
+    the exponent against ``log2(decisions)`` (the change of the exponent per doubling of the
+    decisions; 0: dilution does not depend on them) with a bootstrap interval that resamples
+    seeds within every (setting, density) cell, and its bound (:func:`trend_bound`); ``None``
+    with a note where fewer than two numbers of decisions have an exponent."""
+    points = [{"decisions": d, **entries[d]["exponent"]} for d in sorted(entries)]
+    usable = [p for p in points if p["exponent"] is not None]
+    if len(usable) < 2:
+        note = "needs exponents at two numbers of decisions"
+        return {"points": points, "trend": _undefined(note)}
+    x = np.log2([p["decisions"] for p in usable])
+    weights = x - x.mean()
+    cells = []  # (decisions index, rho, steps)
+    for i, p in enumerate(usable):
+        for row in entries[p["decisions"]]["rows"]:
+            cells.append((i, row["rho"], np.asarray(row["steps"], dtype=np.float64)))
+    rhos = [np.array([rho for j, rho, _ in cells if j == i]) for i in range(len(usable))]
+
+    def statistic(*samples: np.ndarray, axis: int = -1) -> np.ndarray:
+        means = [np.asarray(iqm(s, axis=axis)) for s in samples]
+        exps = []
+        for i in range(len(usable)):
+            ys = np.stack([m for (j, _, _), m in zip(cells, means, strict=True) if j == i], -1)
+            exps.append(slopes(rhos[i], ys))
+        e = np.stack(exps, axis=-1)
+        return ((e - e.mean(axis=-1, keepdims=True)) * weights).sum(axis=-1) / (weights**2).sum()
+
+    est, low, high = bootstrap([c[2] for c in cells], statistic)
+    bound = trend_bound(weights.tolist(), [p["bound"] for p in usable])
+    return {
+        "points": points,
+        "trend": {"slope": est, "low": low, "high": high, "bound": bound, "per": "doubling"},
+    }
+
+
+def _undefined(note: str) -> dict[str, Any]:
+    return {"slope": None, "low": None, "high": None, "bound": "exact", "note": note}

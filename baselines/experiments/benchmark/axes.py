@@ -1,0 +1,161 @@
+"""The second axis: how dilution changes with the number of critical decisions per episode.
+
+A protocol tier may hold one environment family at several numbers of critical decisions
+(Diluted Doors with 1, 2 and 4 floors; Routine Grid with 1, 2 and 4 junctions), each over the
+same densities (:meth:`baselines.lib.protocol.Tier.axes`). Per method and family this gives
+the dilution exponent at each number of decisions and its *trend*: the least-squares slope of
+the exponent against ``log2(decisions)``, the change of the exponent per doubling of the
+decisions (:func:`~.scores.decisions_axis`), and the ratio of steps to ``ppo``'s at the lowest
+density per number of decisions. Tables for the report card and the leaderboard.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from baselines.experiments.benchmark import scores
+from baselines.lib.protocol import DecisionsAxis
+
+Scores = Mapping[str, Any]  # one method's :func:`~.scores.method_scores`
+
+
+def axis_scores(method: Scores, axis: DecisionsAxis) -> dict[str, Any] | None:
+    """One method's :func:`~.scores.decisions_axis` on ``axis`` (``None`` when it ran fewer
+    than two of the axis's settings)."""
+    entries = {
+        d: method["settings"][name]
+        for d, name in axis.settings.items()
+        if name in method["settings"]
+    }
+    if len(entries) < 2:
+        return None
+    return scores.decisions_axis(entries)
+
+
+def lowest_ratio(method: Scores, baseline: Scores, setting: str) -> dict[str, Any] | None:
+    """``method``'s steps at its lowest density over ``baseline``'s on ``setting``
+    (:func:`~.scores.ratio_to`), or ``None`` when either lacks the setting or the density."""
+    mine = method["settings"].get(setting)
+    theirs = baseline["settings"].get(setting)
+    if mine is None or theirs is None:
+        return None
+    low = min(mine["rows"], key=lambda r: r["rho"])
+    match = [r for r in theirs["rows"] if r["density_value"] == low["density_value"]]
+    return scores.ratio_to(low, match[0]) if match else None
+
+
+def all_axes(
+    computed: Mapping[str, Scores], axes: Sequence[DecisionsAxis], baseline: str = "ppo"
+) -> list[dict[str, Any]]:
+    """Every method's scores on every axis: ``[{"family", "kwarg", "decisions", "methods":
+    {name: {"points", "trend", "ratio_to_baseline": {decisions: ratio}}}}]`` (``scores.json``'s
+    ``decisions_axes``)."""
+    out = []
+    for axis in axes:
+        methods = {}
+        for name, sc in computed.items():
+            entry = axis_scores(sc, axis)
+            if entry is None:
+                continue
+            ratios = {}
+            if baseline in computed and name != baseline:
+                for d, setting in axis.settings.items():
+                    ratio = lowest_ratio(sc, computed[baseline], setting)
+                    if ratio is not None:
+                        ratios[d] = ratio
+            methods[name] = {**entry, "ratio_to_baseline": ratios}
+        if methods:
+            out.append(
+                {
+                    "family": axis.family,
+                    "kwarg": axis.kwarg,
+                    "decisions": sorted(axis.settings),
+                    "baseline": baseline,
+                    "methods": methods,
+                }
+            )
+    return out
+
+
+def exponent_cell(point: Mapping[str, Any]) -> str:
+    if point["exponent"] is None:
+        return "n/a"
+    return (
+        f"{scores.shown(round(point['exponent'], 3), point['bound'])} "
+        f"[{point['low']:.3f}, {point['high']:.3f}]"
+    )
+
+
+def trend_cell(trend: Mapping[str, Any]) -> str:
+    if trend["slope"] is None:
+        return "n/a"
+    return (
+        f"{scores.shown(round(trend['slope'], 3), trend['bound'])} "
+        f"[{trend['low']:.3f}, {trend['high']:.3f}]"
+    )
+
+
+def ratio_cell(ratio: Mapping[str, Any] | None) -> str:
+    if ratio is None:
+        return "n/a"
+    return (
+        f"{scores.shown(ratio['ratio'], ratio['bound'])} [{ratio['low']:.2f}, {ratio['high']:.2f}]"
+    )
+
+
+def markdown(
+    axis: Mapping[str, Any],
+    order: Sequence[str],
+    labels: Mapping[str, str] | None = None,
+    bold: str | None = None,
+    heading: str = "##",
+) -> list[str]:
+    """The lines of one axis (an entry of :func:`all_axes`): the exponent per number of
+    decisions with its trend, then the ratio to the baseline at the lowest density, one row per
+    method of ``order`` that has the axis (``labels``: how to name each row)."""
+    labels = labels or {}
+    kwarg, decisions = axis["kwarg"], axis["decisions"]
+    names = [n for n in order if n in axis["methods"]]
+    if not names:
+        return []
+
+    def row_label(name: str) -> str:
+        text = labels.get(name, name)
+        return f"**{text}**" if name == bold else text
+
+    lines = [
+        f"{heading} Number of critical decisions: {axis['family']} ({kwarg} "
+        + ", ".join(map(str, decisions))
+        + ")",
+        "",
+        "Dilution exponent at each number of critical decisions per episode, and its trend: "
+        f"the change of the exponent per doubling of `{kwarg}` (least-squares slope on "
+        "log2; negative: dilution grows with the decisions). 95% bootstrap intervals "
+        "(seeds resampled within every setting and density).",
+        "",
+        "| method | " + " | ".join(f"{kwarg} = {d}" for d in decisions) + " | trend per doubling |",
+        "|---" * (2 + len(decisions)) + "|",
+    ]
+    for name in names:
+        entry = axis["methods"][name]
+        points = {p["decisions"]: p for p in entry["points"]}
+        cells = [exponent_cell(points[d]) if d in points else "n/a" for d in decisions]
+        lines.append(
+            f"| {row_label(name)} | " + " | ".join(cells) + f" | {trend_cell(entry['trend'])} |"
+        )
+    others = [n for n in names if axis["methods"][n]["ratio_to_baseline"]]
+    if others:
+        lines += [
+            "",
+            f"Steps to target at the lowest density over `{axis['baseline']}`'s, per number of "
+            "decisions:",
+            "",
+            "| method | " + " | ".join(f"{kwarg} = {d}" for d in decisions) + " |",
+            "|---" * (1 + len(decisions)) + "|",
+        ]
+        for name in others:
+            ratios = axis["methods"][name]["ratio_to_baseline"]
+            cells = [ratio_cell(ratios.get(d)) for d in decisions]
+            lines.append(f"| {row_label(name)} | " + " | ".join(cells) + " |")
+    return lines

@@ -1,0 +1,155 @@
+"""Protocol rb2: the file (leak-free environments only, the decisions axis, the references'
+trainer, merged methods), and the second axis's scores on synthetic runs with a known answer."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from baselines.experiments.benchmark import axes, report, scores
+from baselines.lib import protocol
+
+LEAKY = {"DilutedDoors-v0", "RoutineGrid-v0", "TeamDilutedDoors-v0", "TeamRoutineGrid-v0"}
+
+
+def test_rb2_uses_leak_free_environments_and_both_axes():
+    import gymnasium as gym
+
+    import routine_envs
+
+    gym.register_envs(routine_envs)
+    rb2 = protocol.load_protocol("rb2")
+    assert rb2.trainer == "batched"
+    assert "rloo" not in rb2.reference_methods and rb2.merged["rloo"] == "trajectory_mc"
+    for name in ("lite", "full"):
+        tier = rb2.tier(name)
+        assert not {s.env_id for s in tier.settings} & LEAKY
+        assert len(tier.seeds) == {"lite": 10, "full": 30}[name]
+        families = {a.family: sorted(a.settings) for a in tier.axes()}
+        assert families == {"DilutedDoors-v1{}": [1, 2, 4], "RoutineGrid-v1{}": [1, 2, 4]}
+        for s in tier.settings:
+            rhos = []
+            for value in s.values:
+                env = gym.make(s.env_id, **{**s.env_kwargs, s.density_kwarg: value}).unwrapped
+                rhos.append(env.decision_density)
+                if s.decisions is not None:  # the kwarg's value is the number of decisions
+                    assert env.decision_density * env.max_episode_length == pytest.approx(
+                        s.decisions
+                    )
+            assert max(rhos) >= 1 / 3 and min(rhos) >= 1 / 51 - 1e-12, (name, s.name, rhos)
+            if name == "full":
+                assert min(rhos) <= 1 / 33 + 1e-12, (s.name, rhos)
+    codefix = [s for s in rb2.tier("lite").settings if s.env_id == "CodeFix-v1"]
+    assert [s.env_kwargs for s in codefix] == [{"signal_noise": 0.0}]  # the calibrated one
+    paper = rb2.tier("paper")
+    assert paper.snr is not None and paper.snr.episodes == 1024 and paper.snr.group_size == 16
+    (setting,) = paper.settings
+    hyper = rb2.method_hyperparameters(setting.section, "mc_rollout")
+    assert hyper["policy"] == "transformer" and hyper["n_envs"] == 16
+    assert hyper["estimator_kwargs"]["num_rollouts"] == 8
+    assert rb2.references_of("paper") == ("ppo", "trajectory_mc", "mc_rollout", "oracle")
+
+
+def test_a_protocol_file_with_a_bad_axis_or_section_is_one_line(tmp_path):
+    text = (protocol.PROTOCOL_DIR / "rb2.yaml").read_text()
+    for old, new, match in [
+        ("hyperparameters: paper,", "hyperparameters: nope,", "does not define"),
+        ("decisions_kwarg: num_floors, density", "decisions_kwarg: floors, density", "integer"),
+        ("rloo: trajectory_mc", "rloo: nope", "must map"),
+        ("trainer: batched", "trainer: jax", "trainer must be"),
+    ]:
+        path = tmp_path / "rb2.yaml"
+        path.write_text(text.replace(old, new, 1))
+        with pytest.raises(ValueError, match=match) as err:
+            protocol.load_protocol("rb2", path)
+        assert "\n" not in str(err.value)
+
+
+def power_law_runs(exponents: dict[int, float], seeds: int = 6) -> dict[str, list[dict]]:
+    """Runs whose steps to target are ``1000 rho^beta_F`` (a little seed noise), per floor
+    count ``F`` of ``exponents``; one setting per ``F``."""
+    rng = np.random.default_rng(0)
+    records = []
+    for floors, beta in exponents.items():
+        for value, rho in ((0, 1.0), (3, 0.25), (9, 0.1), (25, 1 / 26)):
+            for seed in range(seeds):
+                steps = 1000 * rho**beta * (1 + 0.01 * rng.standard_normal())
+                budget = 50_000  # above every crossing; evaluated every 10 steps
+                t = np.linspace(0, budget, 5001)
+                records.append(
+                    {
+                        "seed": seed,
+                        "timesteps": t.tolist(),
+                        "success": np.minimum(1.0, 0.9 * t / steps).tolist(),
+                        "budget": budget,
+                        "target": 0.9,
+                        "rho": rho,
+                        "setting": f'E{{"num_floors": {floors}}}',
+                        "density_value": value,
+                        "method": "m",
+                    }
+                )
+    return records
+
+
+def test_the_trend_recovers_a_known_change_of_the_exponent_per_doubling():
+    # beta = -0.2 - 0.3 log2(F): the trend per doubling is -0.3
+    records = power_law_runs({1: -0.2, 2: -0.5, 4: -0.8})
+    mine = scores.method_scores(records)
+    axis = protocol.DecisionsAxis(
+        "E{}", "num_floors", {f: f'E{{"num_floors": {f}}}' for f in (1, 2, 4)}
+    )
+    entry = axes.axis_scores(mine, axis)
+    assert [p["decisions"] for p in entry["points"]] == [1, 2, 4]
+    assert [round(p["exponent"], 2) for p in entry["points"]] == [-0.2, -0.5, -0.8]
+    trend = entry["trend"]
+    assert trend["slope"] == pytest.approx(-0.3, abs=0.01) and trend["bound"] == "exact"
+    assert trend["low"] <= trend["slope"] <= trend["high"] and trend["high"] - trend["low"] < 0.05
+
+
+def test_a_censored_exponent_bounds_the_trend_the_way_it_pulls_it():
+    # the highest number of decisions (positive weight) with an upper-bound exponent: the true
+    # trend is lower still; the lowest (negative weight): higher; both: no bound
+    up, no = "upper bound", "not bounded"
+    assert scores.trend_bound([-1, 0, 1], ["exact", "exact", up]) == "upper bound"
+    assert scores.trend_bound([-1, 0, 1], [up, "exact", "exact"]) == "lower bound"
+    assert scores.trend_bound([-1, 0, 1], [up, "exact", up]) == "not bounded"
+    assert scores.trend_bound([-1, 0, 1], ["exact", up, "exact"]) == "exact"  # weight 0
+    assert scores.trend_bound([-1, 0, 1], ["exact", "exact", no]) == "not bounded"
+    # end to end: runs at F = 4's lowest density censored at a budget below their crossing
+    records = power_law_runs({1: -0.2, 2: -0.5, 4: -0.8})
+    for r in records:
+        if r["setting"].endswith("4}") and r["density_value"] == 25:
+            r["success"] = [min(s, 0.5) for s in r["success"]]
+    mine = scores.method_scores(records)
+    axis = protocol.DecisionsAxis(
+        "E{}", "num_floors", {f: f'E{{"num_floors": {f}}}' for f in (1, 2, 4)}
+    )
+    entry = axes.axis_scores(mine, axis)
+    assert entry["points"][2]["bound"] == "upper bound" and entry["trend"]["bound"] == "upper bound"
+
+
+def test_the_card_and_leaderboard_show_the_decisions_axis(tmp_path):
+    mine = power_law_runs({1: -0.2, 2: -0.5, 4: -0.8})
+    ppo = [{**r, "method": "ppo"} for r in power_law_runs({1: -0.1, 2: -0.2, 4: -0.3})]
+    axis = protocol.DecisionsAxis(
+        "E{}", "num_floors", {f: f'E{{"num_floors": {f}}}' for f in (1, 2, 4)}
+    )
+    header = {"method": "m", "protocol": "rb2"}
+    result = report.write_report(tmp_path, header, mine, {"ppo": ppo}, [], decision_axes=[axis])
+    card = (tmp_path / "report.md").read_text()
+    assert "## Number of critical decisions: E{} (num_floors 1, 2, 4)" in card
+    section = card.split("## Number of critical decisions")[1].splitlines()
+    row = next(line for line in section if line.startswith("| **m** |"))
+    assert row.split(" | ")[1].startswith("-0.2 [") and row.split(" | ")[-1].startswith("-0.3 [")
+    (entry,) = result["decisions_axes"]
+    ratios = entry["methods"]["m"]["ratio_to_baseline"]
+    # steps ratio to ppo at the lowest density grows with the decisions: 26^0.1, 26^0.3, 26^0.5
+    assert [round(ratios[f]["ratio"], 2) for f in (1, 2, 4)] == [
+        round(26**x, 2) for x in (0.1, 0.3, 0.5)
+    ]
+    json.loads((tmp_path / "scores.json").read_text())  # finite, serialisable
+    board = report.leaderboard("rb2", "lite", 24, {"ppo": ppo, "m": mine}, decision_axes=[axis])
+    assert "Number of critical decisions: E{}" in board and "| m | -0.2" in board
