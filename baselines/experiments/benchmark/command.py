@@ -314,9 +314,8 @@ def make_report(
     configs = args.out / "configs"
     env_ids = args.env_id or None
     trainer = trainer_of(args, protocol)
-    jobs = protocol_runs.plan(
-        protocol, protocol.tier(args.tier), args.method, configs, env_ids, trainer
-    )
+    tier = protocol.tier(args.tier)
+    jobs = protocol_runs.plan(protocol, tier, args.method, configs, env_ids, trainer)
     results = folder / "results.jsonl"
     records = protocol_runs.current_records(load_records(results), jobs)
     if not records:
