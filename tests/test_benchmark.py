@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from baselines.experiments.benchmark import command, cost, report, scores
+from baselines.experiments.benchmark import lab as benchmark_lab
 from baselines.lib import protocol, protocol_runs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -150,13 +151,15 @@ def test_the_lab_measures_estimators_with_the_protocols_arguments():
     """Not the shipped configs' (mc_rollout has k = 2 in RoutineGrid-v0.yml, 8 in rb1)."""
     rb1 = protocol.load_protocol("rb1")
     for env_id in ("DilutedDoors-v1", "RoutineGrid-v0", "CodeFix-v1"):
-        args = command.estimator_arguments(rb1, env_id, "mc_rollout")
+        args = benchmark_lab.estimator_arguments(rb1, env_id, "mc_rollout")
         assert args == {"num_rollouts": 8, "source": "model"}, env_id
-    assert command.estimator_arguments(rb1, "CodeFix-v1", 'mc_rollout{"num_rollouts": 3}') == {
+    assert benchmark_lab.estimator_arguments(
+        rb1, "CodeFix-v1", 'mc_rollout{"num_rollouts": 3}'
+    ) == {
         "num_rollouts": 3,
         "source": "model",
     }
-    assert command.estimator_arguments(rb1, "CodeFix-v1", "trajectory_mc") == {}
+    assert benchmark_lab.estimator_arguments(rb1, "CodeFix-v1", "trajectory_mc") == {}
 
 
 def test_method_slug_never_shares_a_file():

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from baselines.experiments.benchmark import command, drops, merging, report, scores
+from baselines.experiments.benchmark import lab as benchmark_lab
 from baselines.lib import protocol, protocol_runs
 from baselines.lib.results import ResultsFile
 from baselines.lib.runner import RunFailed, run_resumable
@@ -380,10 +381,10 @@ def test_advantages_related_by_a_positive_affine_map_are_found():
     }
 
 
-def test_the_lab_probes_rloo_as_eight_sevenths_of_trajectory_mc_and_the_card_says_so(tmp_path):
+def test_the_lab_probes_rloo_as_eight_sevenths_of_trajectory_mc_and_the_card_merges_them(tmp_path):
     rb1 = protocol.load_protocol("rb1")
     methods = ["trajectory_mc", "rloo", "gigpo"]
-    lab = command.lab_rows(rb1, rb1.tier("lite"), methods, ["DilutedDoors-v1"])
+    lab = benchmark_lab.lab_rows(rb1, rb1.tier("lite"), methods, ["DilutedDoors-v1"])
     by = {(r["estimator"], r["density_value"]): r for r in lab}
     for value in (0, 29):
         c, d = by[("trajectory_mc", value)]["advantages_affine_to"]["rloo"]
@@ -396,7 +397,13 @@ def test_the_lab_probes_rloo_as_eight_sevenths_of_trajectory_mc_and_the_card_say
     )
     assert "per-minibatch advantage normalisation removes" in said
     assert "not an increasing affine function" in merging.advantage_evidence(lab, "rloo", "gigpo")
-    # in the card, after the sentence on where their steps coincide
+    probed = merging.probe_pairs(lab)
+    assert set(probed) == {frozenset(("trajectory_mc", "rloo"))}
+    assert probed[frozenset(("trajectory_mc", "rloo"))]["scales"] == [1.142857]
+    # without per-minibatch normalisation the scale changes the step size: not one algorithm
+    unnormalised = [{**r, "normalize_advantage": r["estimator"] != "rloo"} for r in lab]
+    assert merging.probe_pairs(unnormalised) == {}
+    # in the card: one row, even where their steps differ (rounding grown during training)
     doors = 'DilutedDoors-v1{"num_floors": 2}'
     a = [{**r, "setting": doors} for r in runs("trajectory_mc", BASE)]
     b = [{**r, "label": "rloo"} for r in a[:4]] + [
@@ -405,5 +412,10 @@ def test_the_lab_probes_rloo_as_eight_sevenths_of_trajectory_mc_and_the_card_say
     b[4:] = [{**r, "setting": doors} for r in b[4:]]
     header = {"method": "trajectory_mc", "protocol": "rb1"}
     result = report.write_report(tmp_path, header, a, {"rloo": b}, lab)
-    (near,) = result["near_equivalent_methods"]
-    assert near["why"].endswith("so their differences are rounding grown during training.")
+    assert result["near_equivalent_methods"] == []
+    (group,) = result["equivalent_methods"]
+    assert group["name"] == "trajectory_mc" and group["aliases"] == ["rloo"]
+    assert "`rloo`'s advantages are 1.14286 times `trajectory_mc`'s" in group["why"]
+    card = (tmp_path / "report.md").read_text()
+    assert "| **trajectory_mc (= rloo)** |" in card
+    assert not any(line.startswith("| rloo |") for line in card.splitlines())

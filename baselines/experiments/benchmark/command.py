@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from baselines.experiments.benchmark import cost, drops, manifest, merging, privileged, report
+from baselines.experiments.benchmark import lab as benchmark_lab
 from baselines.lib import cli, protocol_runs, training_runs
 from baselines.lib import protocol as protocols
 from baselines.lib.backend import BackendArgs
@@ -39,7 +40,6 @@ from baselines.lib.results import ResultsFile, write_atomic
 from baselines.lib.specs import parse_method
 
 COMMANDS = ("run", "report", "references", "leaderboard", "plan")
-LAB_EPISODES = 2000
 
 
 @dataclass
@@ -200,107 +200,6 @@ def open_references(
     )
 
 
-def estimator_arguments(protocol: protocols.Protocol, section: str, method: str) -> dict[str, Any]:
-    """The estimator arguments ``method`` trains with under ``protocol`` in hyperparameter
-    ``section`` (a setting's :attr:`~baselines.lib.protocol.Setting.section`): the protocol's
-    per-method exception (e.g. ``mc_rollout``'s k = 8), then the spec's own JSON arguments;
-    never the shipped configs' (the lab measures what the runs train)."""
-    from baselines.lib.config import check_method
-
-    spec = check_method(method)
-    return {
-        **protocol.method_hyperparameters(section, spec.target).get("estimator_kwargs", {}),
-        **spec.kwargs,
-    }
-
-
-def lab_rows(
-    protocol: protocols.Protocol,
-    tier: protocols.Tier,
-    methods: list[str],
-    env_ids: list[str] | None = None,
-) -> list[dict[str, Any]]:
-    """Gradient SNR and exact bias of each estimator method at the uniform policy, at the
-    lowest and highest density of every setting (only those on ``env_ids`` when given; ``ppo``,
-    a learned critic, has none)."""
-    import gymnasium as gym
-    import numpy as np
-
-    import routine_envs
-    from baselines.lib.config import check_method
-    from routine_envs import credit, snr
-    from routine_envs.sampler import ModelSampler
-
-    gym.register_envs(routine_envs)
-    rows = []
-    for setting in tier.settings:
-        if env_ids and setting.env_id not in env_ids:
-            continue
-        for value in sorted({min(setting.values), max(setting.values)}):
-            env = gym.make(
-                setting.env_id, **{**setting.env_kwargs, setting.density_kwarg: value}
-            ).unwrapped
-            table = env.masked_uniform_policy()
-            with np.errstate(divide="ignore"):
-                policy = snr.TabularSoftmax.per_state(
-                    env.num_states, env.num_actions, np.log(table)
-                )
-            probs = policy.probs()
-            sampler = ModelSampler(env)
-            values = env.oracle(probs)
-            context = credit.EstimatorContext(
-                env=env, policy_table=probs, sampler=sampler, gamma=1.0, gae_lambda=0.95, seed=0
-            )
-            estimators = {}
-            for method in methods:
-                spec = check_method(method)
-                if spec.target == "ppo":
-                    continue
-                kwargs = estimator_arguments(protocol, setting.section, method)
-                estimators[method] = credit.build_estimator(spec.target, context, **kwargs)
-            if not estimators:
-                continue
-            result = snr.measure_snr(
-                env,
-                policy,
-                estimators,
-                num_groups=LAB_EPISODES // 8,
-                group_size=8,
-                seed=0,
-                sampler=sampler,
-                values=values.v,
-            )
-            related = merging.probe_advantages(estimators, sampler, probs, values.v)
-            for name, res in result.results.items():
-                scale = 1 / np.sqrt(8)
-                rows.append(
-                    {
-                        "setting": setting.name,
-                        "density_value": value,
-                        "rho": float(env.decision_density),
-                        "estimator": name,
-                        "snr": res.snr * scale,
-                        "snr_low": res.snr_low * scale,
-                        "snr_high": res.snr_high * scale,
-                        "relative_bias": res.relative_bias,
-                        "relative_bias_low": res.relative_bias_low,
-                        "relative_bias_high": res.relative_bias_high,
-                        "cosine": res.cosine,
-                        "cosine_low": res.cosine_low,
-                        "cosine_high": res.cosine_high,
-                        "cosine_raw": res.cosine_raw,
-                        "episodes": LAB_EPISODES,
-                        "advantages_affine_to": related[name],
-                        "normalize_advantage": bool(
-                            protocol.method_hyperparameters(
-                                setting.section, check_method(name).target
-                            ).get("normalize_advantage")
-                        ),
-                    }
-                )
-    return rows
-
-
 def make_report(
     args: BenchmarkArgs,
     protocol: protocols.Protocol,
@@ -330,7 +229,9 @@ def make_report(
         ).items()
         if (kept := [r for r in recs if env_ids is None or r["env_id"] in env_ids])
     }
-    lab = lab_rows(protocol, tier, [args.method, *references], env_ids) if args.lab else []
+    lab = benchmark_lab.lab_rows(
+        protocol, tier, [args.method, *references], env_ids, measure=args.lab
+    )
     versions = report.versions_of(records)
     ref_versions = [v for recs in references.values() for v in report.versions_of(recs)]
     header = {
@@ -423,7 +324,34 @@ def leaderboard_text(
         unverified=None if refs.verified else refs.status,
         privileged=None if protocol.version == "rb1" else privileged.privileged_of(found),
         decision_axes=protocol.tier(tier).axes(),
+        not_run=merged_not_run(protocol, tier, found),
     )
+
+
+def merged_not_run(
+    protocol: protocols.Protocol, tier: str, found: dict[str, Any]
+) -> dict[str, list[tuple[str, str]]]:
+    """The protocol's ``merged`` methods (not run) as aliases of the references in ``found``,
+    each with the advantage probe's sentence on the tier's settings, or, where the probe no
+    longer finds them one algorithm, a sentence saying so: ``{reference: [(alias, why)]}``."""
+    wanted = {a: m for a, m in protocol.merged.items() if m in found}
+    if not wanted:
+        return {}
+    methods = list(dict.fromkeys([*wanted.values(), *wanted]))
+    rows = benchmark_lab.lab_rows(protocol, protocol.tier(tier), methods, measure=False)
+    probed = merging.probe_pairs(rows)
+    out: dict[str, list[tuple[str, str]]] = {}
+    for alias, method in wanted.items():
+        evidence = probed.get(frozenset((alias, method)))
+        why = (
+            merging.probe_sentence(method, alias, evidence)
+            if evidence
+            else f"protocol {protocol.version} lists `{alias}` as one algorithm with `{method}`, "
+            "but the advantage probe does not confirm it on every setting of this tier: read "
+            f"`{method}`'s row as `{method}`'s only."
+        )
+        out.setdefault(method, []).append((alias, why))
+    return out
 
 
 def references(args: BenchmarkArgs, protocol: protocols.Protocol) -> dict[str, Any]:

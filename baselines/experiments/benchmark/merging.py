@@ -77,43 +77,106 @@ def coincide(a: Scores, b: Scores, rtol: float = RTOL) -> bool:
     return bool(diffs) and all(d <= rtol for d in diffs.values())
 
 
-def merged(methods: Mapping[str, Scores], rtol: float = RTOL) -> list[dict[str, Any]]:
-    """The groups of equivalent methods, each ``{"name", "aliases", "cells", "seeds", "why"}``:
-    ``name`` is the first of the group in ``methods``' order, every alias coincides with it
-    (:func:`coincide`). Methods equivalent to no other are in no group."""
+def merged(
+    methods: Mapping[str, Scores],
+    rtol: float = RTOL,
+    probed: Mapping[frozenset[str], dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+    """The groups of equivalent methods, each ``{"name", "aliases", "why", ...}``: ``name`` is
+    the first of the group in ``methods``' order, every alias coincides with it seed by seed
+    (:func:`coincide`) or is one algorithm with it by the advantage probe (``probed``,
+    :func:`probe_pairs`: advantages an increasing affine function of its own on every probed
+    batch, which the protocol's per-minibatch normalisation removes). Methods equivalent to no
+    other are in no group."""
+    probed = probed or {}
     names = list(methods)
     taken: set[str] = set()
     groups = []
     for i, name in enumerate(names):
         if name in taken:
             continue
-        aliases = [
-            other
+        same = {
+            other: coincide(methods[name], methods[other], rtol)
             for other in names[i + 1 :]
-            if other not in taken and coincide(methods[name], methods[other], rtol)
-        ]
+            if other not in taken
+        }
+        aliases = [o for o, c in same.items() if c or frozenset((name, o)) in probed]
         if not aliases:
             continue
         taken.update(aliases)
-        cells = cell_differences(methods[name], methods[aliases[0]])
         seeds = sum(len(r["seeds"]) for e in methods[name]["settings"].values() for r in e["rows"])
-        worst = max(max(cell_differences(methods[name], methods[a]).values()) for a in aliases)
-        groups.append(
-            {
-                "name": name,
-                "aliases": aliases,
-                "cells": len(cells),
-                "largest_relative_difference": worst,
-                "why": f"{' and '.join(f'`{a}`' for a in aliases)} "
-                f"{'gives' if len(aliases) == 1 else 'give'} the same steps to target as "
+        group: dict[str, Any] = {"name": name, "aliases": aliases, "why": ""}
+        by_seed = [a for a in aliases if same[a]]
+        if by_seed:
+            cells = cell_differences(methods[name], methods[by_seed[0]])
+            worst = max(max(cell_differences(methods[name], methods[a]).values()) for a in by_seed)
+            group.update(cells=len(cells), largest_relative_difference=worst)
+            group["why"] += (
+                f"{' and '.join(f'`{a}`' for a in by_seed)} "
+                f"{'gives' if len(by_seed) == 1 else 'give'} the same steps to target as "
                 f"`{name}` for every seed on all {len(cells)} settings and densities they share "
                 f"(largest relative difference {worst:.1e}, within float noise {rtol:g}): one "
                 "algorithm under this protocol (e.g. advantages that differ by a positive "
-                "constant, which PPO's per-minibatch advantage normalisation removes), shown as "
-                f"one row ({seeds} runs of `{name}` scored).",
-            }
-        )
+                "constant, which PPO's per-minibatch advantage normalisation removes)."
+            )
+        for alias in aliases:
+            if not same[alias]:
+                group["why"] += (" " if group["why"] else "") + probe_sentence(
+                    name, alias, probed[frozenset((name, alias))]
+                )
+        group["why"] += f" Shown as one row ({seeds} runs of `{name}` scored)."
+        groups.append(group)
     return groups
+
+
+def probe_pairs(rows: list[dict[str, Any]]) -> dict[frozenset[str], dict[str, Any]]:
+    """The pairs of methods that the advantage probe finds to be one algorithm under the
+    protocol, from :func:`~.lab.lab_rows`: on every probe batch where both were built (at least
+    one), each one's advantages are an increasing affine function of the other's, the protocol
+    normalises both per minibatch and neither trains a critic (whose training the probe at
+    initialisation cannot see). ``{frozenset({a, b}): {"batches": n, "scales": [c, ...],
+    "settings": [...]}}`` with ``b = c a + d`` for the first of the pair in row order."""
+    by_batch: dict[tuple[str, int], dict[str, dict[str, Any]]] = {}
+    for r in rows:
+        by_batch.setdefault((r["setting"], r["density_value"]), {})[r["estimator"]] = r
+    names = list(dict.fromkeys(r["estimator"] for r in rows))
+    out: dict[frozenset[str], dict[str, Any]] = {}
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            shared = [batch for batch in by_batch.values() if a in batch and b in batch]
+            if not shared or not all(
+                b in batch[a]["advantages_affine_to"]
+                and batch[a].get("normalize_advantage")
+                and batch[b].get("normalize_advantage")
+                and not batch[a].get("trains_critic")
+                and not batch[b].get("trains_critic")
+                for batch in shared
+            ):
+                continue
+            out[frozenset((a, b))] = {
+                "first": a,
+                "batches": len(shared),
+                "scales": sorted(
+                    {round(batch[a]["advantages_affine_to"][b][0], 6) for batch in shared}
+                ),
+                "settings": sorted({batch[a]["setting"] for batch in shared}),
+            }
+    return out
+
+
+def probe_sentence(name: str, alias: str, evidence: Mapping[str, Any]) -> str:
+    """Why ``alias`` is shown as ``name`` by the advantage probe (``evidence``: an entry of
+    :func:`probe_pairs`)."""
+    first, second = (name, alias) if evidence["first"] == name else (alias, name)
+    scales = " / ".join(f"{c:.6g}" for c in evidence["scales"])
+    return (
+        f"`{alias}` is one algorithm with `{name}` under this protocol: on the advantage probe's "
+        f"batch at each of the {evidence['batches']} settings and densities probed (the lowest "
+        f"and highest density of each of {len(evidence['settings'])} settings, uniform policy), "
+        f"`{second}`'s advantages are {scales} times `{first}`'s plus a constant at every step, "
+        "which PPO's per-minibatch advantage normalisation removes: the same policy update, so "
+        "the differences between their runs are rounding grown during training."
+    )
 
 
 def near_misses(methods: Mapping[str, Scores], rtol: float = RTOL) -> list[dict[str, Any]]:

@@ -409,7 +409,8 @@ def markdown(
     for axis in decisions or []:
         order = [method, *(n for n in references if n not in hidden)]
         lines += ["", *axes.markdown(axis, order, {n: label(n) for n in order}, bold=method)]
-    if lab:
+    measured = [r for r in lab if "snr" in r]  # the others: the advantage probe only
+    if measured:
         lines += ["", "## Gradient SNR and exact bias at initialization (the lab)", ""]
         lines.append(
             "Uniform policy (over valid actions), tabular; SNR per episode for a batch "
@@ -424,7 +425,7 @@ def markdown(
             "cosine, estimate [CI] |",
             "|---|---|---|---|---|---|",
         ]
-        for r in lab:
+        for r in measured:
             lines.append(
                 f"| {r['setting']} | {r['rho']:.3g} | {r['estimator']} | {r['snr']:.3g} "
                 f"[{r['snr_low']:.3g}, {r['snr_high']:.3g}] | {r['relative_bias']:.3g} "
@@ -479,10 +480,10 @@ def write_report(
     ref_scores = {name: scores.method_scores(recs) for name, recs in references.items()}
     ratios = scores.compare_to_references(mine, ref_scores)
     everyone = {header["method"]: mine, **ref_scores}
-    groups, near = merging.merged(everyone), merging.near_misses(everyone)
+    probed = merging.probe_pairs(lab)
+    groups = merging.merged(everyone, probed=probed)
+    near = [n for n in merging.near_misses(everyone) if frozenset(n["methods"]) not in probed]
     decisions = axes.all_axes(everyone, decision_axes or [])
-    for g in groups:
-        g["why"] += "".join(merging.advantage_evidence(lab, g["name"], a) for a in g["aliases"])
     for n in near:
         n["why"] += merging.advantage_evidence(lab, *n["methods"])
     rows = [
@@ -538,6 +539,7 @@ def leaderboard(
     unverified: str | None = None,
     privileged: dict[str, tuple[str, ...]] | None = None,
     decision_axes: list[Any] | None = None,
+    not_run: dict[str, list[tuple[str, str]]] | None = None,
 ) -> str:
     """The references' scores as one Markdown table per setting: the dilution exponent, steps
     to target at the highest and the lowest density, their ratio to ``ppo``'s (the learned
@@ -549,9 +551,21 @@ def leaderboard(
     label-free methods ranked in one table, those reading privileged fields in another
     (``None``: one table without the column, as rb1's shipped leaderboard). ``decision_axes``
     (the tier's :class:`~baselines.lib.protocol.DecisionsAxis` list): per axis, the exponent
-    per number of decisions and its trend (:mod:`~.axes`), label-free methods first."""
+    per number of decisions and its trend (:mod:`~.axes`), label-free methods first.
+    ``not_run`` (reference -> ``[(alias, why)]``): methods the protocol does not run because
+    they are one algorithm with that reference (its ``merged`` entries, each with the advantage
+    probe's sentence), named in its row as ``(= alias)``."""
     computed = {name: scores.method_scores(recs) for name, recs in references.items()}
     groups = merging.merged(computed)
+    for name, extra in (not_run or {}).items():
+        known = next((g for g in groups if g["name"] == name), None)
+        if known is None:
+            known = {"name": name, "aliases": [], "why": ""}
+            groups.append(known)
+        known["aliases"] += [alias for alias, _ in extra]
+        known["why"] = " ".join(
+            filter(None, [known["why"], *(f"{why} (`{alias}`: not run)" for alias, why in extra)])
+        )
     aliases, hidden = merging.aliases_of(groups), merging.hidden(groups)
     marked = " (unverified references)" if unverified else ""
     lines = [f"# Leaderboard: protocol {version}, tier {tier}{marked}", ""]
