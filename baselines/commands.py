@@ -87,6 +87,7 @@ BENCHMARK = Group(
             "env_id",
             "workers",
             "progress",
+            "trainer",
             *BACKEND_FIELDS,
         ),
         _benchmark("leaderboard", "write the references' leaderboard to <out>/<version>/<tier>/"),
@@ -96,6 +97,20 @@ BENCHMARK = Group(
             "method",
             "env_id",
             "cores",
+        ),
+        _benchmark(
+            "submit",
+            "the report card, then one file with it, the scored rows, the drops manifest and "
+            "the method's source",
+            "method",
+            "env_id",
+            "lab",
+            "trainer",
+        ),
+        _benchmark(
+            "verify-submission",
+            "rebuild the scores of a submission file and compare them with its card",
+            "bundle",
         ),
     ),
     description="Score a credit-assignment method on a versioned protocol against the shipped "

@@ -153,3 +153,111 @@ def test_the_card_and_leaderboard_show_the_decisions_axis(tmp_path):
     json.loads((tmp_path / "scores.json").read_text())  # finite, serialisable
     board = report.leaderboard("rb2", "lite", 24, {"ppo": ppo, "m": mine}, decision_axes=[axis])
     assert "Number of critical decisions: E{}" in board and "| m | -0.2" in board
+
+
+OUTSIDE = '''
+from routine_envs import credit
+
+class HalfMC(credit.TrajectoryMC):
+    """Half the trajectory advantage (a known scale)."""
+    name = "half_mc"
+    def __call__(self, batch):
+        return credit.Advantages(0.5 * super().__call__(batch).advantages)
+'''
+
+
+def rewrite(bundle, path, change):
+    """A copy of ``bundle`` at ``path`` with ``change(members)`` applied to its members."""
+    import zipfile
+
+    with zipfile.ZipFile(bundle) as src:
+        members = {i.filename: src.read(i) for i in src.infolist()}
+    change(members)
+    with zipfile.ZipFile(path, "w") as out:
+        for name, data in members.items():
+            out.writestr(name, data)
+    return path
+
+
+def test_a_submission_bundles_what_its_scores_rebuild_from(tmp_path, monkeypatch, capsys):
+    import hashlib
+    import sys
+    import zipfile
+
+    from baselines.experiments.benchmark import command
+
+    (tmp_path / "rb2_outside.py").write_text(OUTSIDE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "out"
+    common = ["--protocol", "rb2", "--tier", "smoke", "--out", str(out)]
+    method = ["--method", "rb2_outside:HalfMC"]
+    command.cli_main(["run", *method, *common, "--workers", "1", "--no-lab", "--no-progress"])
+    bundle = command.cli_main(["submit", *method, *common, "--no-lab"])
+    assert bundle.name == "submission.zip"
+    assert bundle.parent.name.startswith("rb2_outside_HalfMC-")
+    names = set(zipfile.ZipFile(bundle).namelist())
+    assert {"SUBMISSION.json", "results.jsonl", "report/report.md", "report/drops.csv"} <= names
+    assert "method/rb2_outside.py" in names  # the outside method's source travels with it
+    card = (bundle.parent / "report" / "report.md").read_text()
+    assert "Number of critical decisions: DilutedDoors-v1" in card  # the smoke tier's axis
+    manifest_ = json.loads(zipfile.ZipFile(bundle).read("SUBMISSION.json"))
+    assert manifest_["protocol"]["version"] == "rb2" and manifest_["trainer"] == "batched"
+    assert manifest_["privileged_fields_read"] == [] and manifest_["runs"] == 8
+    assert manifest_["drops"]["planned"] == 8
+    capsys.readouterr()
+    result = command.cli_main(["verify-submission", "--bundle", str(bundle)])
+    assert result["problems"] == [], result
+    assert "verified: the scores rebuild from the rows" in capsys.readouterr().out
+
+    # a changed row without a matching hash is refused as a whole, in one line
+    def change_row(members):
+        rows = members["results.jsonl"].decode().splitlines()
+        first = json.loads(rows[0])
+        first["success"] = [min(1.0, s + 0.05) for s in first["success"]]
+        members["results.jsonl"] = ("\n".join([json.dumps(first), *rows[1:]]) + "\n").encode()
+
+    bad = rewrite(bundle, tmp_path / "bad.zip", change_row)
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        command.cli_main(["verify-submission", "--bundle", str(bad)])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1
+    assert "member results.jsonl differs from its SHA-256 in SUBMISSION.json" in err
+
+    # the same change with its hash updated: the rebuild finds the scores are not the card's
+    def change_row_and_hash(members):
+        change_row(members)
+        listed = json.loads(members["SUBMISSION.json"])
+        listed["files"]["results.jsonl"] = hashlib.sha256(members["results.jsonl"]).hexdigest()
+        members["SUBMISSION.json"] = json.dumps(listed).encode()
+
+    forged = rewrite(bundle, tmp_path / "forged.zip", change_row_and_hash)
+    result = command.cli_main(["verify-submission", "--bundle", str(forged)])
+    assert any(p.startswith("method differs from the card") for p in result["problems"])
+    assert "NOT verified" in capsys.readouterr().out
+    sys.modules.pop("rb2_outside", None)
+
+
+@pytest.mark.parametrize(
+    "name, data, match",
+    [
+        ("../evil.py", b"x", "unexpected member"),
+        ("report/../../x", b"x", "unexpected member"),
+        ("results.jsonl", b"\0" * (60 * 10**6), "too large"),  # 60 MB of zeros: a zip bomb
+    ],
+)
+def test_a_hostile_submission_file_is_one_line(tmp_path, name, data, match):
+    import zipfile
+
+    from baselines.experiments.benchmark import submission
+
+    path = tmp_path / "s.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("SUBMISSION.json", json.dumps({"format": submission.FORMAT, "files": {}}))
+        z.writestr(name, data)
+    with pytest.raises(submission.InvalidSubmission, match=match) as err:
+        submission.read(path)
+    assert "\n" not in str(err.value) and len(str(err.value)) < 300
+    (tmp_path / "not.zip").write_bytes(b"PK\x03\x04 garbage")
+    with pytest.raises(submission.InvalidSubmission, match="not a submission file"):
+        submission.read(tmp_path / "not.zip")

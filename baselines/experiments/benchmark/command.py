@@ -1,5 +1,6 @@
-"""``python -m baselines.benchmark {run,report,references,leaderboard,plan}``: score a
-credit-assignment method on a versioned protocol against the shipped references.
+"""``python -m baselines.benchmark {run,report,references,leaderboard,plan,submit,
+verify-submission}``: score a credit-assignment method on a versioned protocol against the
+shipped references.
 
 - ``run --method SPEC --tier lite``: every run of the tier for the method (a built-in name or
   ``package.module:Name``, either with JSON arguments), resumable through its results file,
@@ -14,7 +15,11 @@ credit-assignment method on a versioned protocol against the shipped references.
   ``<out>/<version>/<tier>/LEADERBOARD.md``.
 - ``plan --tier full --cores 2 8 32``: what the tier costs (runs, steps, CPU time) for the
   method and for all the references, and the expected wall time on each number of cores, from
-  the shipped lite references' measured seconds per step (:mod:`~.cost`).
+  the shipped lite references' measured seconds per step (:mod:`~.planning`).
+- ``submit --method SPEC --tier lite``: the report card, then one file bundling it with the
+  scored rows, the drops manifest and the method's source (:mod:`~.submission`);
+  ``verify-submission --bundle FILE`` rebuilds the scores from such a file and says whether
+  they are the card's.
 
 Every command that reads references checks them first: a reference file that differs from the
 shipped one is refused with its name (exit status 2), or, with ``--unverified-references``, used
@@ -31,15 +36,37 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from baselines.experiments.benchmark import cost, drops, manifest, merging, privileged, report
+from baselines.experiments.benchmark import (
+    drops,
+    manifest,
+    merging,
+    planning,
+    privileged,
+    report,
+    submission,
+)
 from baselines.experiments.benchmark import lab as benchmark_lab
+from baselines.experiments.benchmark.reading import (
+    load_records,
+    load_references,
+    planned_records,
+)
 from baselines.lib import cli, protocol_runs, training_runs
 from baselines.lib import protocol as protocols
 from baselines.lib.backend import BackendArgs
-from baselines.lib.results import ResultsFile, write_atomic
+from baselines.lib.results import write_atomic
 from baselines.lib.specs import parse_method
 
-COMMANDS = ("run", "report", "references", "leaderboard", "plan")
+COMMANDS = (
+    "run",
+    "report",
+    "references",
+    "leaderboard",
+    "plan",
+    "submit",
+    "verify-submission",
+)
+__all__ = ["load_records", "load_references", "planned_records"]  # read by tests and scripts
 
 
 @dataclass
@@ -107,6 +134,10 @@ class BenchmarkArgs(BackendArgs):
         },
     )
     progress: bool = field(default=True, metadata={"help": "show a progress bar"})
+    bundle: Path | None = field(
+        default=None,
+        metadata={"help": "verify-submission: the submission file (submission.zip) to check"},
+    )
     cores: list[int] = field(
         default_factory=lambda: [2, 8, 32, 128],
         metadata={"help": "plan: numbers of cores to give the expected wall time for"},
@@ -136,58 +167,6 @@ def method_folder(args: BenchmarkArgs, method: str, protocol: protocols.Protocol
     if trainer_of(args, protocol) != protocol.trainer:
         slug = f"{slug}+{trainer_of(args, protocol)}"
     return args.out / args.protocol / args.tier / slug
-
-
-def load_records(path: Path, read_only: bool = False) -> list[dict[str, Any]]:
-    """The valid records of a results file (none when it does not exist); ``read_only``: never
-    write anything (references: bad lines are skipped, not moved)."""
-    if not path.exists():
-        return []
-    from baselines.lib import training_runs
-    from baselines.lib.records import upgrade
-
-    store = ResultsFile(path, training_runs.SCHEMA, training_runs.TrainingRecord.check, upgrade)
-    return store.read() if read_only else store.load()
-
-
-def planned_records(
-    protocol: protocols.Protocol,
-    tier: str,
-    method: str,
-    path: Path,
-    config_folder: Path,
-    read_only: bool = False,
-    trainer: str | None = None,
-) -> list[dict[str, Any]]:
-    """The records of ``path`` that are runs of ``method`` on ``trainer`` (default: the
-    protocol's) in the protocol's ``tier`` as it is now (by run key): rows of an earlier draft's
-    settings, of another tier or of the other trainer are left out."""
-    jobs = protocol_runs.plan(
-        protocol, protocol.tier(tier), method, config_folder, trainer=trainer or protocol.trainer
-    )
-    return protocol_runs.current_records(load_records(path, read_only), jobs)
-
-
-def load_references(
-    protocol: protocols.Protocol,
-    tier: str,
-    refs: manifest.References,
-    config_folder: Path,
-    skip: str | None = None,
-) -> dict[str, list[dict[str, Any]]]:
-    """The reference records of ``tier`` by method (without ``skip``) from ``refs`` (opened,
-    so verified or accepted as unverified: :func:`~.manifest.open_references`), read only:
-    only runs of the protocol's current settings (:func:`planned_records`)."""
-    out = {}
-    for method in protocol.references_of(tier):
-        if method == skip:
-            continue
-        records = planned_records(
-            protocol, tier, method, refs.path(method), config_folder, read_only=True
-        )
-        if records:
-            out[method] = records
-    return out
 
 
 def open_references(
@@ -419,116 +398,11 @@ def write_leaderboard(args: BenchmarkArgs, protocol: protocols.Protocol) -> Path
     return path
 
 
-def plan_costs(args: BenchmarkArgs, protocol: protocols.Protocol) -> dict[str, Any]:
-    """Print (and return) what the tier costs: per method and for all references, the runs,
-    steps and CPU time, and the wall time on each of ``args.cores`` cores."""
-    if any(n < 1 for n in args.cores):
-        raise ValueError(f"--cores must be >= 1, got {args.cores}")
-    refs = open_references(args, protocol, "lite")
-    with tempfile.TemporaryDirectory() as configs:  # planning only: nothing written to --out
-        return price_tier(args, protocol, refs, Path(configs))
-
-
-ALL_REFERENCES = "all references"
-
-
-def price_tier(
-    args: BenchmarkArgs, protocol: protocols.Protocol, refs: manifest.References, configs: Path
-) -> dict[str, Any]:
-    """:func:`plan_costs` with the lite references ``refs``, planning in ``configs``, for each
-    trainer: SB3's from the references' wall time per step, the batched trainer's from its
-    shipped measurement (:func:`~.cost.measured_batched`; a method it cannot train is shown
-    with the reason). Returns ``{trainer: {sweep: SweepCost}}`` (batched: on the fewest
-    ``--cores``)."""
-    shipped = load_references(protocol, "lite", refs, configs)
-    tier = protocol.tier(args.tier)
-    methods = list(dict.fromkeys([*filter(None, [args.method]), *protocols.REFERENCE_METHODS]))
-    env_ids = args.env_id or None
-    sb3_rate = cost.seconds_per_step(shipped)
-    sb3 = {
-        m: cost.sweep_cost(protocol_runs.plan(protocol, tier, m, configs, env_ids), m, sb3_rate)
-        for m in methods
-    }
-    sb3[ALL_REFERENCES] = cost.combined([sb3[m] for m in protocols.REFERENCE_METHODS])
-    print(
-        f"protocol {protocol.version} tier {args.tier}\n"
-        "- sb3: seconds per step measured in the lite references "
-        f"({sum(len(r) for r in shipped.values())} runs of {len(shipped)} methods, wall time of "
-        "one run per process" + ("" if refs.verified else f"; {refs.status}") + ")"
-    )
-    measured = cost.measured_batched(protocol.version)
-    batched_jobs: dict[str, list[dict[str, Any]] | str] = {}
-    if measured is None:
-        print(f"- batched: no measured costs ship for protocol {protocol.version}")
-    else:
-        print(
-            f"- batched: CPU seconds per step measured in baselines/protocols/{measured[1]}, each "
-            "run's share of its batch; a method not measured: the median of those measured on "
-            "the env"
-        )
-        for m in methods:
-            try:
-                batched_jobs[m] = protocol_runs.plan(protocol, tier, m, configs, env_ids, "batched")
-            except ValueError as err:  # a method the batched trainer cannot train
-                batched_jobs[m] = str(err)
-
-    def batched(name: str, cores: int) -> cost.SweepCost | str:
-        """The batched cost of ``name`` (a method or all references) on ``cores`` workers, or
-        why there is none."""
-        chosen = protocols.REFERENCE_METHODS if name == ALL_REFERENCES else [name]
-        jobs = [batched_jobs[m] for m in chosen]
-        refused = [j for j in jobs if isinstance(j, str)]
-        if refused:
-            return f"not available: {refused[0]}"
-        return cost.batched_cost([j for js in jobs for j in js], measured[0], cores)
-
-    names = [*filter(None, [args.method]), ALL_REFERENCES]
-    trainers = ["sb3", *(["batched"] if measured is not None else [])]
-    result: dict[str, dict[str, Any]] = {"sb3": sb3, "batched": {}}
-    print("\n| trainer | sweep | runs | steps | CPU | longest task |\n|---|---|---|---|---|---|")
-    for name in [*methods, ALL_REFERENCES]:
-        for trainer in trainers:
-            c = sb3[name] if trainer == "sb3" else batched(name, min(args.cores))
-            result[trainer][name] = c
-            if isinstance(c, str):
-                print(f"| {trainer} | {name} | {c} | | | |")
-                continue
-            print(
-                f"| {trainer} | {name} | {c.runs} | {c.steps / 1e6:.2f} M | "
-                f"{c.cpu_seconds / 3600:.2f} CPU-h | a {c.task} of {c.longest_steps:,} steps "
-                f"({cost.duration(c.longest_seconds)}) |"
-            )
-    columns = [(n, t) for n in names for t in trainers if not isinstance(result[t][n], str)]
-    print(
-        "\n| cores | "
-        + " | ".join(f"{n} ({t})" for n, t in columns)
-        + " |\n|---|"
-        + "---|" * len(columns)
-    )
-    for cores in args.cores:
-        walls = [
-            cost.wall_range(sb3[n] if t == "sb3" else batched(n, cores), cores) for n, t in columns
-        ]
-        print(f"| {cores} | " + " | ".join(walls) + " |")
-    print(
-        "\n"
-        + cost.assumptions(sum(len(r) for r in shipped.values()), len(shipped), report.hardware())
-    )
-    if measured is not None:
-        print(
-            "- batched (--trainer batched): the tasks are the batches the runner forms for that "
-            "many workers (longest task: with the fewest cores), each on one core, priced at the "
-            "CPU seconds per step of the file named above; batches smaller than those measured "
-            "cost more per step (docs/batched.md), so with many cores its times are lower bounds"
-        )
-    return result
-
-
 def main(args: BenchmarkArgs) -> Any:
     started = time.perf_counter()
     protocol = protocols.load_protocol(args.protocol)
     tier = protocol.tier(args.tier)
-    if args.command in ("run", "report") and not args.method:
+    if args.command in ("run", "report", "submit") and not args.method:
         raise ValueError(f"{args.command} needs --method")
     from baselines.lib.config import check_method
 
@@ -538,14 +412,18 @@ def main(args: BenchmarkArgs) -> Any:
     if args.command == "references" and args.compute:
         for method in args.methods or protocol.references_of(tier):
             check_method(method)
-    if args.command in ("run", "report") or (args.command == "references" and args.compute):
+    if args.command in ("run", "report", "submit") or (
+        args.command == "references" and args.compute
+    ):
         cli.check_output_folder(args.out)  # before any config or result is written
     if args.command == "references":
         return references(args, protocol)
+    if args.command == "verify-submission":
+        return verify_submission(args)
     if args.command == "leaderboard":
         return write_leaderboard(args, protocol)
     if args.command == "plan":
-        return plan_costs(args, protocol)
+        return planning.plan_costs(args, protocol, open_references(args, protocol, "lite"))
     refs = open_references(args, protocol, args.tier)  # refused before any training
     if args.command == "run":
         folder = method_folder(args, args.method, protocol)
@@ -562,7 +440,112 @@ def main(args: BenchmarkArgs) -> Any:
         )
     path = make_report(args, protocol, started, refs)
     print(f"report card: {path / 'report.md'}")
+    if args.command == "submit":
+        return submit(args, protocol, path)
     return path
+
+
+def submit(args: BenchmarkArgs, protocol: protocols.Protocol, card: Path) -> Path:
+    """Bundle the card just written with the rows it scored, the drops manifest and the
+    method's source into ``<method folder>/submission.zip`` (:mod:`~.submission`); its path."""
+    trainer = trainer_of(args, protocol)
+    jobs = protocol_runs.plan(
+        protocol,
+        protocol.tier(args.tier),
+        args.method,
+        args.out / "configs",
+        args.env_id or None,
+        trainer,
+    )
+    records = protocol_runs.current_records(load_records(card.parent / "results.jsonl"), jobs)
+    read = privileged.privileged_of({args.method: records})[args.method]
+    summary = submission.summary_fields(protocol, args.tier, trainer, read, records)
+    summary["env_ids"] = args.env_id or None  # the card's --env-id: the settings it scored
+    path = submission.build(card.parent, records, summary, args.method)
+    print(
+        f"submission: {path} ({len(records)} runs, the card, the drops manifest"
+        + (", the method's source" if submission.method_source(args.method) else "")
+        + "); anyone can rebuild its scores with: python -m baselines benchmark "
+        f"verify-submission --bundle {path}"
+    )
+    return path
+
+
+def verify_submission(args: BenchmarkArgs) -> dict[str, Any]:
+    """Read ``--bundle`` as untrusted input, check its members and rows, rebuild the method's
+    scores against the shipped references and compare them with its card; print one line per
+    finding and return them (``{"problems": [...], "checked": [...]}``)."""
+    from baselines.lib.config import check_method
+
+    if args.bundle is None:
+        raise ValueError("verify-submission needs --bundle FILE (a submission.zip)")
+    members = submission.read(args.bundle)
+    manifest_ = json.loads(members["SUBMISSION.json"])
+    try:
+        version, digest = manifest_["protocol"]["version"], manifest_["protocol"]["sha256"]
+        tier, method, trainer = manifest_["tier"], manifest_["method"], manifest_["trainer"]
+        bundled = json.loads(members["report/scores.json"])
+        bundled["header"]["method"]
+    except (KeyError, TypeError, ValueError):
+        raise submission.InvalidSubmission(
+            f"--bundle {args.bundle}: SUBMISSION.json or scores.json lacks its protocol, tier, "
+            "method or trainer"
+        ) from None
+    protocol = protocols.load_protocol(str(version))
+    problems, checked = [], [f"{len(members)} members match their SHA-256 in SUBMISSION.json"]
+    if digest != protocol.sha256:
+        problems.append(
+            f"made under another file of {version} (sha256 {str(digest)[:12]}, this checkout's "
+            f"{protocol.sha256[:12]}): scores are rebuilt with this checkout's settings"
+        )
+    records = submission.rows_of(members)
+    checked.append(f"results.jsonl: {len(records)} valid rows")
+    if any(
+        r.get("protocol", {}).get("version") != version or r.get("tier") != tier for r in records
+    ):
+        problems.append(f"some rows are not runs of {version} tier {tier}")
+    env_ids = manifest_.get("env_ids")
+    env_ids = [str(e) for e in env_ids] if isinstance(env_ids, list) else None
+    try:
+        check_method(method)
+        with tempfile.TemporaryDirectory() as configs:
+            jobs = protocol_runs.plan(
+                protocol, protocol.tier(tier), method, Path(configs), env_ids, trainer
+            )
+    except ValueError as err:
+        checked.append(
+            f"plan not checked: {str(err)[:160]} (the bundle's method/ file is its source: put "
+            "it on PYTHONPATH to check that every row is a run of the plan)"
+        )
+    else:
+        keys = {protocol_runs.run_key(job) for job in jobs}
+        stray = [r for r in records if r.get("key") not in keys]
+        if stray:
+            problems.append(f"{len(stray)} rows are not runs of the plan of {method} on {trainer}")
+        else:
+            checked.append(
+                f"every row is a run of {method}'s plan on {trainer} ({len(jobs)} planned)"
+            )
+    refs = manifest.open_references(protocol, tier)
+    with tempfile.TemporaryDirectory() as configs:
+        references = {
+            n: recs
+            for n, recs in load_references(protocol, tier, refs, Path(configs)).items()
+            if n != bundled["header"]["method"]
+        }
+    for part, found in submission.rebuild(
+        records, bundled, references, protocol.tier(tier).axes()
+    ).items():
+        if found:
+            problems.append(f"{part} differs from the card: " + "; ".join(found[:3]))
+        else:
+            checked.append(f"{part}: rebuilt from the rows, identical to the card")
+    for line in checked:
+        print(f"ok: {line}")
+    for line in problems:
+        print(f"PROBLEM: {line}")
+    print("verified: the scores rebuild from the rows" if not problems else "NOT verified")
+    return {"problems": problems, "checked": checked}
 
 
 def parse_args(argv: list[str] | None = None) -> BenchmarkArgs:

@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-MEASURED_FILE = "{version}-batched-costs.json"
-"""The measured CPU seconds per step of the batched trainer for a protocol, shipped beside it in
-``baselines/protocols/`` (:func:`measured_batched`)."""
+MEASURED_FILE = "{version}-{trainer}-costs.json"
+"""The measured CPU seconds per step of a trainer (not the references') for a protocol, shipped
+beside it in ``baselines/protocols/`` (:func:`measured_costs`)."""
 
 
 @dataclass(frozen=True)
@@ -85,16 +85,42 @@ def cpu_seconds_per_step(records: Sequence[dict[str, Any]]) -> dict[str, dict[st
     return dict(out)
 
 
+def batched_rates(records: Sequence[dict[str, Any]]) -> dict[tuple[str, str], float]:
+    """Per-step CPU seconds of batched runs (their ``cpu_time``, each run's share of its batch,
+    over their ``steps_trained``) by ``(method, setting)`` and ``(method, env_id)``, and by
+    ``("*", setting)`` and ``("*", env_id)`` over all methods (the median of the methods')."""
+    out: dict[tuple[str, str], float] = {}
+    for key in ("setting", "env_id"):
+        cpu: dict[tuple[str, str], float] = defaultdict(float)
+        steps: dict[tuple[str, str], int] = defaultdict(int)
+        for r in records:
+            where = r.get(key, r["env_id"])
+            cpu[(r["method"], where)] += r["cpu_time"]
+            steps[(r["method"], where)] += r.get("steps_trained") or r["budget"]
+        by_where: dict[str, list[float]] = defaultdict(list)
+        for (method, where), seconds in cpu.items():
+            out[(method, where)] = seconds / steps[(method, where)]
+            by_where[where].append(out[(method, where)])
+        for where, values in by_where.items():
+            out[("*", where)] = float(np.median(values))
+    return out
+
+
 def measured_batched(version: str) -> tuple[dict[tuple[str, str], float], str] | None:
-    """The batched trainer's measured CPU seconds per step for protocol ``version`` and a line
-    saying where they come from, or ``None`` when none ship. The file (:data:`MEASURED_FILE`)
-    holds ``{"measured": "<command, date, machine>", "batch_runs": R,
-    "seconds_per_step": {method: {env_id: seconds}}}``."""
+    """:func:`measured_costs` of the batched trainer."""
+    return measured_costs(version, "batched")
+
+
+def measured_costs(version: str, trainer: str) -> tuple[dict[tuple[str, str], float], str] | None:
+    """A trainer's measured CPU seconds per step for protocol ``version`` and a line saying
+    where they come from, or ``None`` when none ship. The file (:data:`MEASURED_FILE`) holds
+    ``{"measured": "<command, date, machine>", "batch_runs": R, "seconds_per_step": {method:
+    {env_id or setting: seconds}}}``."""
     import json
 
     from baselines.lib import data
 
-    path = data.PROTOCOLS / MEASURED_FILE.format(version=version)
+    path = data.PROTOCOLS / MEASURED_FILE.format(version=version, trainer=trainer)
     if not path.is_file():
         return None
     table = json.loads(path.read_text())
@@ -106,15 +132,26 @@ def measured_batched(version: str) -> tuple[dict[tuple[str, str], float], str] |
             by_env[env_id].append(float(seconds))
     for env_id, values in by_env.items():
         per_step[("*", env_id)] = float(np.median(values))
-    where = f"{path.name}: {table['measured']} (batches of {table['batch_runs']} runs)"
+    batches = f" (batches of {table['batch_runs']} runs)" if table.get("batch_runs") else ""
+    where = f"{path.name}: {table['measured']}{batches}"
     return per_step, where
 
 
-def _rate(per_step: dict[tuple[str, str], float], method: str, env_id: str, what: str) -> float:
-    rate = per_step.get((method, env_id), per_step.get(("*", env_id)))
-    if rate is None:
-        raise ValueError(f"no {what} on {env_id} to measure its cost from")
-    return rate
+def _rate(
+    per_step: dict[tuple[str, str], float], method: str, job: dict[str, Any], what: str
+) -> float:
+    """The per-step cost of ``method`` on ``job``'s setting, else on its env (that method's,
+    else all methods' median)."""
+    env_id = job["env_id"]
+    for key in [
+        (method, job.get("setting")),
+        (method, env_id),
+        ("*", job.get("setting")),
+        ("*", env_id),
+    ]:
+        if key in per_step:
+            return per_step[key]
+    raise ValueError(f"no {what} on {env_id} to measure its cost from")
 
 
 def batched_cost(
@@ -147,7 +184,7 @@ def batched_cost(
         for lo in range(0, len(runs), size):
             chunk = runs[lo : lo + size]
             seconds = sum(
-                j["budget"] * _rate(per_step, j["method"], j["env_id"], "measured batched runs")
+                j["budget"] * _rate(per_step, j["method"], j, "measured batched runs")
                 for j in chunk
             )
             tasks.append((seconds, sum(j["budget"] for j in chunk)))
@@ -172,7 +209,7 @@ def sweep_cost(
     """
     seconds, budgets = [], []
     for job in jobs:
-        seconds.append(job["budget"] * _rate(per_step, method, job["env_id"], "reference runs"))
+        seconds.append(job["budget"] * _rate(per_step, method, job, "reference runs"))
         budgets.append(job["budget"])
     if not seconds:
         raise ValueError("no runs to cost")
@@ -214,9 +251,15 @@ def wall_range(cost: SweepCost, cores: int) -> str:
     return low_text if low_text == high_text else f"{low_text} .. {high_text}"
 
 
-def assumptions(reference_runs: int, methods: int, hardware: str) -> str:
+def assumptions(
+    reference_runs: int,
+    methods: int,
+    hardware: str,
+    measure: str = "wall_time / steps_trained",
+) -> str:
     """What a :func:`sweep_cost` estimate assumes, as printed by ``plan``: ``reference_runs``
-    runs of ``methods`` methods priced it; ``hardware`` describes this machine."""
+    runs of ``methods`` methods priced it by ``measure`` per step; ``hardware`` describes this
+    machine."""
     return "\n".join(
         [
             "This estimate assumes:",
@@ -224,7 +267,7 @@ def assumptions(reference_runs: int, methods: int, hardware: str) -> str:
             "other busy processes slow every run, by about (busy processes + runs) / cores when "
             "that exceeds 1",
             "- N cores = N runs at once, one per core (`run --workers N`, or N Ray workers)",
-            "- seconds per environment step = the median of wall_time / steps_trained over the "
+            f"- seconds per environment step = the median of {measure} over the "
             f"shipped lite reference runs ({reference_runs} runs of {methods} methods) of the same "
             "method and environment (a method without references: the median of all of them), "
             "as measured on the machine that made them (docs/benchmark.md, 'Measured cost'), "

@@ -1,0 +1,176 @@
+"""``benchmark plan``: what a tier costs before it runs, for each trainer that has measured
+costs, and what the estimate assumes (:mod:`~.cost` holds the cost model).
+
+Where the per-step costs come from, per trainer:
+
+- the references' trainer (the protocol's ``trainer``): the shipped lite references' own
+  rows, SB3's by their wall time per step (one run per process), the batched trainer's by
+  their CPU time per step (each run's share of its batch), per method and setting;
+- the other trainer: a measured file shipped beside the protocol
+  (``baselines/protocols/<version>-<trainer>-costs.json``, :func:`~.cost.measured_costs`), when
+  one ships.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from baselines.experiments.benchmark import cost, manifest, report
+from baselines.experiments.benchmark.reading import load_references
+from baselines.lib import protocol as protocols
+from baselines.lib import protocol_runs
+
+ALL_REFERENCES = "all references"
+
+
+def plan_costs(
+    args: Any, protocol: protocols.Protocol, refs: manifest.References
+) -> dict[str, Any]:
+    """Print (and return) what ``args.tier`` costs: per method and for all references, the runs,
+    steps and CPU time, and the wall time on each of ``args.cores`` cores, for each trainer
+    with measured costs (``refs``: the protocol's lite references, opened)."""
+    if any(n < 1 for n in args.cores):
+        raise ValueError(f"--cores must be >= 1, got {args.cores}")
+    with tempfile.TemporaryDirectory() as configs:  # planning only: nothing written to --out
+        return price_tier(args, protocol, refs, Path(configs))
+
+
+def trainer_rates(
+    protocol: protocols.Protocol, shipped: dict[str, list[dict[str, Any]]], verified: str
+) -> dict[str, tuple[dict[Any, float], str]]:
+    """``{trainer: (per-step seconds, where they come from)}`` for every trainer with measured
+    costs: the references' trainer from ``shipped`` (the lite references by method), the other
+    from its measured file."""
+    rates: dict[str, tuple[dict[Any, float], str]] = {}
+    runs = sum(len(r) for r in shipped.values())
+    if shipped and protocol.trainer == "sb3":
+        rates["sb3"] = (
+            cost.seconds_per_step(shipped),
+            f"seconds per step measured in the lite references ({runs} runs of {len(shipped)} "
+            f"methods, wall time of one run per process{verified})",
+        )
+    elif shipped:
+        rates["batched"] = (
+            cost.batched_rates([r for recs in shipped.values() for r in recs]),
+            f"CPU seconds per step measured in the lite references ({runs} runs of "
+            f"{len(shipped)} methods, each run's share of its batch, per setting{verified})",
+        )
+    for trainer in ("sb3", "batched"):
+        if trainer in rates:
+            continue
+        measured = cost.measured_costs(protocol.version, trainer)
+        if measured is not None:
+            rates[trainer] = (
+                measured[0],
+                f"CPU seconds per step measured in baselines/protocols/{measured[1]}",
+            )
+    return rates
+
+
+def price_tier(
+    args: Any, protocol: protocols.Protocol, refs: manifest.References, configs: Path
+) -> dict[str, Any]:
+    """:func:`plan_costs` planning in ``configs``. Returns ``{trainer: {sweep: SweepCost or
+    why there is none}}`` (a batched sweep: priced on the fewest ``--cores``)."""
+    shipped = load_references(protocol, "lite", refs, configs)
+    tier = protocol.tier(args.tier)
+    references = protocol.references_of(tier)
+    methods = list(dict.fromkeys([*filter(None, [args.method]), *references]))
+    env_ids = args.env_id or None
+    rates = trainer_rates(protocol, shipped, "" if refs.verified else f"; {refs.status}")
+    print(f"protocol {protocol.version} tier {args.tier}")
+    for trainer in ("sb3", "batched"):
+        where = rates[trainer][1] if trainer in rates else "no measured costs ship"
+        print(f"- {trainer}: {where}")
+    jobs: dict[str, dict[str, list[dict[str, Any]] | str]] = {t: {} for t in rates}
+    for trainer in rates:
+        for m in methods:
+            try:
+                jobs[trainer][m] = protocol_runs.plan(protocol, tier, m, configs, env_ids, trainer)
+            except ValueError as err:  # a method this trainer cannot train
+                jobs[trainer][m] = str(err)
+
+    def priced(trainer: str, name: str, cores: int) -> cost.SweepCost | str:
+        """The cost of ``name`` (a method or all references) on ``trainer`` and ``cores``."""
+        chosen = references if name == ALL_REFERENCES else [name]
+        planned = [jobs[trainer][m] for m in chosen]
+        refused = [j for j in planned if isinstance(j, str)]
+        if refused:
+            return f"not available: {refused[0]}"
+        per_step = rates[trainer][0]
+        try:
+            if trainer == "sb3":
+                return cost.combined(
+                    [cost.sweep_cost(j, m, per_step) for j, m in zip(planned, chosen, strict=True)]
+                )
+            return cost.batched_cost([j for js in planned for j in js], per_step, cores)
+        except ValueError as err:  # no measured cost on one of the settings
+            return f"not available: {err}"
+
+    names = [*filter(None, [args.method]), ALL_REFERENCES]
+    trainers = [t for t in ("sb3", "batched") if t in rates]
+    result: dict[str, dict[str, Any]] = {t: {} for t in ("sb3", "batched")}
+    print("\n| trainer | sweep | runs | steps | CPU | longest task |\n|---|---|---|---|---|---|")
+    for name in [*methods, ALL_REFERENCES]:
+        for trainer in trainers:
+            c = priced(trainer, name, min(args.cores))
+            result[trainer][name] = c
+            if isinstance(c, str):
+                print(f"| {trainer} | {name} | {c} | | | |")
+                continue
+            print(
+                f"| {trainer} | {name} | {c.runs} | {c.steps / 1e6:.2f} M | "
+                f"{c.cpu_seconds / 3600:.2f} CPU-h | a {c.task} of {c.longest_steps:,} steps "
+                f"({cost.duration(c.longest_seconds)}) |"
+            )
+    columns = [(n, t) for n in names for t in trainers if not isinstance(result[t][n], str)]
+    print(
+        "\n| cores | "
+        + " | ".join(f"{n} ({t})" for n, t in columns)
+        + " |\n|---|"
+        + "---|" * len(columns)
+    )
+    for cores in args.cores:
+        walls = [cost.wall_range(priced(t, n, cores), cores) for n, t in columns]
+        print(f"| {cores} | " + " | ".join(walls) + " |")
+    measure = (
+        "wall_time / steps_trained" if protocol.trainer == "sb3" else "cpu_time / steps_trained"
+    )
+    print(
+        "\n"
+        + cost.assumptions(
+            sum(len(r) for r in shipped.values()), len(shipped), report.hardware(), measure
+        )
+    )
+    if "batched" in rates:
+        print(
+            "- batched (--trainer batched): the tasks are the batches the runner forms for that "
+            "many workers (longest task: with the fewest cores), each on one core, priced at the "
+            "CPU seconds per step named above; batches smaller than those measured "
+            "cost more per step (docs/batched.md), so with many cores its times are lower bounds"
+        )
+    print(load_line(min(args.cores)))
+    return result
+
+
+def load_line(cores: int) -> str:
+    """What the machine's load now means for the estimate on ``cores`` runs at once: the
+    one-minute load average, and the slowdown ``(load + cores) / CPUs`` when that exceeds 1."""
+    try:
+        load = os.getloadavg()[0]
+    except OSError:  # not available on this system
+        return "- this machine's load: unknown (no load average here)"
+    cpus = os.cpu_count() or 1
+    factor = (load + cores) / cpus
+    if factor <= 1:
+        return (
+            f"- this machine now: load average {load:.1f} on {cpus} CPUs, so {cores} runs at once "
+            "each get a core: the estimate applies as it is"
+        )
+    return (
+        f"- this machine now: load average {load:.1f} on {cpus} CPUs, so {cores} runs at once "
+        f"share them with other work: expect about {factor:.1f}x the times above while it lasts"
+    )

@@ -1,0 +1,325 @@
+"""A submission: one file that holds what a method's score was computed from, and the check that
+rebuilds the score from it.
+
+``benchmark submit --method SPEC --tier lite`` writes ``<method folder>/submission.zip``:
+
+- ``SUBMISSION.json``: the protocol version and file hash, the tier, the method spec, its
+  trainer, the privileged fields it read, the git commit and package versions of its runs, the
+  drops totals, each setting's headline scores, and the SHA-256 of every other member;
+- ``results.jsonl``: the method's rows that the card scored (runs of the protocol's current
+  plan, nothing else);
+- ``report/``: the report card as written (``report.md``, ``scores.json``, ``scores.csv``, the
+  drops manifest ``drops.csv``/``drops.json``, the figures and their CSVs);
+- ``method/<file>.py``: the source file of an outside method (``package.module:Name`` imported
+  from a file outside this package), when there is one.
+
+``benchmark verify-submission --bundle FILE`` (anyone, with a checkout of the same release)
+reads the bundle as untrusted input (size caps per member and in all, plain member names only,
+nothing extracted outside a temporary folder), checks every member against its SHA-256, checks
+that the rows are valid records of the protocol's current plan for that method and trainer,
+rebuilds the method's scores from the rows and compares them with the bundled ``scores.json``
+(the scores are deterministic: the bootstrap is seeded), and prints one line per finding.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+import tempfile
+import time
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+NAME = "submission.zip"
+FORMAT = "routine-envs submission 1"
+MAX_MEMBER_BYTES = 50_000_000
+"""A member larger than this (uncompressed) is refused before it is read."""
+MAX_TOTAL_BYTES = 200_000_000
+MAX_MEMBERS = 64
+MEMBER = re.compile(
+    r"(SUBMISSION\.json|results\.jsonl|report/[A-Za-z0-9_.-]+|method/[A-Za-z0-9_.-]+\.py)"
+)
+"""The member names a bundle may hold (no folders of its own, no ``..``, no absolute paths)."""
+REPORT_FILES = (
+    "report.md",
+    "scores.json",
+    "scores.csv",
+    "drops.csv",
+    "drops.json",
+    "learning_curves.png",
+    "learning_curves.csv",
+    "steps_vs_rho.png",
+)
+
+
+class InvalidSubmission(ValueError):
+    """A bundle that is not a well-formed submission (the message names the member)."""
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def method_source(method: str) -> Path | None:
+    """The source file of an outside method (``package.module:Name``), or ``None`` for a
+    built-in one or one whose file cannot be found."""
+    import importlib
+    import inspect
+
+    from baselines.lib.specs import parse_method
+
+    spec = parse_method(method)
+    if ":" not in spec.target:
+        return None
+    module = importlib.import_module(spec.target.split(":", 1)[0])
+    try:
+        path = Path(inspect.getsourcefile(module) or "")
+    except TypeError:
+        return None
+    package = Path(__file__).resolve().parents[3]
+    if not path.is_file() or package in path.resolve().parents:
+        return None
+    return path
+
+
+def headline(scores: Mapping[str, Any]) -> dict[str, Any]:
+    """Per setting: the dilution exponent and the steps at the lowest density (with bounds)."""
+    out = {}
+    for setting, entry in scores["method"]["settings"].items():
+        low = min(entry["rows"], key=lambda r: r["rho"])
+        out[setting] = {
+            "exponent": entry["exponent"]["exponent"],
+            "exponent_bound": entry["exponent"]["bound"],
+            "lowest_rho": low["rho"],
+            "steps_iqm": low["steps_iqm"],
+            "steps_bound": low["steps_bound"],
+            "reached": f"{low['reached']}/{low['runs']}",
+        }
+    return out
+
+
+def build(
+    folder: Path,
+    records: list[dict[str, Any]],
+    summary: dict[str, Any],
+    method: str,
+) -> Path:
+    """Write ``folder / submission.zip`` from the card in ``folder / "report"``, the scored
+    ``records`` and ``summary`` (protocol, tier, method, trainer, ...: the caller's), with
+    fixed timestamps (the same inputs give the same bytes); its path.
+
+    Raises:
+        ValueError: the card is missing (run ``report`` first).
+    """
+    from baselines.lib.results import write_atomic
+
+    report = folder / "report"
+    missing = [f for f in ("report.md", "scores.json") if not (report / f).is_file()]
+    if missing:
+        raise ValueError(
+            f"{report}: no report card ({', '.join(missing)} missing): run report first"
+        )
+    members: dict[str, bytes] = {
+        "results.jsonl": "".join(json.dumps(r, sort_keys=True) + "\n" for r in records).encode()
+    }
+    for name in REPORT_FILES:
+        if (report / name).is_file():
+            members[f"report/{name}"] = (report / name).read_bytes()
+    source = method_source(method)
+    if source is not None:
+        members[f"method/{source.name}"] = source.read_bytes()
+    scores = json.loads(members["report/scores.json"])
+    manifest = {
+        "format": FORMAT,
+        **summary,
+        "method": method,
+        "headline": headline(scores),
+        "drops": scores.get("drops", {}).get("total"),
+        "files": {name: sha256(data) for name, data in sorted(members.items())},
+    }
+    members["SUBMISSION.json"] = json.dumps(manifest, indent=1, sort_keys=True).encode()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as bundle:
+        for name in ["SUBMISSION.json", *sorted(n for n in members if n != "SUBMISSION.json")]:
+            info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            bundle.writestr(info, members[name])
+    path = folder / NAME
+    write_atomic(path, buffer.getvalue())
+    return path
+
+
+def read(path: Path) -> dict[str, bytes]:
+    """The members of a bundle, checked as untrusted input: a zip file of at most
+    :data:`MAX_MEMBERS` members named as :data:`MEMBER` allows, none larger than
+    :data:`MAX_MEMBER_BYTES` uncompressed (checked while reading, whatever the header says),
+    :data:`MAX_TOTAL_BYTES` in all; every member but ``SUBMISSION.json`` listed there with its
+    SHA-256.
+
+    Raises:
+        InvalidSubmission: one line naming the member or the file.
+    """
+    try:
+        bundle = zipfile.ZipFile(path)
+    except (OSError, zipfile.BadZipFile) as err:
+        raise InvalidSubmission(
+            f"--bundle {path}: not a submission file ({str(err)[:120]})"
+        ) from None
+    members: dict[str, bytes] = {}
+    total = 0
+    with bundle:
+        infos = bundle.infolist()
+        if len(infos) > MAX_MEMBERS:
+            raise InvalidSubmission(
+                f"--bundle {path}: {len(infos)} members, more than a submission holds"
+            )
+        for info in infos:
+            name = info.filename
+            if not MEMBER.fullmatch(name) or name in members:
+                raise InvalidSubmission(f"--bundle {path}: unexpected member {name[:80]!r}")
+            if info.file_size > MAX_MEMBER_BYTES:
+                raise InvalidSubmission(f"--bundle {path}: member {name} is too large")
+            try:
+                with bundle.open(info) as handle:
+                    data = handle.read(MAX_MEMBER_BYTES + 1)
+            except (OSError, zipfile.BadZipFile, RuntimeError, ValueError) as err:
+                raise InvalidSubmission(
+                    f"--bundle {path}: member {name} cannot be read ({str(err)[:120]})"
+                ) from None
+            if len(data) > MAX_MEMBER_BYTES:
+                raise InvalidSubmission(f"--bundle {path}: member {name} is too large")
+            total += len(data)
+            if total > MAX_TOTAL_BYTES:
+                raise InvalidSubmission(f"--bundle {path}: more data than a submission holds")
+            members[name] = data
+    if "SUBMISSION.json" not in members:
+        raise InvalidSubmission(f"--bundle {path}: no SUBMISSION.json")
+    try:
+        manifest = json.loads(members["SUBMISSION.json"])
+    except ValueError:
+        raise InvalidSubmission(f"--bundle {path}: SUBMISSION.json is not JSON") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise InvalidSubmission(f"--bundle {path}: SUBMISSION.json is not a {FORMAT!r} manifest")
+    files = manifest.get("files")
+    if not isinstance(files, dict):
+        raise InvalidSubmission(f"--bundle {path}: SUBMISSION.json lists no files")
+    for name in members:
+        if name == "SUBMISSION.json":
+            continue
+        want = files.get(name)
+        if not isinstance(want, str):
+            raise InvalidSubmission(
+                f"--bundle {path}: member {name} is not listed in SUBMISSION.json"
+            )
+        if sha256(members[name]) != want:
+            raise InvalidSubmission(
+                f"--bundle {path}: member {name} differs from its SHA-256 in SUBMISSION.json"
+            )
+    absent = sorted(set(files) - set(members))
+    if absent:
+        raise InvalidSubmission(f"--bundle {path}: listed member {absent[0][:80]} is missing")
+    for needed in ("results.jsonl", "report/scores.json"):
+        if needed not in members:
+            raise InvalidSubmission(f"--bundle {path}: no {needed}")
+    return members
+
+
+def rows_of(members: Mapping[str, bytes]) -> list[dict[str, Any]]:
+    """The valid training records of the bundle's ``results.jsonl`` (read as any results file:
+    an invalid line is refused, one line naming it)."""
+    from baselines.lib import training_runs
+    from baselines.lib.records import upgrade
+    from baselines.lib.results import ResultsFile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "results.jsonl"
+        path.write_bytes(members["results.jsonl"])
+        messages: list[str] = []
+        store = ResultsFile(path, training_runs.SCHEMA, training_runs.TrainingRecord.check, upgrade)
+        records = store.read(report=messages.append)
+    if messages:
+        raise InvalidSubmission(f"results.jsonl: {messages[0][:300]}")
+    return records
+
+
+def compare(mine: Mapping[str, Any], shipped: Mapping[str, Any], where: str = "") -> list[str]:
+    """Where two JSON values differ (a path each, at most 20), floats compared exactly."""
+    out: list[str] = []
+    if isinstance(mine, Mapping) and isinstance(shipped, Mapping):
+        for key in sorted(set(mine) | set(shipped), key=str):
+            if key not in mine or key not in shipped:
+                out.append(
+                    f"{where}.{key}: only in {'the bundle' if key in shipped else 'the rebuild'}"
+                )
+            else:
+                out += compare(mine[key], shipped[key], f"{where}.{key}")
+            if len(out) >= 20:
+                break
+    elif isinstance(mine, list) and isinstance(shipped, list) and len(mine) == len(shipped):
+        for i, (a, b) in enumerate(zip(mine, shipped, strict=True)):
+            out += compare(a, b, f"{where}[{i}]")
+    elif mine != shipped:
+        out.append(f"{where}: rebuilt {str(mine)[:40]}, bundled {str(shipped)[:40]}")
+    return out[:20]
+
+
+def summary_fields(
+    protocol: Any,
+    tier: str,
+    trainer: str,
+    privileged: tuple[str, ...],
+    records: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """What ``SUBMISSION.json`` says of the runs beside the files."""
+    from baselines.experiments.benchmark import report
+
+    return {
+        "protocol": {"version": protocol.version, "sha256": protocol.sha256},
+        "tier": tier,
+        "trainer": trainer,
+        "privileged_fields_read": list(privileged),
+        "runs": len(records),
+        "git_commit": report.git_commit(Path(__file__).parent),
+        "package_versions": report.versions_of(records),
+        "created": time.strftime("%Y-%m-%d", time.gmtime()),
+    }
+
+
+def rebuild(
+    records: list[dict[str, Any]],
+    bundled: Mapping[str, Any],
+    references: Mapping[str, list[dict[str, Any]]],
+    decision_axes: list[Any],
+) -> dict[str, list[str]]:
+    """Rebuild the method's scores from its ``records`` and compare each part with the card's
+    ``scores.json`` (``bundled``): ``{part: differences}`` for ``method`` (every per-density
+    score and exponent), ``ratios`` (to the ``references``, the shipped ones) and
+    ``decisions_axes`` (the method's entries); empty lists where the rebuild is identical."""
+    from baselines.experiments.benchmark import axes, scores
+
+    mine = scores.method_scores(records)
+    shipped = {name: scores.method_scores(recs) for name, recs in references.items()}
+    ratios = scores.compare_to_references(mine, shipped)
+    name = bundled["header"]["method"]
+    rebuilt_axes = axes.all_axes({name: mine, **shipped}, decision_axes)
+    mine_axes = [{**a, "methods": {name: a["methods"].get(name)}} for a in rebuilt_axes]
+    theirs_axes = [
+        {**a, "methods": {name: a["methods"].get(name)}} for a in bundled.get("decisions_axes", [])
+    ]
+    canonical = json.loads(json.dumps({"m": mine, "r": ratios, "a": mine_axes}))
+    return {
+        "method": compare(canonical["m"], bundled["method"], "method"),
+        "ratios": compare(
+            canonical["r"],
+            {
+                s: {n: r for n, r in rs.items() if n in references}
+                for s, rs in bundled["ratios"].items()
+            },
+            "ratios",
+        ),
+        "decisions_axes": compare(canonical["a"], theirs_axes, "decisions_axes"),
+    }
