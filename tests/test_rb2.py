@@ -261,3 +261,36 @@ def test_a_hostile_submission_file_is_one_line(tmp_path, name, data, match):
     (tmp_path / "not.zip").write_bytes(b"PK\x03\x04 garbage")
     with pytest.raises(submission.InvalidSubmission, match="not a submission file"):
         submission.read(tmp_path / "not.zip")
+
+
+def test_the_paper_fit_recovers_a_known_slope_and_the_steps_ratio_its_bounds(tmp_path):
+    from baselines.experiments.benchmark import paper
+
+    rhos = [1.0, 0.5, 0.25, 1 / 8, 1 / 16, 1 / 31, 1 / 51]
+    snr = []
+    for rho in rhos:
+        snr.append({"setting": "E{}", "density_value": 0, "rho": rho, "estimator": "trajectory_mc",
+                    "snr": 0.1, "snr_low": 0.09, "snr_high": 0.11})  # fmt: skip
+        ratio = 1.8 * rho**-0.5
+        snr.append({"setting": "E{}", "density_value": 0, "rho": rho, "estimator": "oracle",
+                    "snr": 0.18, "snr_low": 0.17, "snr_high": 0.19, "ratio": ratio,
+                    "ratio_low": 0.95 * ratio, "ratio_high": 1.05 * ratio})  # fmt: skip
+    (fit,) = paper.snr_fits(snr)
+    assert fit["slope"] == pytest.approx(-0.5) and fit["r2"] == pytest.approx(1.0)
+    assert fit["rho_range"] == [1.0, pytest.approx(1 / 51)]
+    # steps: trajectory_mc needs 2x oracle's at the lowest density, oracle censored at the highest
+    traj = power_law_runs({1: -0.3})
+    oracle = [{**r, "method": "oracle"} for r in power_law_runs({1: -0.1})]
+    for r in oracle:
+        if r["density_value"] == 0:
+            r["success"] = [min(s, 0.5) for s in r["success"]]
+    computed = {"trajectory_mc": scores.method_scores(traj), "oracle": scores.method_scores(oracle)}
+    rows = paper.steps_rows(computed)
+    lowest = next(r for r in rows if r["method"] == "oracle" and r["density_value"] == 25)
+    assert lowest["trajectory_mc_over_this"] == pytest.approx(26**0.2, rel=0.02)
+    highest = next(r for r in rows if r["method"] == "oracle" and r["density_value"] == 0)
+    assert highest["ratio_bound"] == "upper bound"  # the reference (oracle) is censored there
+    result = paper.write(tmp_path, snr, computed)
+    assert (tmp_path / "paper.png").stat().st_size > 0 and (tmp_path / "paper_snr.csv").is_file()
+    text = "\n".join(paper.markdown(result))
+    assert "| oracle | -0.500 [" in text and "the paper: -0.508" in text

@@ -13,13 +13,15 @@ import numpy as np
 
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
     """Write ``rows`` atomically (a temporary file renamed over ``path``; a full disk leaves
-    ``path`` as it was and names it: :func:`~baselines.lib.results.write_atomic`)."""
+    ``path`` as it was and names it: :func:`~baselines.lib.results.write_atomic`). The columns
+    are every row's keys in order of first appearance; a row without one leaves it empty."""
     from baselines.lib.results import write_atomic
 
     path.parent.mkdir(parents=True, exist_ok=True)
     text = io.StringIO(newline="")
     if rows:
-        writer = csv.DictWriter(text, fieldnames=list(rows[0]))
+        columns = list(dict.fromkeys(key for row in rows for key in row))
+        writer = csv.DictWriter(text, fieldnames=columns, restval="")
         writer.writeheader()
         writer.writerows(rows)
     write_atomic(path, text.getvalue())

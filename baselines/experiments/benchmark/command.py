@@ -40,9 +40,11 @@ from baselines.experiments.benchmark import (
     drops,
     manifest,
     merging,
+    paper,
     planning,
     privileged,
     report,
+    scores,
     submission,
 )
 from baselines.experiments.benchmark import lab as benchmark_lab
@@ -260,6 +262,9 @@ def make_report(
         drops_manifest,
         started,
         decision_axes=tier.axes(),
+        paper_snr=None
+        if tier.snr is None
+        else paper.snr_rows(protocol, tier, [args.method] if args.lab else []),
     )
     return folder / "report"
 
@@ -393,7 +398,13 @@ def write_leaderboard(args: BenchmarkArgs, protocol: protocols.Protocol) -> Path
     if not found:
         raise ValueError(f"no reference runs of tier {args.tier} in {refs.folder}")
     path = folder / "LEADERBOARD.md"
-    write_atomic(path, leaderboard_text(protocol, args.tier, refs, found))
+    text = leaderboard_text(protocol, args.tier, refs, found)
+    tier = protocol.tier(args.tier)
+    if tier.snr is not None:  # the paper tier: its figure and numbers beside the leaderboard
+        computed = {name: scores.method_scores(recs) for name, recs in found.items()}
+        result = paper.write(folder, paper.snr_rows(protocol, tier), computed)
+        text += "\n" + "\n".join(paper.markdown(result)) + "\n"
+    write_atomic(path, text)
     print(f"wrote {path} (references: {refs.status})")
     return path
 

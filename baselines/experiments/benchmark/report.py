@@ -328,13 +328,14 @@ def markdown(
     groups: list[dict[str, Any]] | None = None,
     near: list[dict[str, Any]] | None = None,
     decisions: list[dict[str, Any]] | None = None,
+    extra: list[str] | None = None,
 ) -> str:
     """The report card's text: per setting the steps to target (IQM), the Kaplan-Meier median
     and the normalized AUC per density, the ratios to the references and the drops manifest;
     per decisions axis (``decisions``, :func:`~.axes.all_axes`) the exponent per number of
     decisions and its trend; equivalent methods (``groups``, :func:`~.merging.merged`) shown as
     one row, pairs that coincide on some settings only (``near``, :func:`~.merging.near_misses`)
-    named."""
+    named; ``extra``: lines of a section of the tier's own (the paper tier's quantities)."""
     groups = groups or []
     aliases, hidden = merging.aliases_of(groups), merging.hidden(groups)
     method = header["method"]
@@ -409,6 +410,8 @@ def markdown(
     for axis in decisions or []:
         order = [method, *(n for n in references if n not in hidden)]
         lines += ["", *axes.markdown(axis, order, {n: label(n) for n in order}, bold=method)]
+    if extra:
+        lines += ["", *extra]
     measured = [r for r in lab if "snr" in r]  # the others: the advantage probe only
     if measured:
         lines += ["", "## Gradient SNR and exact bias at initialization (the lab)", ""]
@@ -464,12 +467,14 @@ def write_report(
     drops_manifest: dict[str, Any] | None = None,
     started: float | None = None,
     decision_axes: list[Any] | None = None,
+    paper_snr: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Compute the scores and write the report card into ``folder``; return the scores.
 
     ``decision_axes``: the tier's :class:`~baselines.lib.protocol.DecisionsAxis` list, scored
     for the method and every reference (:func:`~.axes.all_axes`, ``decisions_axes`` in
-    ``scores.json``).
+    ``scores.json``). ``paper_snr`` (the paper tier's :func:`~.paper.snr_rows`): the paper's
+    quantities in ``paper.png``/``paper.json`` and a section of the card.
 
     ``drops_manifest``: what became of every planned run (:func:`~.drops.drops_manifest`),
     written as ``drops.csv``/``drops.json`` and shown beside each setting's scores. ``started``:
@@ -484,6 +489,11 @@ def write_report(
     groups = merging.merged(everyone, probed=probed)
     near = [n for n in merging.near_misses(everyone) if frozenset(n["methods"]) not in probed]
     decisions = axes.all_axes(everyone, decision_axes or [])
+    extra = None
+    if paper_snr is not None:
+        from baselines.experiments.benchmark import paper
+
+        extra = paper.markdown(paper.write(folder, paper_snr, everyone))
     for n in near:
         n["why"] += merging.advantage_evidence(lab, *n["methods"])
     rows = [
@@ -526,7 +536,9 @@ def write_report(
     write_atomic(folder / "scores.json", json.dumps(result, indent=1, allow_nan=False))
     write_atomic(
         folder / "report.md",
-        markdown(header, mine, ref_scores, ratios, lab, drops_manifest, groups, near, decisions),
+        markdown(
+            header, mine, ref_scores, ratios, lab, drops_manifest, groups, near, decisions, extra
+        ),
     )
     return result
 
