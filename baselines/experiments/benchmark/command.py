@@ -213,13 +213,12 @@ def make_report(
     lab = benchmark_lab.lab_rows(
         protocol, tier, [args.method, *references], env_ids, measure=args.lab
     )
+    reads = privileged.privileged_of({args.method: records, **references})
     versions = report.versions_of(records)
     ref_versions = [v for recs in references.values() for v in report.versions_of(recs)]
     header = {
         "method": parse_method(args.method).label(),  # a privileged method says so
-        "privileged fields read": privileged.privileged_text(
-            privileged.privileged_of({args.method: records})[args.method]
-        ),
+        "privileged fields read": privileged.privileged_text(reads[args.method]),
         "protocol": f"{protocol.version} ({protocol.status}, sha256 {protocol.sha256[:12]}), "
         f"tier {args.tier}",
         "runs": f"{len(records)} of {tier.num_runs_per_method}",
@@ -262,6 +261,7 @@ def make_report(
         drops_manifest,
         started,
         decision_axes=tier.axes(),
+        privileged=reads,
         paper_snr=None
         if tier.snr is None
         else paper.snr_rows(protocol, tier, [args.method] if args.lab else []),

@@ -298,7 +298,7 @@ def density_table(
             cell(by_value[d["density_value"]]) if d["density_value"] in by_value else "n/a"
             for d in densities
         ]
-        mark = "**" if label.split(" (= ")[0] == bold else ""
+        mark = "**" if label.split(" (")[0] == bold else ""
         lines.append(f"| {mark}{label}{mark} | " + " | ".join(cells) + " |")
     return lines
 
@@ -329,13 +329,16 @@ def markdown(
     near: list[dict[str, Any]] | None = None,
     decisions: list[dict[str, Any]] | None = None,
     extra: list[str] | None = None,
+    privileged: dict[str, tuple[str, ...]] | None = None,
 ) -> str:
     """The report card's text: per setting the steps to target (IQM), the Kaplan-Meier median
     and the normalized AUC per density, the ratios to the references and the drops manifest;
     per decisions axis (``decisions``, :func:`~.axes.all_axes`) the exponent per number of
     decisions and its trend; equivalent methods (``groups``, :func:`~.merging.merged`) shown as
     one row, pairs that coincide on some settings only (``near``, :func:`~.merging.near_misses`)
-    named; ``extra``: lines of a section of the tier's own (the paper tier's quantities)."""
+    named; ``extra``: lines of a section of the tier's own (the paper tier's quantities);
+    ``privileged`` (method -> the privileged fields it reads): every row of a method that reads
+    some says which, ``(privileged: critical)``."""
     groups = groups or []
     aliases, hidden = merging.aliases_of(groups), merging.hidden(groups)
     method = header["method"]
@@ -358,7 +361,9 @@ def markdown(
     visible = {n: r for n, r in references.items() if n not in hidden}
 
     def label(name: str) -> str:
-        return f"{name} (= {', '.join(aliases[name])})" if name in aliases else name
+        text = f"{name} (= {', '.join(aliases[name])})" if name in aliases else name
+        read = (privileged or {}).get(name)
+        return f"{text} (privileged: {', '.join(read)})" if read else text
 
     for setting in sorted(mine["settings"]):
         entry = mine["settings"][setting]
@@ -468,6 +473,7 @@ def write_report(
     started: float | None = None,
     decision_axes: list[Any] | None = None,
     paper_snr: list[dict[str, Any]] | None = None,
+    privileged: dict[str, tuple[str, ...]] | None = None,
 ) -> dict[str, Any]:
     """Compute the scores and write the report card into ``folder``; return the scores.
 
@@ -531,13 +537,24 @@ def write_report(
         "equivalent_methods": groups,
         "near_equivalent_methods": near,
         "decisions_axes": decisions,
+        "privileged_fields": {n: list(f) for n, f in (privileged or {}).items()},
         **({"drops": drops_manifest} if drops_manifest is not None else {}),
     }
     write_atomic(folder / "scores.json", json.dumps(result, indent=1, allow_nan=False))
     write_atomic(
         folder / "report.md",
         markdown(
-            header, mine, ref_scores, ratios, lab, drops_manifest, groups, near, decisions, extra
+            header,
+            mine,
+            ref_scores,
+            ratios,
+            lab,
+            drops_manifest,
+            groups,
+            near,
+            decisions,
+            extra,
+            privileged,
         ),
     )
     return result
