@@ -310,7 +310,7 @@ def test_results_file_recovers_from_partial_and_corrupt_lines(tmp_path):
     assert store.load(report=messages.append) == good  # stable once repaired
 
 
-def sweep_args(out):
+def sweep_args(out, workers=2):
     return compare.SweepArgs(
         routine_lengths=[0, 1],
         methods=["ppo", "trajectory_mc"],
@@ -318,7 +318,7 @@ def sweep_args(out):
         budget_episodes=40,
         eval_points=2,
         out=out,
-        workers=2,
+        workers=workers,
     )
 
 
@@ -346,7 +346,9 @@ def test_sweep_killed_halfway_finishes_the_rest_without_duplicates(tmp_path):
     proc.wait()
     first = results.read_text().count("\n")
     assert 2 <= first < 8, "the kill should land mid-sweep"
-    records = compare.run_sweep(sweep_args(out), progress=False)
+    # the rest in this process (one worker, no second pool to start): what is resumed, the
+    # runs in the file skipped and the killed runner's claims taken over, is the runner's
+    records = compare.run_sweep(sweep_args(out, workers=1), progress=False)
     lines = [json.loads(x) for x in results.read_text().splitlines()]
     assert len(records) == len(lines) == 8
     assert len({r["key"] for r in lines}) == 8

@@ -96,10 +96,24 @@ def dynamics_of(vocabulary: str, layout_seed: int, **kwargs) -> CodeFixDynamics:
     return CodeFixDynamics(layout_seed=layout_seed, vocabulary=vocabulary, **kwargs)
 
 
+def covering_layouts(**kwargs) -> list[int]:
+    """The first layout seeds that together list every symptom's patch at every candidate
+    position (6 seeds for 3 patches, 32 for 8). A layout only orders the candidates, so these
+    show every tie the matcher could break wrongly on v0 (each right patch is listed last in
+    one of them) and, on v1, every symptom meeting every position the matcher could pick."""
+    seen: set[tuple[int, int]] = set()
+    layouts = []
+    while len(seen) < kwargs["num_patches"] ** 2:
+        dynamics = dynamics_of("meaningful", len(layouts), **kwargs)
+        seen |= set(enumerate(dynamics.correct_patch))
+        layouts.append(len(layouts))
+    return layouts
+
+
 @pytest.mark.parametrize("num_patches", [3, 8])
 def test_word_matcher_solves_v0_and_is_at_chance_on_v1(num_patches):
-    layouts = range(100)
     kwargs = {"num_modules": 4, "num_patches": num_patches, "routine_length": 3}
+    layouts = covering_layouts(**kwargs)
     v0 = [matcher_success(dynamics_of("meaningful", s, **kwargs)) for s in layouts]
     v1 = [matcher_success(dynamics_of("arbitrary", s, **kwargs)) for s in layouts]
     assert min(v0) == pytest.approx(1.0)  # every episode of every layout, no test run needed
