@@ -1,7 +1,14 @@
-"""The equivalence study: ``python -m baselines.equivalence``.
+"""The equivalence study: ``python -m baselines.equivalence``: the two trainers on the same runs.
 
-The batched trainer (:mod:`baselines.lib.batched`) trains exactly the runs of the shipped rb1
-references (``baselines/references/<protocol>/<tier>/<method>.jsonl``, made with SB3): the same
+The references' trainer is the protocol's (rb1: SB3; rb2: the batched one); the study trains
+the same runs on the other trainer and compares steps to target per cell (batched / SB3).
+
+rb2 (references batched): SB3 trains the reference runs of ``--methods`` (the benchmark's jobs,
+``--trainer sb3``) through the runner on ``--workers`` processes into
+``<out>/sb3/<method>.jsonl`` (resumable), compared with the shipped batched references.
+
+rb1 (references SB3): the batched trainer (:mod:`baselines.lib.batched`) trains exactly the
+runs of the shipped references (``baselines/references/<protocol>/<tier>/<method>.jsonl``): the same
 jobs as :func:`baselines.lib.protocol_runs.plan` (environment, kwargs, budget,
 evaluation schedule, target, hyperparameters), with the references' seeds and optionally more.
 Every finished batch is appended to ``<out>/results.jsonl`` (one JSON line per run, keyed like
@@ -43,6 +50,10 @@ class EquivalenceArgs:
     out: Path = field(default=Path("results/equivalence"), metadata={"help": "output folder"})
     max_batch: int = field(default=64, metadata={"help": "runs per batch at most", "min": 1})
     train: bool = field(default=True, metadata={"help": "train what is missing (else analyse)"})
+    workers: int = field(
+        default=2,
+        metadata={"help": "SB3 runs in parallel (protocols with batched references)", "min": 1},
+    )
     sb3_seeds: list[int] = field(
         default_factory=list,
         metadata={
@@ -162,9 +173,57 @@ def parse_args(argv: list[str] | None = None) -> EquivalenceArgs:
     return settings_of("equivalence", argv)
 
 
+def cross_check_sb3(args: EquivalenceArgs) -> list[dict[str, Any]]:
+    """Protocols whose references are the batched trainer's: SB3 trains the references' runs
+    of ``args.methods`` on ``args.seeds`` (resumable, ``--workers`` processes; with
+    ``--no-train``, the runs done so far), compared with the shipped references."""
+    from baselines.experiments.benchmark import equivalence_analysis as analysis
+    from baselines.experiments.benchmark import manifest
+    from baselines.experiments.benchmark.reading import load_references
+    from baselines.lib import protocol_runs
+    from baselines.lib.protocol import load_protocol
+
+    cli.check_unique("seeds", args.seeds)
+    cli.check_unique("methods", args.methods)
+    protocol = load_protocol(args.protocol)
+    tier = protocol.tier(args.tier)
+    tier = type(tier)(tier.name, tuple(args.seeds), tier.settings)
+    refs = manifest.open_references(protocol, args.tier)
+    shipped = load_references(protocol, args.tier, refs, args.out / "configs")
+    missing = [m for m in args.methods if m not in shipped]
+    if missing:
+        raise ValueError(
+            f"--methods {missing}: no shipped references of {protocol.version} {tier.name}"
+        )
+    sb3 = []
+    for method in args.methods:
+        jobs = protocol_runs.plan(
+            protocol, tier, method, args.out / "configs", args.env_ids or None, "sb3"
+        )
+        path = args.out / "sb3" / f"{protocol_runs.method_slug(method)}.jsonl"
+        if args.train:
+            protocol_runs.run_method(jobs, path, args.workers, progress=False)
+        from baselines.experiments.benchmark.reading import load_records
+
+        sb3 += protocol_runs.current_records(load_records(path), jobs)
+    keys = {(r["setting"], r["density_value"], r["seed"], r["method"]) for r in sb3}
+    batched = [
+        r
+        for m in args.methods
+        for r in shipped[m]
+        if (r["setting"], r["density_value"], r["seed"], r["method"]) in keys
+    ]
+    return analysis.analyse_records(batched, sb3, args.out)
+
+
 def main(args: EquivalenceArgs) -> list[dict[str, Any]]:
     from baselines.experiments.benchmark import equivalence_analysis as analysis
+    from baselines.lib.protocol import load_protocol
 
+    if load_protocol(args.protocol).trainer == "batched":
+        rows = cross_check_sb3(args)
+        print(analysis.markdown_table(rows))
+        return rows
     jobs = plan(args)
     records = (
         run(args, jobs)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -30,15 +31,18 @@ Record = dict[str, Any]
 
 
 def load_references(protocol: str, tier: str, methods: Sequence[str]) -> list[Record]:
-    """The shipped SB3 reference runs of ``methods`` (each record tagged ``trainer: sb3``)."""
+    """The shipped reference runs of ``methods``, each tagged with its trainer (a row that
+    names none is SB3's: rb1's references)."""
     from baselines.lib.protocol_runs import REFERENCE_DIR, method_slug
+    from baselines.lib.training_runs import trainer_of
 
     out = []
     for method in methods:
         path = REFERENCE_DIR / protocol / tier / f"{method_slug(method)}.jsonl"
         for line in path.read_text().splitlines():
             if line.strip():
-                out.append({**json.loads(line), "trainer": "sb3"})
+                row = json.loads(line)
+                out.append({**row, "trainer": trainer_of(row)})
     return out
 
 
@@ -133,14 +137,15 @@ def curve_rows(records: Sequence[Record]) -> list[Record]:
 
 
 def plot_curves(rows: Sequence[Record], env_id: str, path: Path) -> None:
-    """Both trainers' IQM learning curves, one panel per (method, density)."""
+    """Both trainers' IQM learning curves of one setting (``env_id``: its rows' ``setting``,
+    or their env id where each env has one setting), one panel per (method, density)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-    mine = [r for r in rows if r["env_id"] == env_id]
+    mine = [r for r in rows if r["setting"] == env_id] or [r for r in rows if r["env_id"] == env_id]
     methods = sorted({r["method"] for r in mine})
     values = sorted({r["density_value"] for r in mine})
     fig, axes = plt.subplots(
@@ -186,7 +191,7 @@ def plot_curves(rows: Sequence[Record], env_id: str, path: Path) -> None:
                 ax.set_ylabel("success (IQM)", fontsize=8)
             if i == 0 and j == 0:
                 ax.legend(fontsize=7)
-    fig.suptitle(f"{env_id}: SB3 references vs batched trainer (IQM, 95% bootstrap band)")
+    fig.suptitle(f"{env_id}: SB3 vs the batched trainer (IQM, 95% bootstrap band)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -211,20 +216,34 @@ def analyse(
 ) -> list[Record]:
     """Write the table and the curves (see the module docstring); return the table's rows.
     ``extra_sb3``: SB3 runs of more seeds, scored with the shipped references."""
-    out.mkdir(parents=True, exist_ok=True)
     references = load_references(protocol, tier, methods)
     references += [{**r, "trainer": "sb3"} for r in extra_sb3 if r["method"] in methods]
     settings = {r["setting"] for r in batched}
     references = [r for r in references if r["setting"] in settings]
+    return analyse_records(batched, references, out)
+
+
+def analyse_records(batched: Sequence[Record], sb3: Sequence[Record], out: Path) -> list[Record]:
+    """:func:`analyse` of two sets of runs, ``batched`` (the batched trainer's) and ``sb3``
+    (SB3's), whichever made the references: the table and, per environment (per setting where
+    an environment has several), the curves."""
+    out.mkdir(parents=True, exist_ok=True)
+    batched = [{**r, "trainer": "batched"} for r in batched]
+    references = [{**r, "trainer": "sb3"} for r in sb3]
     rows = equivalence_rows(batched, references)
     write_csv(out / "equivalence.csv", rows)
     (out / "equivalence.json").write_text(json.dumps(rows, indent=1))
     (out / "equivalence.md").write_text(markdown_table(rows) + "\n")
     curves = curve_rows([*batched, *references])
-    for env_id in sorted({r["env_id"] for r in batched}):
-        env_rows = [c for c in curves if c["env_id"] == env_id]
+    settings = sorted({r["setting"] for r in batched})
+    several = len(settings) > len({r["env_id"] for r in batched})
+    for setting in settings:
+        first = next(r for r in batched if r["setting"] == setting)
+        name = setting if several else first["env_id"]
+        env_rows = [c for c in curves if c["setting"] == setting]
         for c in env_rows:
-            c["density_kwarg"] = next(r["density_kwarg"] for r in batched if r["env_id"] == env_id)
-        write_csv(out / f"curves_{env_id}.csv", env_rows)
-        plot_curves(env_rows, env_id, out / f"curves_{env_id}.png")
+            c["density_kwarg"] = first["density_kwarg"]
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_")
+        write_csv(out / f"curves_{slug}.csv", env_rows)
+        plot_curves(env_rows, setting, out / f"curves_{slug}.png")
     return rows
