@@ -294,3 +294,19 @@ def test_the_paper_fit_recovers_a_known_slope_and_the_steps_ratio_its_bounds(tmp
     assert (tmp_path / "paper.png").stat().st_size > 0 and (tmp_path / "paper_snr.csv").is_file()
     text = "\n".join(paper.markdown(result))
     assert "| oracle | -0.500 [" in text and "the paper: -0.508" in text
+
+
+def test_the_leaderboard_names_merged_methods_once_the_probe_confirms_them(monkeypatch):
+    from baselines.experiments.benchmark import command
+
+    rb2 = protocol.load_protocol("rb2")
+    ((aliases, why),) = command.merged_not_run(rb2, "smoke", {"trajectory_mc": []}).values()
+    assert aliases == ["rloo", "turn_index_norm", 'turn_index_norm{"fix": true}']
+    assert "1.14286 (`rloo`), 1 (`turn_index_norm`)" in why and "each of 2 settings" in why
+    # an alias that is not one algorithm with its reference is said to be so, not merged
+    monkeypatch.setitem(rb2.merged, "gigpo", "trajectory_mc")
+    ((aliases, why),) = command.merged_not_run(rb2, "smoke", {"trajectory_mc": []}).values()
+    assert (
+        "lists `gigpo` as one algorithm with `trajectory_mc`, but the advantage probe does not "
+        "confirm it" in why
+    )

@@ -314,27 +314,32 @@ def leaderboard_text(
 
 def merged_not_run(
     protocol: protocols.Protocol, tier: str, found: dict[str, Any]
-) -> dict[str, list[tuple[str, str]]]:
+) -> dict[str, tuple[list[str], str]]:
     """The protocol's ``merged`` methods (not run) as aliases of the references in ``found``,
-    each with the advantage probe's sentence on the tier's settings, or, where the probe no
-    longer finds them one algorithm, a sentence saying so: ``{reference: [(alias, why)]}``."""
+    with the advantage probe's sentence on the tier's settings (and, for an alias the probe no
+    longer finds one algorithm with its reference, a sentence saying so):
+    ``{reference: (aliases, why)}``."""
     wanted = {a: m for a, m in protocol.merged.items() if m in found}
     if not wanted:
         return {}
     methods = list(dict.fromkeys([*wanted.values(), *wanted]))
     rows = benchmark_lab.lab_rows(protocol, protocol.tier(tier), methods, measure=False)
     probed = merging.probe_pairs(rows)
-    out: dict[str, list[tuple[str, str]]] = {}
-    for alias, method in wanted.items():
-        evidence = probed.get(frozenset((alias, method)))
-        why = (
-            merging.probe_sentence(method, alias, evidence)
-            if evidence
-            else f"protocol {protocol.version} lists `{alias}` as one algorithm with `{method}`, "
-            "but the advantage probe does not confirm it on every setting of this tier: read "
+    out: dict[str, tuple[list[str], str]] = {}
+    for method in dict.fromkeys(wanted.values()):
+        aliases = [a for a, m in wanted.items() if m == method]
+        confirmed = [
+            (a, probed[frozenset((a, method))]) for a in aliases if frozenset((a, method)) in probed
+        ]
+        denied = [a for a in aliases if frozenset((a, method)) not in probed]
+        why = [merging.probe_sentences(method, confirmed)] if confirmed else []
+        why += [
+            f"protocol {protocol.version} lists `{a}` as one algorithm with `{method}`, but the "
+            "advantage probe does not confirm it on every setting of this tier: read "
             f"`{method}`'s row as `{method}`'s only."
-        )
-        out.setdefault(method, []).append((alias, why))
+            for a in denied
+        ]
+        out[method] = (aliases, " ".join(why))
     return out
 
 

@@ -21,7 +21,7 @@ report names them with the cells where they coincide and the largest difference 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -167,15 +167,34 @@ def probe_pairs(rows: list[dict[str, Any]]) -> dict[frozenset[str], dict[str, An
 def probe_sentence(name: str, alias: str, evidence: Mapping[str, Any]) -> str:
     """Why ``alias`` is shown as ``name`` by the advantage probe (``evidence``: an entry of
     :func:`probe_pairs`)."""
-    first, second = (name, alias) if evidence["first"] == name else (alias, name)
-    scales = " / ".join(f"{c:.6g}" for c in evidence["scales"])
+    return probe_sentences(name, [(alias, evidence)])
+
+
+def probe_sentences(name: str, found: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
+    """Why each alias of ``found`` (``(alias, evidence)``, :func:`probe_pairs` entries) is shown
+    as ``name``: one sentence for all of them."""
+
+    def scale(alias: str, evidence: Mapping[str, Any]) -> str:
+        scales = (
+            evidence["scales"] if evidence["first"] == name else [1 / c for c in evidence["scales"]]
+        )
+        return " / ".join(f"{c:.6g}" for c in scales)
+
+    aliases = [f"`{alias}`" for alias, _ in found]
+    listed = aliases[0] if len(aliases) == 1 else f"{', '.join(aliases[:-1])} and {aliases[-1]}"
+    batches = sorted({e["batches"] for _, e in found})
+    settings = sorted({len(e["settings"]) for _, e in found})
     return (
-        f"`{alias}` is one algorithm with `{name}` under this protocol: on the advantage probe's "
-        f"batch at each of the {evidence['batches']} settings and densities probed (the lowest "
-        f"and highest density of each of {len(evidence['settings'])} settings, uniform policy), "
-        f"`{second}`'s advantages are {scales} times `{first}`'s plus a constant at every step, "
-        "which PPO's per-minibatch advantage normalisation removes: the same policy update, so "
-        "the differences between their runs are rounding grown during training."
+        f"{listed} {'is' if len(found) == 1 else 'are'} one algorithm with `{name}` under this "
+        f"protocol: on the advantage probe's batch at each of the {'/'.join(map(str, batches))} "
+        "settings and densities probed (the lowest and highest density of each of "
+        f"{'/'.join(map(str, settings))} settings, uniform policy), "
+        + ("its" if len(found) == 1 else "their")
+        + " advantages are "
+        + ", ".join(f"{scale(a, e)} (`{a}`)" if len(found) > 1 else scale(a, e) for a, e in found)
+        + f" times `{name}`'s plus a constant at every step, which PPO's per-minibatch advantage "
+        "normalisation removes: the same policy update, so the differences between their runs "
+        "are rounding grown during training."
     )
 
 

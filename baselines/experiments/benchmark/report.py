@@ -568,7 +568,7 @@ def leaderboard(
     unverified: str | None = None,
     privileged: dict[str, tuple[str, ...]] | None = None,
     decision_axes: list[Any] | None = None,
-    not_run: dict[str, list[tuple[str, str]]] | None = None,
+    not_run: dict[str, tuple[list[str], str]] | None = None,
 ) -> str:
     """The references' scores as one Markdown table per setting: the dilution exponent, steps
     to target at the highest and the lowest density, their ratio to ``ppo``'s (the learned
@@ -581,20 +581,19 @@ def leaderboard(
     (``None``: one table without the column, as rb1's shipped leaderboard). ``decision_axes``
     (the tier's :class:`~baselines.lib.protocol.DecisionsAxis` list): per axis, the exponent
     per number of decisions and its trend (:mod:`~.axes`), label-free methods first.
-    ``not_run`` (reference -> ``[(alias, why)]``): methods the protocol does not run because
-    they are one algorithm with that reference (its ``merged`` entries, each with the advantage
+    ``not_run`` (reference -> ``(aliases, why)``): methods the protocol does not run because
+    they are one algorithm with that reference (its ``merged`` entries, with the advantage
     probe's sentence), named in its row as ``(= alias)``."""
     computed = {name: scores.method_scores(recs) for name, recs in references.items()}
     groups = merging.merged(computed)
-    for name, extra in (not_run or {}).items():
+    for name, (extra, why) in (not_run or {}).items():
         known = next((g for g in groups if g["name"] == name), None)
         if known is None:
             known = {"name": name, "aliases": [], "why": ""}
             groups.append(known)
-        known["aliases"] += [alias for alias, _ in extra]
-        known["why"] = " ".join(
-            filter(None, [known["why"], *(f"{why} (`{alias}`: not run)" for alias, why in extra)])
-        )
+        known["aliases"] += extra
+        listed = ", ".join(f"`{a}`" for a in extra)
+        known["why"] = " ".join(filter(None, [known["why"], f"{why} (not run: {listed})"]))
     aliases, hidden = merging.aliases_of(groups), merging.hidden(groups)
     marked = " (unverified references)" if unverified else ""
     lines = [f"# Leaderboard: protocol {version}, tier {tier}{marked}", ""]
