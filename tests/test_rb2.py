@@ -310,3 +310,31 @@ def test_the_leaderboard_names_merged_methods_once_the_probe_confirms_them(monke
         "lists `gigpo` as one algorithm with `trajectory_mc`, but the advantage probe does not "
         "confirm it" in why
     )
+
+
+def test_the_paper_slope_interval_propagates_each_densitys_interval():
+    from baselines.experiments.benchmark import paper
+
+    rows = []
+    for rho in (1.0, 0.25, 1 / 16):
+        ratio = 2 * rho**-0.5
+        for estimator, extra in (
+            ("trajectory_mc", {}),
+            (
+                "oracle",
+                {
+                    "ratio": ratio,
+                    "ratio_low": ratio / np.e**0.196,
+                    "ratio_high": ratio * np.e**0.196,
+                },
+            ),
+        ):
+            rows.append(
+                {"setting": "E{}", "density_value": 0, "rho": rho, "estimator": estimator, **extra}
+            )
+    (fit,) = paper.snr_fits(rows)
+    # se of each log ratio 0.1; x = log rho at 0, -log 4, -log 16: c_i = (x_i - mean) / Sxx
+    x = np.log([1.0, 0.25, 1 / 16])
+    half = 1.96 * 0.1 * np.sqrt((((x - x.mean()) / ((x - x.mean()) ** 2).sum()) ** 2).sum())
+    assert fit["slope"] == pytest.approx(-0.5)
+    assert fit["slope_high"] - fit["slope"] == pytest.approx(half, rel=1e-3)

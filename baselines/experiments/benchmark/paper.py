@@ -125,8 +125,10 @@ def snr_rows(
 
 def snr_fits(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Per setting and turn-level estimator: the least-squares slope of log(SNR ratio) on
-    log(rho), its intercept and R^2 (:func:`routine_envs.snr.fit_loglog`), and the slope's
-    range over the ratios' interval ends (the slope through the low ends and the high ends)."""
+    log(rho), its intercept and R^2 (:func:`routine_envs.snr.fit_loglog`), and the slope's 95%
+    interval: the densities are independent samples, each log ratio with the standard error its
+    jackknife interval gives (``(log high - log low) / (2 * 1.96)``), so the least-squares
+    slope ``sum c_i y_i`` (``c_i = (x_i - mean x) / Sxx``) has variance ``sum c_i^2 se_i^2``."""
     from routine_envs.snr import fit_loglog
 
     out = []
@@ -140,17 +142,21 @@ def snr_fits(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             continue
         rho = np.array([r["rho"] for r in mine])
         slope, intercept, r2 = fit_loglog(rho, np.array([r["ratio"] for r in mine]))
-        ends = [
-            fit_loglog(rho, np.array([r[k] for r in mine]))[0] for k in ("ratio_low", "ratio_high")
-        ]
+        x = np.log(rho)
+        weights = (x - x.mean()) / ((x - x.mean()) ** 2).sum()
+        se = np.array(
+            [(np.log(r["ratio_high"]) - np.log(r["ratio_low"])) / (2 * 1.959964) for r in mine]
+        )
+        half = 1.959964 * float(np.sqrt((weights**2 * se**2).sum()))
         out.append(
             {
                 "setting": setting,
                 "estimator": name,
                 "slope": slope,
+                "slope_low": slope - half,
+                "slope_high": slope + half,
                 "intercept": intercept,
                 "r2": r2,
-                "slope_through_interval_ends": sorted(ends),
                 "densities": len(mine),
                 "rho_range": [float(rho.max()), float(rho.min())],
             }
@@ -292,11 +298,11 @@ def markdown(result: Mapping[str, Any], trajectory: str = "trajectory_mc") -> li
         "intervals), ratio of each turn-level estimator to the trajectory-level one, and the "
         f"least-squares slope of its log on log rho (the paper: {PAPER_SLOPE}, R^2 0.999):",
         "",
-        "| estimator | slope [through the interval ends] | R^2 | rho range | densities |",
+        "| estimator | slope [95% CI] | R^2 | rho range | densities |",
         "|---|---|---|---|---|",
     ]
     for f in result["fits"]:
-        lo, hi = f["slope_through_interval_ends"]
+        lo, hi = f["slope_low"], f["slope_high"]
         lines.append(
             f"| {f['estimator']} | {f['slope']:.3f} [{lo:.3f}, {hi:.3f}] | {f['r2']:.4f} | "
             f"{f['rho_range'][0]:.3g} .. {f['rho_range'][1]:.3g} | {f['densities']} |"
