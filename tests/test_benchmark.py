@@ -189,23 +189,25 @@ def test_runs_are_keyed_by_their_settings_and_stale_rows_are_never_scored(tmp_pa
     assert protocol_runs.current_records([stale, current, {"no": "key"}], jobs) == [current]
 
 
-def test_shipped_references_are_runs_of_the_current_protocol(tmp_path):
-    """Every shipped row is a run of the protocol's current settings (none stale, none twice),
-    and it names the version and tier it was made for."""
-    rb1 = protocol.load_protocol("rb1")
-    lite = rb1.tier("lite")
-    for method in protocol.REFERENCE_METHODS:
-        path = protocol_runs.reference_path(rb1, "lite", method)
-        if not path.exists():
-            continue
+PINNED = [(v, t) for v, tiers in protocol.REFERENCE_MANIFESTS.items() for t in tiers]
+
+
+@pytest.mark.parametrize("version, tier_name", PINNED, ids=[f"{v}-{t}" for v, t in PINNED])
+def test_shipped_references_are_runs_of_the_current_protocol(tmp_path, version, tier_name):
+    """Every shipped row is a run of the protocol's current settings on its trainer (none
+    stale, none twice, every reference method of the tier complete), and it names the version
+    and tier it was made for."""
+    loaded = protocol.load_protocol(version)
+    tier = loaded.tier(tier_name)
+    for method in loaded.references_of(tier):
+        path = protocol_runs.reference_path(loaded, tier_name, method)
         records = command.load_records(path)
-        keys = {
-            protocol_runs.run_key(job) for job in protocol_runs.plan(rb1, lite, method, tmp_path)
-        }
-        assert len(keys) == lite.num_runs_per_method
+        jobs = protocol_runs.plan(loaded, tier, method, tmp_path, trainer=loaded.trainer)
+        keys = {protocol_runs.run_key(job) for job in jobs}
+        assert len(keys) == tier.num_runs_per_method
         assert [r["key"] for r in records if r["key"] not in keys] == [], method
-        assert len({r["key"] for r in records}) == len(records), method
-        assert {(r["protocol"]["version"], r["tier"]) for r in records} == {("rb1", "lite")}
+        assert len({r["key"] for r in records}) == len(records) == len(keys), method
+        assert {(r["protocol"]["version"], r["tier"]) for r in records} == {(version, tier_name)}
 
 
 def test_plan_costs_runs_from_measured_seconds_per_step():

@@ -19,21 +19,27 @@ ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "baselines" / "references" / "rb1" / "lite"
 
 
-def test_the_shipped_references_match_their_pinned_manifest():
-    pinned = protocol.REFERENCE_MANIFESTS["rb1"]["lite"]
-    listing = SHIPPED / manifest.MANIFEST_NAME
+PINNED = [(v, t) for v, tiers in protocol.REFERENCE_MANIFESTS.items() for t in tiers]
+
+
+@pytest.mark.parametrize("version, tier", PINNED, ids=[f"{v}-{t}" for v, t in PINNED])
+def test_the_shipped_references_match_their_pinned_manifest(version, tier):
+    folder = ROOT / "baselines" / "references" / version / tier
+    pinned = protocol.REFERENCE_MANIFESTS[version][tier]
+    listing = folder / manifest.MANIFEST_NAME
     assert manifest.file_sha256(listing) == pinned
     entries = manifest.read_manifest(listing)
-    shipped = {f"{protocol_runs.method_slug(m)}.jsonl" for m in protocol.REFERENCE_METHODS}
+    loaded = protocol.load_protocol(version)
+    shipped = {f"{protocol_runs.method_slug(m)}.jsonl" for m in loaded.references_of(tier)}
     assert set(entries) == shipped  # every reference method, nothing else
-    assert manifest.problems(SHIPPED, pinned) == []
+    assert manifest.problems(folder, pinned) == []
     # the format is sha256sum's: the standard tool checks the same files
     check = subprocess.run(
-        ["sha256sum", "-c", manifest.MANIFEST_NAME], cwd=SHIPPED, capture_output=True, text=True
+        ["sha256sum", "-c", manifest.MANIFEST_NAME], cwd=folder, capture_output=True, text=True
     )
     assert check.returncode == 0 and check.stdout.count(": OK") == len(shipped)
-    refs = manifest.open_references(protocol.load_protocol("rb1"), "lite")
-    assert refs.verified and refs.folder == SHIPPED and "verified" in refs.status
+    refs = manifest.open_references(loaded, tier)
+    assert refs.verified and refs.folder == folder and "verified" in refs.status
 
 
 @pytest.fixture
