@@ -229,3 +229,30 @@ def test_lab_rho_law_small_run_is_resumable(tmp_path):
     assert (tmp_path / "rho_law" / "rho_law.png").stat().st_size > 1000
     summary_file = json.loads((tmp_path / "rho_law" / "summary.json").read_text())
     assert summary_file["paper"]["slope"] == -0.5084
+
+
+@pytest.mark.parametrize("length", [0, 10, 50])
+def test_the_gradient_snr_matches_the_closed_form_from_few_episodes(length):
+    """``gradient_snr`` (the exact gradient's norm over the measured noise) gives the closed
+    form's SNRs and their ratio from 1,024 episodes at every rho, with tight intervals."""
+    env = DilutedDoorsEnv(routine_length=length)
+    policy = snr.TabularSoftmax.shared(np.arange(env.num_states), 3)
+    theory = snr.uniform_doors_snr(3, 3, length)
+    comparison = snr.measure_snr(
+        env,
+        policy,
+        {
+            "oracle": lambda s, p: credit.Oracle(env, p),
+            "trajectory": credit.TrajectoryMC(baseline=1 / 27),
+        },
+        num_groups=1024,
+        group_size=1,
+        seed=length,
+    )
+    oracle, traj = comparison.results["oracle"], comparison.results["trajectory"]
+    for res, truth in ((oracle, theory["snr_oracle"]), (traj, theory["snr_trajectory"])):
+        assert res.gradient_snr_low <= truth <= res.gradient_snr_high, (res, truth)
+        assert res.gradient_snr_high - res.gradient_snr_low < 0.35 * truth  # a tight interval
+    ratio, low, high = comparison.gradient_ratios[("oracle", "trajectory")]
+    assert ratio == pytest.approx(oracle.gradient_snr / traj.gradient_snr)
+    assert low <= theory["ratio"] <= high and high - low < 0.35 * theory["ratio"]
