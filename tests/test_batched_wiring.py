@@ -269,7 +269,8 @@ def test_sb3_refuses_the_transformer_policy_when_the_sweep_is_planned(tmp_path):
 # ------------------------------------------------------------------------- benchmark
 def test_benchmark_run_and_report_with_the_batched_trainer(tmp_path, capsys):
     out = tmp_path / "out"
-    argv = ["--method", "trajectory_mc", "--tier", "smoke", "--out", str(out), "--no-lab"]
+    argv = ["--method", "trajectory_mc", "--protocol", "rb1", "--tier", "smoke", "--out", str(out)]
+    argv += ["--no-lab"]
     folder = command.cli_main(["run", *argv, "--trainer", "batched", "--workers", "1"])
     assert folder == out / "rb1" / "smoke" / "trajectory_mc+batched" / "report"
     card = (folder / "report.md").read_text()
@@ -327,8 +328,9 @@ def test_batched_cost_sums_runs_per_batch_as_the_runner_forms_them():
 
 
 def test_plan_prints_the_cost_of_each_trainer_and_where_it_was_measured(capsys):
+    method = 'mc_rollout{"source": "branch"}'
     result = command.cli_main(
-        ["plan", "--tier", "lite", "--method", 'mc_rollout{"source": "branch"}', "--cores", "2"]
+        ["plan", "--protocol", "rb1", "--tier", "lite", "--method", method, "--cores", "2"]
     )
     text = capsys.readouterr().out
     assert "sb3: seconds per step measured in the lite references" in text

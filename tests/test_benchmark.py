@@ -254,6 +254,8 @@ def test_smoke_tier_end_to_end_with_an_outside_method(tmp_path, monkeypatch):
             "run",
             "--method",
             "bench_outside:HalfMC",
+            "--protocol",
+            "rb1",
             "--tier",
             "smoke",
             "--workers",

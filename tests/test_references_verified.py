@@ -64,11 +64,11 @@ def edit_one_success(folder: Path) -> None:
 @pytest.mark.parametrize(
     "argv",
     [
-        ["references", "--tier", "lite"],
-        ["leaderboard", "--tier", "lite"],
-        ["plan", "--tier", "lite"],
-        ["report", "--method", "trajectory_mc", "--tier", "lite"],
-        ["run", "--method", "trajectory_mc", "--tier", "lite"],
+        ["references", "--protocol", "rb1", "--tier", "lite"],
+        ["leaderboard", "--protocol", "rb1", "--tier", "lite"],
+        ["plan", "--protocol", "rb1", "--tier", "lite"],
+        ["report", "--method", "trajectory_mc", "--protocol", "rb1", "--tier", "lite"],
+        ["run", "--method", "trajectory_mc", "--protocol", "rb1", "--tier", "lite"],
     ],
     ids=lambda a: a[0],
 )
@@ -118,11 +118,13 @@ def test_unverified_references_are_used_only_when_asked_and_every_output_says_so
     monkeypatch.setattr(protocol, "REFERENCE_METHODS", ("ppo",))  # one method: fast
     monkeypatch.setattr(scores, "RESAMPLES", 200)
     out = tmp_path / "out"
-    clean = command.cli_main(["leaderboard", "--tier", "lite", "--out", str(tmp_path / "clean")])
+    clean = command.cli_main(
+        ["leaderboard", "--protocol", "rb1", "--tier", "lite", "--out", str(tmp_path / "clean")]
+    )
     assert "unverified" not in clean.read_text()
     edit_one_success(shipped_copy)
     flag = ["--unverified-references", "--out", str(out)]
-    board = command.cli_main(["leaderboard", "--tier", "lite", *flag])
+    board = command.cli_main(["leaderboard", "--protocol", "rb1", "--tier", "lite", *flag])
     text = board.read_text()
     assert board == out / "rb1" / "lite" / "LEADERBOARD.md"
     assert text.splitlines()[0].endswith("(unverified references)")
@@ -133,7 +135,7 @@ def test_unverified_references_are_used_only_when_asked_and_every_output_says_so
     mine.parent.mkdir(parents=True)
     shutil.copy(shipped_copy / "trajectory_mc.jsonl", mine)
     card = command.cli_main(
-        ["report", "--method", "trajectory_mc", "--tier", "lite", "--no-lab", *flag]
+        ["report", "--method", "trajectory_mc", "--protocol", "rb1", "--no-lab", *flag]
     )
     report_md = (card / "report.md").read_text()
     assert report_md.splitlines()[0].endswith("(unverified references)")
@@ -158,20 +160,24 @@ def test_reading_the_references_writes_nothing_into_the_package(
     monkeypatch.setattr(scores, "RESAMPLES", 100)
     monkeypatch.chdir(tmp_path)
     before = snapshot(shipped_copy)
-    listed = command.cli_main(["references", "--tier", "lite"])
+    listed = command.cli_main(["references", "--protocol", "rb1", "--tier", "lite"])
     assert listed == {"ppo": 120, "oracle": 120}
     printed = capsys.readouterr().out
     assert "# Leaderboard: protocol rb1, tier lite" in printed and "| oracle |" in printed
-    command.cli_main(["plan", "--tier", "lite"])
+    command.cli_main(["plan", "--protocol", "rb1", "--tier", "lite"])
     assert snapshot(shipped_copy) == before  # LEADERBOARD.md included: nothing rewritten
     assert list(tmp_path.glob("results")) == []  # nor anything in the working folder
-    path = command.cli_main(["leaderboard", "--tier", "lite", "--out", str(tmp_path / "board")])
+    path = command.cli_main(
+        ["leaderboard", "--protocol", "rb1", "--tier", "lite", "--out", str(tmp_path / "board")]
+    )
     assert path.parent == tmp_path / "board" / "rb1" / "lite" and snapshot(shipped_copy) == before
 
 
 def test_the_manifest_a_maintainer_writes_is_the_shipped_one(shipped_copy, capsys):
     (shipped_copy / manifest.MANIFEST_NAME).unlink()
-    result = command.cli_main(["references", "--write-manifest", "--tier", "lite"])
+    result = command.cli_main(
+        ["references", "--write-manifest", "--protocol", "rb1", "--tier", "lite"]
+    )
     assert result["sha256"] == protocol.REFERENCE_MANIFESTS["rb1"]["lite"]
     assert result["manifest"].read_bytes() == (SHIPPED / manifest.MANIFEST_NAME).read_bytes()
     assert result["sha256"] in capsys.readouterr().out  # the value to pin, printed
@@ -197,7 +203,8 @@ def test_computed_references_go_to_a_folder_you_name_not_the_package(
 
     monkeypatch.setattr(compare, "run_job", fake_run)
     out = tmp_path / "out"
-    argv = ["references", "--compute", "--tier", "smoke", "--methods", "ppo", "--workers", "1"]
+    argv = ["references", "--compute", "--protocol", "rb1", "--tier", "smoke"]
+    argv += ["--methods", "ppo", "--workers", "1"]
     command.cli_main([*argv, "--out", str(out), "--no-progress"])
     computed = out / "references" / "rb1" / "smoke" / "ppo.jsonl"
     assert (
@@ -210,7 +217,9 @@ def test_computed_references_go_to_a_folder_you_name_not_the_package(
     command.cli_main([*argv, "--out", str(out), "--references-dir", str(named), "--no-progress"])
     assert (named / "ppo.jsonl").exists()
     with pytest.raises(SystemExit) as end:  # reading them back is a local experiment
-        command.cli_main(["references", "--tier", "smoke", "--references-dir", str(named)])
+        command.cli_main(
+            ["references", "--protocol", "rb1", "--tier", "smoke", "--references-dir", str(named)]
+        )
     assert end.value.code == 2 and "not the shipped references" in capsys.readouterr().err
 
 

@@ -315,7 +315,8 @@ def test_env_id_limits_every_section_and_the_wall_time_is_the_commands(tmp_path,
     folder.mkdir(parents=True)
     shutil.copy(SHIPPED / "rloo.jsonl", folder / "results.jsonl")
     age_before = report.command_seconds(0.0)
-    argv = ["report", "--method", "rloo", "--tier", "lite", "--env-id", "DilutedDoors-v1"]
+    argv = ["report", "--method", "rloo", "--protocol", "rb1", "--tier", "lite"]
+    argv += ["--env-id", "DilutedDoors-v1"]
     path = command.cli_main([*argv, "--out", str(out)])
     data = json.loads((path / "scores.json").read_text())
     doors = ['DilutedDoors-v1{"num_floors": 2}']
@@ -333,7 +334,7 @@ def test_env_id_limits_every_section_and_the_wall_time_is_the_commands(tmp_path,
 
 
 def test_plan_prints_the_assumptions_of_its_estimate(capsys):
-    command.cli_main(["plan", "--tier", "lite", "--cores", "2"])
+    command.cli_main(["plan", "--protocol", "rb1", "--tier", "lite", "--cores", "2"])
     out = capsys.readouterr().out
     assert "This estimate assumes:" in out and "a quiet machine" in out
     assert (
@@ -415,7 +416,8 @@ def test_the_lab_probes_rloo_as_eight_sevenths_of_trajectory_mc_and_the_card_mer
     assert result["near_equivalent_methods"] == []
     (group,) = result["equivalent_methods"]
     assert group["name"] == "trajectory_mc" and group["aliases"] == ["rloo"]
-    assert "`rloo`'s advantages are 1.14286 times `trajectory_mc`'s" in group["why"]
+    assert "`rloo` is one algorithm with `trajectory_mc`" in group["why"]
+    assert "its advantages are 1.14286 times `trajectory_mc`'s" in group["why"]
     card = (tmp_path / "report.md").read_text()
     assert "| **trajectory_mc (= rloo)** |" in card
     assert not any(line.startswith("| rloo |") for line in card.splitlines())

@@ -486,7 +486,8 @@ def test_ctrl_c_in_a_sweep_is_one_line_with_what_is_saved_and_the_resume_command
 
 def test_ctrl_c_in_benchmark_run_is_one_line_exit_130(tmp_path):
     out_dir = tmp_path / "out"
-    argv = ["-m", "baselines.benchmark", "run", "--method", "trajectory_mc", "--tier", "smoke"]
+    argv = ["-m", "baselines.benchmark", "run", "--method", "trajectory_mc", "--protocol", "rb1"]
+    argv += ["--tier", "smoke"]
     argv += ["--workers", "2", "--out", str(out_dir), "--no-progress", "--no-lab"]
     proc = subprocess.Popen(
         [sys.executable, *argv],
