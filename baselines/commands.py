@@ -247,12 +247,14 @@ BASELINES: tuple[Command | Group, ...] = (
     ),
     Command(
         "equivalence",
-        "the batched trainer against SB3's shipped rb1 references, cell by cell",
+        "the batched trainer against SB3 on a protocol's reference runs, cell by cell",
         "baselines.experiments.benchmark.equivalence:EquivalenceArgs",
         "baselines.experiments.benchmark.equivalence:main",
-        description="The batched trainer against SB3: the rb1 lite references' settings "
-        "(ppo, trajectory_mc, oracle), steps to target per cell with a two-sample bootstrap "
-        "ratio, learning curves side by side (docs/batched.md).",
+        description="The batched trainer against SB3 on the lite references' settings (ppo, "
+        "trajectory_mc, oracle): the trainer that did not make a protocol's references trains "
+        "their runs (rb1: batched against SB3's references; rb2: SB3 against the batched ones), "
+        "steps to target per cell with a two-sample bootstrap ratio, learning curves side by "
+        "side (docs/batched.md).",
     ),
     LM,
     Command(
