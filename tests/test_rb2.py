@@ -145,7 +145,7 @@ def test_the_card_and_leaderboard_show_the_decisions_axis(tmp_path):
     row = next(line for line in section if line.startswith("| **m** |"))
     assert row.split(" | ")[1].startswith("-0.2 [") and row.split(" | ")[-1].startswith("-0.3 [")
     (entry,) = result["decisions_axes"]
-    ratios = entry["methods"]["m"]["ratio_to_baseline"]
+    ratios = entry["methods"]["m"]["ratios"]["ppo"]
     # steps ratio to ppo at the lowest density grows with the decisions: 26^0.1, 26^0.3, 26^0.5
     assert [round(ratios[f]["ratio"], 2) for f in (1, 2, 4)] == [
         round(26**x, 2) for x in (0.1, 0.3, 0.5)

@@ -45,33 +45,44 @@ def lowest_ratio(method: Scores, baseline: Scores, setting: str) -> dict[str, An
     return scores.ratio_to(low, match[0]) if match else None
 
 
+BASELINES = ("ppo", "oracle")
+"""The references each method's steps are compared with per number of decisions: the learned
+critic and the perfect critic (the observation-free measure of dilution)."""
+
+
 def all_axes(
-    computed: Mapping[str, Scores], axes: Sequence[DecisionsAxis], baseline: str = "ppo"
+    computed: Mapping[str, Scores],
+    axes: Sequence[DecisionsAxis],
+    baselines: Sequence[str] = BASELINES,
 ) -> list[dict[str, Any]]:
-    """Every method's scores on every axis: ``[{"family", "kwarg", "decisions", "methods":
-    {name: {"points", "trend", "ratio_to_baseline": {decisions: ratio}}}}]`` (``scores.json``'s
-    ``decisions_axes``)."""
+    """Every method's scores on every axis: ``[{"family", "kwarg", "decisions", "baselines",
+    "methods": {name: {"points", "trend", "ratios": {baseline: {decisions: ratio}}}}}]``
+    (``scores.json``'s ``decisions_axes``): each method's steps at the lowest density over each
+    baseline's that ran."""
     out = []
+    present = [b for b in baselines if b in computed]
     for axis in axes:
         methods = {}
         for name, sc in computed.items():
             entry = axis_scores(sc, axis)
             if entry is None:
                 continue
-            ratios = {}
-            if baseline in computed and name != baseline:
+            ratios: dict[str, dict[int, Any]] = {}
+            for baseline in present:
+                if name == baseline:
+                    continue
                 for d, setting in axis.settings.items():
                     ratio = lowest_ratio(sc, computed[baseline], setting)
                     if ratio is not None:
-                        ratios[d] = ratio
-            methods[name] = {**entry, "ratio_to_baseline": ratios}
+                        ratios.setdefault(baseline, {})[d] = ratio
+            methods[name] = {**entry, "ratios": ratios}
         if methods:
             out.append(
                 {
                     "family": axis.family,
                     "kwarg": axis.kwarg,
                     "decisions": sorted(axis.settings),
-                    "baseline": baseline,
+                    "baselines": present,
                     "methods": methods,
                 }
             )
@@ -144,18 +155,19 @@ def markdown(
         lines.append(
             f"| {row_label(name)} | " + " | ".join(cells) + f" | {trend_cell(entry['trend'])} |"
         )
-    others = [n for n in names if axis["methods"][n]["ratio_to_baseline"]]
-    if others:
+    for baseline in axis["baselines"]:
+        others = [n for n in names if axis["methods"][n]["ratios"].get(baseline)]
+        if not others:
+            continue
         lines += [
             "",
-            f"Steps to target at the lowest density over `{axis['baseline']}`'s, per number of "
-            "decisions:",
+            f"Steps to target at the lowest density over `{baseline}`'s, per number of decisions:",
             "",
             "| method | " + " | ".join(f"{kwarg} = {d}" for d in decisions) + " |",
             "|---" * (1 + len(decisions)) + "|",
         ]
         for name in others:
-            ratios = axis["methods"][name]["ratio_to_baseline"]
+            ratios = axis["methods"][name]["ratios"][baseline]
             cells = [ratio_cell(ratios.get(d)) for d in decisions]
             lines.append(f"| {row_label(name)} | " + " | ".join(cells) + " |")
     return lines
