@@ -338,3 +338,41 @@ def test_the_paper_slope_interval_propagates_each_densitys_interval():
     half = 1.96 * 0.1 * np.sqrt((((x - x.mean()) / ((x - x.mean()) ** 2).sum()) ** 2).sum())
     assert fit["slope"] == pytest.approx(-0.5)
     assert fit["slope_high"] - fit["slope"] == pytest.approx(half, rel=1e-3)
+
+
+def test_a_card_measures_only_the_lab_rows_the_references_do_not_ship(tmp_path, monkeypatch):
+    from baselines.experiments.benchmark import lab
+    from routine_envs import snr
+
+    rb2 = protocol.load_protocol("rb2")
+    smoke = rb2.tier("smoke")
+    path = lab.write_reference_lab(rb2, smoke, ["trajectory_mc", "oracle"], tmp_path)
+    cache = lab.read_lab(tmp_path)
+    assert len(cache) == 2 * 2 * 2  # 2 settings x 2 densities x 2 methods
+    measured: list[set[str]] = []
+    real = snr.measure_snr
+
+    def spy(env, policy, estimators, **kwargs):
+        measured.append(set(estimators))
+        return real(env, policy, estimators, **kwargs)
+
+    monkeypatch.setattr(snr, "measure_snr", spy)
+    rows = lab.lab_rows(rb2, smoke, ["rloo", "trajectory_mc", "oracle"], cache=cache)
+    assert measured and all(m == {"rloo"} for m in measured)  # the references' rows are read
+    fresh = lab.lab_rows(rb2, smoke, ["rloo", "trajectory_mc", "oracle"])
+    assert [{k: v for k, v in r.items()} for r in rows] == fresh  # the same rows either way
+    # one floor of two doors: every episode gives the oracle the same gradient, an infinite SNR
+    # that is left empty with a note rather than written as a number no JSON file may hold
+    one_floor = [
+        r for r in fresh if r["estimator"] == "oracle" and '"num_floors": 1' in r["setting"]
+    ]
+    assert one_floor and all(r["snr"] is None and "no variance" in r["note"] for r in one_floor)
+    json.dumps(fresh, allow_nan=False)
+    # a row whose code changed is measured again, not read
+    monkeypatch.setattr(lab, "lab_code", lambda: "changed")
+    measured.clear()
+    lab.lab_rows(rb2, smoke, ["trajectory_mc"], cache=cache)
+    assert all(m == {"trajectory_mc"} for m in measured) and measured
+    # a file that is not one is ignored, not trusted
+    path.write_text("[1, 2")
+    assert lab.read_lab(tmp_path) == {}

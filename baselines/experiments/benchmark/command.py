@@ -211,7 +211,12 @@ def make_report(
         if (kept := [r for r in recs if env_ids is None or r["env_id"] in env_ids])
     }
     lab = benchmark_lab.lab_rows(
-        protocol, tier, [args.method, *references], env_ids, measure=args.lab
+        protocol,
+        tier,
+        [args.method, *references],
+        env_ids,
+        measure=args.lab,
+        cache=benchmark_lab.read_lab(refs.folder),
     )
     reads = privileged.privileged_of({args.method: records, **references})
     versions = report.versions_of(records)
@@ -349,6 +354,11 @@ def references(args: BenchmarkArgs, protocol: protocols.Protocol) -> dict[str, A
     the manifest of a references folder."""
     if args.write_manifest:
         folder = args.references_dir or manifest.shipped_folder(protocol.version, args.tier)
+        if protocol.version != "rb1":  # rb1's released files stay as they were
+            lab_path = benchmark_lab.write_reference_lab(
+                protocol, protocol.tier(args.tier), list(protocol.references_of(args.tier)), folder
+            )
+            print(f"wrote {lab_path} (the references' lab at initialisation)")
         path, digest = manifest.write_manifest(folder)
         print(
             f"wrote {path} ({len(manifest.reference_files(folder))} files); to ship them, pin "

@@ -5,18 +5,86 @@ Both look at the lowest and the highest density of every setting of a tier, at t
 policy (over valid actions), with the estimators built as the protocol's runs build them
 (:func:`estimator_arguments`). The probe (:func:`~.merging.probe_advantages`) samples one batch
 per density and records, per estimator, which others' advantages are an increasing affine
-function of its own there; :func:`~.merging.probe_groups` turns that into merged rows.
+function of its own there; :func:`~.merging.probe_pairs` turns that into merged rows.
+
+The SNR measurement of a reference is the same for every card (the same episodes, seeded), so
+the shipped references carry it: ``LAB.json`` beside them (:func:`write_reference_lab`, listed
+in their manifest), each row keyed by :func:`lab_key` (the setting, density, estimator and its
+code, and the lab's own code); a card measures only the estimators whose rows are not there.
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from baselines.experiments.benchmark import merging
+from baselines.experiments.benchmark.manifest import LAB_FILE
 from baselines.lib import protocol as protocols
 
 LAB_EPISODES = 2000
 """Episodes per density of the lab's SNR measurement (groups of 8)."""
+MAX_LAB_BYTES = 5_000_000
+
+
+def lab_code() -> str:
+    """The fingerprint of the code a lab row depends on besides its estimator's: the SNR
+    measurement, the model sampler, the episode batch and this module."""
+    import sys
+
+    from routine_envs import episodes, sampler, snr
+    from routine_envs.plugins import code_fingerprint
+
+    modules = (snr, sampler, episodes, sys.modules[__name__])
+    return "+".join(code_fingerprint(m) for m in modules)
+
+
+def lab_key(
+    protocol: protocols.Protocol, setting: protocols.Setting, value: int, method: str
+) -> str:
+    """A lab row's identity: the setting and density, the method with the estimator arguments
+    it trains with and its code fingerprint, the episodes, and :func:`lab_code`."""
+    from baselines.lib.config import check_method
+
+    spec = check_method(method)
+    identity = spec.identity(estimator_arguments(protocol, setting.section, method))
+    return json.dumps(
+        [setting.name, value, method, identity, LAB_EPISODES, lab_code()], sort_keys=True
+    )
+
+
+def read_lab(folder: Path) -> dict[str, dict[str, Any]]:
+    """The lab rows shipped in ``folder`` by :func:`lab_key` (none when there is no
+    ``LAB.json``, or it is not one: the card then measures them itself)."""
+    path = folder / LAB_FILE
+    if not path.is_file() or path.stat().st_size > MAX_LAB_BYTES:
+        return {}
+    try:
+        data = json.loads(path.read_text())
+        return {str(k): dict(v) for k, v in data["rows"].items()}
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def write_reference_lab(
+    protocol: protocols.Protocol, tier: protocols.Tier, methods: list[str], folder: Path
+) -> Path:
+    """Measure the lab of ``methods`` (the tier's references) and write ``folder/LAB.json``
+    (atomically; sorted keys, the same rows give the same bytes); its path."""
+    from baselines.lib.results import write_atomic
+
+    rows = lab_rows(protocol, tier, methods, keyed=True)
+    table = {r.pop("key"): r for r in rows if "snr" in r}
+    for row in table.values():
+        row.pop(
+            "advantages_affine_to", None
+        )  # the probe runs live: it pairs with the card's method
+    path = folder / LAB_FILE
+    write_atomic(
+        path, json.dumps({"rows": table}, indent=1, sort_keys=True, allow_nan=False) + "\n"
+    )
+    return path
 
 
 def estimator_arguments(protocol: protocols.Protocol, section: str, method: str) -> dict[str, Any]:
@@ -39,6 +107,8 @@ def lab_rows(
     methods: list[str],
     env_ids: list[str] | None = None,
     measure: bool = True,
+    cache: dict[str, dict[str, Any]] | None = None,
+    keyed: bool = False,
 ) -> list[dict[str, Any]]:
     """One row per estimator method, setting and density (the lowest and the highest of every
     setting, only those on ``env_ids`` when given; ``ppo``, a learned critic, has none): the
@@ -47,7 +117,8 @@ def lab_rows(
     normalises its advantages per minibatch, whether it trains a critic, and with ``measure``
     the gradient SNR per episode, relative bias and cosine at initialisation with their
     jackknife intervals (``measure=False``: the probe only, a fraction of a second per
-    density)."""
+    density). ``cache`` (:func:`read_lab`): rows measured before, used instead of measuring
+    again where their :func:`lab_key` matches; ``keyed``: every row carries its ``key``."""
     import gymnasium as gym
     import numpy as np
 
@@ -86,18 +157,21 @@ def lab_rows(
             if not estimators:
                 continue
             related = merging.probe_advantages(estimators, sampler, probs, values.v)
+            keys = {name: lab_key(protocol, setting, value, name) for name in estimators}
+            known = {n: (cache or {}).get(k) for n, k in keys.items() if (cache or {}).get(k)}
+            todo = {n: e for n, e in estimators.items() if n not in known}
             measured = (
                 snr.measure_snr(
                     env,
                     policy,
-                    estimators,
+                    todo,
                     num_groups=LAB_EPISODES // 8,
                     group_size=8,
                     seed=0,
                     sampler=sampler,
                     values=values.v,
                 ).results
-                if measure
+                if measure and todo
                 else {}
             )
             scale = 1 / np.sqrt(8)
@@ -108,7 +182,9 @@ def lab_rows(
                     "rho": float(env.decision_density),
                     "estimator": name,
                 }
-                if name in measured:
+                if measure and name in known:
+                    row.update({k: v for k, v in known[name].items() if k not in row})
+                elif name in measured:
                     res = measured[name]
                     row.update(
                         snr=res.snr * scale,
@@ -123,6 +199,7 @@ def lab_rows(
                         cosine_raw=res.cosine_raw,
                         episodes=LAB_EPISODES,
                     )
+                    finite_or_none(row)
                 row.update(
                     advantages_affine_to=related[name],
                     normalize_advantage=bool(
@@ -132,8 +209,27 @@ def lab_rows(
                     ),
                     trains_critic=bool(getattr(estimator, "trains_critic", False)),
                 )
+                if keyed:
+                    row["key"] = keys[name]
                 rows.append(row)
     return rows
+
+
+def finite_or_none(row: dict[str, Any]) -> None:
+    """Replace the non-finite numbers of a lab row by ``None``, saying why in ``note``: an
+    estimator whose gradient has no variance at a density (the perfect critic with one decision
+    of two doors: every episode gives the same gradient) has an infinite SNR, which no table or
+    JSON file may hold as a number."""
+    import math
+
+    bad = [k for k, v in row.items() if isinstance(v, float) and not math.isfinite(v)]
+    for key in bad:
+        row[key] = None
+    if bad:
+        row["note"] = (
+            "the gradient has no variance here (every episode gives the same one): SNR "
+            f"infinite, {', '.join(bad)} not finite and left empty"
+        )
 
 
 def measured(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -69,10 +69,16 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+LAB_FILE = "LAB.json"
+"""The references' lab rows (:mod:`~.lab`), verified with them where they ship."""
+
+
 def reference_files(folder: Path) -> dict[str, Path]:
     """The reference files in ``folder`` (every ``*.jsonl``: one per reference method of the
-    tier, whatever the protocol lists, so an added file is noticed too), by file name."""
-    return {p.name: p for p in sorted(folder.glob("*.jsonl")) if p.is_file()}
+    tier, whatever the protocol lists, so an added file is noticed too; and ``LAB.json``, their
+    lab rows, where it is there), by file name."""
+    paths = [*sorted(folder.glob("*.jsonl")), folder / LAB_FILE]
+    return {p.name: p for p in paths if p.is_file()}
 
 
 def read_manifest(path: Path) -> dict[str, str]:

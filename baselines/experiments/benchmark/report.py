@@ -433,12 +433,19 @@ def markdown(
             "cosine, estimate [CI] |",
             "|---|---|---|---|---|---|",
         ]
+
+        def num(value: float | None, spec: str) -> str:
+            return "n/a" if value is None else format(value, spec)
+
         for r in measured:
+            snr = "inf (no variance)" if r["snr"] is None else num(r["snr"], ".3g")
             lines.append(
-                f"| {r['setting']} | {r['rho']:.3g} | {r['estimator']} | {r['snr']:.3g} "
-                f"[{r['snr_low']:.3g}, {r['snr_high']:.3g}] | {r['relative_bias']:.3g} "
-                f"[{r['relative_bias_low']:.3g}, {r['relative_bias_high']:.3g}] | "
-                f"{r['cosine']:.3f} [{r['cosine_low']:.3f}, {r['cosine_high']:.3f}] |"
+                f"| {r['setting']} | {r['rho']:.3g} | {r['estimator']} | {snr} "
+                f"[{num(r['snr_low'], '.3g')}, {num(r['snr_high'], '.3g')}] | "
+                f"{num(r['relative_bias'], '.3g')} "
+                f"[{num(r['relative_bias_low'], '.3g')}, {num(r['relative_bias_high'], '.3g')}] | "
+                f"{num(r['cosine'], '.3f')} "
+                f"[{num(r['cosine_low'], '.3f')}, {num(r['cosine_high'], '.3f')}] |"
             )
     lines += [
         "",
