@@ -500,7 +500,11 @@ def write_report(
     everyone = {header["method"]: mine, **ref_scores}
     probed = merging.probe_pairs(lab)
     groups = merging.merged(everyone, probed=probed)
-    near = [n for n in merging.near_misses(everyone) if frozenset(n["methods"]) not in probed]
+    near = [  # the card's method's pairs only: the references' among themselves are no news
+        n
+        for n in merging.near_misses(everyone)
+        if frozenset(n["methods"]) not in probed and header["method"] in n["methods"]
+    ]
     decisions = axes.all_axes(everyone, decision_axes or [])
     extra = None
     if paper_snr is not None:
