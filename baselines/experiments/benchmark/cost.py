@@ -255,7 +255,7 @@ def assumptions(
     reference_runs: int,
     methods: int,
     hardware: str,
-    measure: str = "wall_time / steps_trained",
+    measure: str = "the median of wall_time / steps_trained",
 ) -> str:
     """What a :func:`sweep_cost` estimate assumes, as printed by ``plan``: ``reference_runs``
     runs of ``methods`` methods priced it by ``measure`` per step; ``hardware`` describes this
@@ -267,11 +267,12 @@ def assumptions(
             "other busy processes slow every run, by about (busy processes + runs) / cores when "
             "that exceeds 1",
             "- N cores = N runs at once, one per core (`run --workers N`, or N Ray workers)",
-            f"- seconds per environment step = the median of {measure} over the "
+            f"- seconds per environment step = {measure} over the "
             f"shipped lite reference runs ({reference_runs} runs of {methods} methods) of the same "
             "method and environment (a method without references: the median of all of them), "
             "as measured on the machine that made them (docs/benchmark.md, 'Measured cost'), "
             f"not this one ({hardware}); other tiers' budgets priced at the same rates",
-            "- start-up, the lab (gradient SNR at initialization) and the report card left out",
+            "- start-up, the lab (gradient SNR at initialization) and the report card left out "
+            "(measured on the lite tiers: docs/benchmark.md, 'Measured cost')",
         ]
     )

@@ -137,7 +137,9 @@ def price_tier(
         walls = [cost.wall_range(priced(t, n, cores), cores) for n, t in columns]
         print(f"| {cores} | " + " | ".join(walls) + " |")
     measure = (
-        "wall_time / steps_trained" if protocol.trainer == "sb3" else "cpu_time / steps_trained"
+        "the median of wall_time / steps_trained"
+        if protocol.trainer == "sb3"
+        else "cpu_time / steps_trained, summed per method and setting,"
     )
     print(
         "\n"
