@@ -7,6 +7,8 @@ STAMP  := $(VENV)/.installed
 # CPU build of PyTorch, installed before the project so that no CUDA build is pulled in. The dev
 # extra includes the cluster extra (Ray), so the Ray tests run too.
 TORCH_SPEC ?= torch==2.13.0
+# test processes (pytest-xdist); a file's tests stay in one process (--dist loadfile)
+TEST_WORKERS ?= 2
 
 .PHONY: test demo lint bench clean install
 
@@ -20,7 +22,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 demo: $(STAMP)
 	$(PY) -m baselines.demo

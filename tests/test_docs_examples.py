@@ -321,7 +321,7 @@ def test_cheap_commands_run_at_small_scale(page, needles, small, reader_folder, 
 
         benchmark.main(benchmark.parse_args(argv))  # imports my_estimators from the folder
         out = capsys.readouterr().out
-        assert "protocol rb1 tier full" in out and "| 128 |" in out
+        assert "protocol rb2 tier full" in out and "| 128 |" in out
         return
     from baselines.experiments.snr_lab import measure
 

@@ -351,7 +351,7 @@ def test_the_docs_define_the_bound_signs_and_name_the_results_folder():
         assert f"- {sign}: " in section, sign
     assert "- `~` on exponents and ratios: " in section and "- `n/a` on an exponent: " in section
     spec = 'my_estimators:EntropyWeightedMC{"power": 1.0}'
-    folder = f"results/benchmark/rb1/lite/{protocol_runs.method_slug(spec)}/"
+    folder = f"results/benchmark/rb2/lite/{protocol_runs.method_slug(spec)}/"
     assert folder in text  # the folder a reader's run lands in, spelled out
     assert "git add -f" in text  # results/ is ignored by git: submitting needs -f
 

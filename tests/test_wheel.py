@@ -96,7 +96,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def test_the_wheel_ships_the_baselines_their_data_and_the_console_script(installed):
     names = zipfile.ZipFile(installed["wheel"]).namelist()
     assert "baselines/commands.py" in names and "baselines/lib/runner.py" in names
-    assert "baselines/protocols/rb1.yaml" in names
+    assert "baselines/protocols/rb1.yaml" in names and "baselines/protocols/rb2.yaml" in names
     assert "baselines/protocols/rb1-batched-costs.json" in names  # benchmark plan reads it
     assert "baselines/configs/DilutedDoors-v1.yml" in names
     folder = ROOT / "baselines" / "references"
@@ -128,17 +128,18 @@ def test_installed_console_script_runs_the_benchmark_and_training_outside_the_ch
     assert "benchmark" in listing and "train" in listing and "diagnose" in listing
     # the verified references are found in the installed package, not in a checkout
     refs = run([script, "benchmark", "references", "--tier", "lite"], outside, env)
-    assert "verified: 8 files match MANIFEST.sha256" in refs
+    assert "verified: 10 files match MANIFEST.sha256" in refs  # rb2: 9 methods and LAB.json
     out = outside / "results"
     run(
         [script, "benchmark", "run", "--method", 'my_method_h24:HalfMC{"scale": 0.5}', "--tier",
          "smoke", "--workers", "1", "--no-progress", "--out", str(out)],
         outside, env,
     )  # fmt: skip
-    (folder,) = (out / "rb1" / "smoke").iterdir()
+    (folder,) = (out / "rb2" / "smoke").iterdir()  # the default protocol, rb2
     records = [json.loads(x) for x in (folder / "results.jsonl").read_text().splitlines()]
-    assert len(records) == 4 and {r["density_kwarg"] for r in records} == {"routine_length"}
-    assert sorted(r["density_value"] for r in records) == [0, 0, 3, 3]
+    assert len(records) == 8 and {r["density_kwarg"] for r in records} == {"routine_length"}
+    assert sorted(r["density_value"] for r in records) == [0] * 4 + [3] * 4
+    assert {r["env_kwargs"]["num_floors"] for r in records} == {1, 2}
     assert all(r["estimator"]["name"] == "my_method_h24:HalfMC" for r in records)
     report = (folder / "report" / "report.md").read_text()
     assert 'my_method_h24:HalfMC{"scale": 0.5}' in report
