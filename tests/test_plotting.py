@@ -96,7 +96,7 @@ def test_comparison_steps_plot_shows_a_detector_equal_to_the_annotations(tmp_pat
 
 
 def test_report_card_steps_plot_shows_a_method_equal_to_a_reference(tmp_path, errorbar_calls):
-    from baselines.experiments.benchmark import report
+    from baselines.experiments.benchmark import figures
 
     def entry(scale):
         rows = [
@@ -107,6 +107,6 @@ def test_report_card_steps_plot_shows_a_method_equal_to_a_reference(tmp_path, er
         return {"settings": {"DilutedDoors-v1{}": {"rows": rows}}}
 
     references = {"ppo": entry(1000.0), "routine_masked": entry(300.0)}
-    report.plot_against_rho("mine", entry(300.0), references, tmp_path / "rho.png")
+    figures.plot_against_rho("mine", entry(300.0), references, tmp_path / "rho.png")
     assert (tmp_path / "rho.png").stat().st_size > 0
     _check(errorbar_calls, ["ppo", "routine_masked", "mine (same values as routine_masked)"])

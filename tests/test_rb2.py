@@ -55,7 +55,8 @@ def test_rb2_uses_leak_free_environments_and_both_axes():
 def test_a_protocol_file_with_a_bad_axis_or_section_is_one_line(tmp_path):
     # a draft copy under a new version: the released file itself is never edited
     text = (protocol.PROTOCOL_DIR / "rb2.yaml").read_text()
-    text = text.replace("\nversion: rb2\n", "\nversion: rb2x\n").replace("\nstatus: released\n", "\nstatus: draft\n")
+    text = text.replace("\nversion: rb2\n", "\nversion: rb2x\n")
+    text = text.replace("\nstatus: released\n", "\nstatus: draft\n")
     for old, new, match in [
         ("hyperparameters: paper,", "hyperparameters: nope,", "does not define"),
         ("decisions_kwarg: num_floors, density", "decisions_kwarg: floors, density", "integer"),

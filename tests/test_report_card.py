@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from baselines.experiments.benchmark import command, drops, merging, report, scores
+from baselines.experiments.benchmark import command, drops, figures, merging, report, scores
 from baselines.experiments.benchmark import lab as benchmark_lab
 from baselines.lib import protocol, protocol_runs
 from baselines.lib.results import ResultsFile
@@ -121,11 +121,11 @@ def test_learning_curve_panels_say_what_they_show_with_one_legend_that_fits(monk
         seen["legends"] = [[t.get_text() for t in lg.get_texts()] for lg in fig.legends]
         seen["panel legends"] = [ax.get_legend() for ax in fig.axes if ax.get_legend()]
 
-    monkeypatch.setattr(report, "save_figure", inspect)
+    monkeypatch.setattr(figures, "save_figure", inspect)
     mine = runs("mine", BASE)
     refs = {name: runs(name, BASE) for name in ("ppo", "rloo", "oracle")}
     refs["oracle"] = refs["oracle"][:4]  # only at density 0: the legend still names it
-    report.plot_curves("mine", mine, refs, tmp_path / "c.png")
+    figures.plot_curves("mine", mine, refs, tmp_path / "c.png")
     assert seen["titles"] == [
         'E-v0 {"floors": 2}\nroutine_length = 0, rho = 1',
         'E-v0 {"floors": 2}\nroutine_length = 9, rho = 0.1',

@@ -216,7 +216,7 @@ def plot(
     """Two panels, the paper's figures: the SNR ratio at initialisation against rho (log-log,
     jackknife bars, the fitted lines and the paper's slope), and the steps to target against
     rho per method (IQM, bootstrap bars; hollow markers: censored, a lower bound)."""
-    from baselines.experiments.benchmark.report import save_figure
+    from baselines.experiments.benchmark.figures import save_figure
     from baselines.lib import plotting
 
     plt = pyplot()

@@ -1,0 +1,194 @@
+"""The report card's figures: learning curves per environment and density, steps to target
+against rho, each PNG beside a CSV of its numbers (:mod:`baselines.experiments.benchmark.report`
+writes them)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from baselines.experiments.benchmark import scores
+from baselines.lib import plotting
+from baselines.lib.results import write_atomic
+from baselines.lib.tables import pyplot
+
+Record = dict[str, Any]
+
+
+def save_figure(fig: Any, path: Path) -> None:
+    """Save a matplotlib figure as PNG at ``path``, all or nothing (a full disk leaves no
+    truncated image)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110)
+    write_atomic(path, buffer.getvalue())
+
+
+def curves_by(records: list[Record]) -> dict[tuple[str, int], tuple[np.ndarray, np.ndarray]]:
+    """IQM success curve per (setting, density value): ``(timesteps, iqm success)``."""
+    out: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
+    for (_, setting, value), runs in scores.group_records(records).items():
+        t = np.asarray(runs[0]["timesteps"], dtype=np.float64)
+        s = np.array([r["success"] for r in runs if len(r["success"]) == len(t)])
+        out[(setting, value)] = (t, np.asarray(scores.iqm(s, axis=0)))
+    return out
+
+
+def curve_rows(
+    method: str, records: list[Record], references: dict[str, list[Record]]
+) -> list[dict]:
+    """The numbers of ``learning_curves.png``: one row per method, setting, density value and
+    evaluation (``timestep``, ``success_iqm``: the IQM over seeds of the exact success)."""
+    return [
+        {
+            "method": name,
+            "setting": setting,
+            "density_value": value,
+            "timestep": t,
+            "success_iqm": y,
+        }
+        for name, recs in {method: records, **references}.items()
+        for (setting, value), (ts, ys) in sorted(curves_by(recs).items())
+        for t, y in zip(ts.tolist(), ys.tolist(), strict=True)
+    ]
+
+
+def panel_titles(records: list[Record]) -> dict[tuple[str, int], str]:
+    """What each learning-curve panel shows, by (setting, density value): the environment and
+    its arguments, then the density argument, its value and rho, e.g.
+    ``DilutedDoors-v1 {"num_floors": 2}`` / ``routine_length = 29, rho = 0.0333``."""
+    out = {}
+    for (_, setting, value), runs in scores.group_records(records).items():
+        kwarg = runs[0].get("density_kwarg") or "density"
+        env, _, kwargs = setting.partition("{")
+        env_line = env if kwargs in ("", "}") else f"{env} {{{kwargs}"
+        out[(setting, value)] = (
+            f"{env_line[:64]}\n{kwarg} = {value}, rho = {float(runs[0]['rho']):.3g}"
+        )
+    return out
+
+
+def plot_curves(
+    method: str, records: list[Record], references: dict[str, list[Record]], path: Path
+) -> None:
+    """IQM learning curves, one panel per (setting, density) titled with both, the method bold
+    beside the references; each method keeps its colour and line style in every panel and one
+    legend under the figure names them all (a reference whose curve equals another's in a panel
+    says so there)."""
+    plt = pyplot()
+    mine = curves_by(records)
+    titles = panel_titles(records)
+    keys = sorted(mine, key=lambda k: (k[0], k[1]))
+    settings = sorted({k[0] for k in keys})
+    cols = max(sum(1 for k in keys if k[0] == s) for s in settings)
+    ref_curves = {name: curves_by(recs) for name, recs in references.items()}
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    styles = {
+        name: {
+            "color": colours[i % len(colours)],
+            "linestyle": plotting.LINESTYLES[i % len(plotting.LINESTYLES)],
+        }
+        for i, name in enumerate(ref_curves)
+    }
+    fig, axes = plt.subplots(
+        len(settings), cols, figsize=(3.3 * cols + 0.6, 2.9 * len(settings) + 0.9), squeeze=False
+    )
+    handles: dict[str, Any] = {}
+    for row, setting in enumerate(settings):
+        values = sorted(k[1] for k in keys if k[0] == setting)
+        for col in range(cols):
+            ax = axes[row][col]
+            if col >= len(values):
+                ax.axis("off")
+                continue
+            key = (setting, values[col])
+            here = {n: c[key] for n, c in ref_curves.items() if key in c}
+            same = plotting.same_as({method: mine[key], **here})
+            for name, curve in here.items():
+                (line,) = ax.plot(*curve, lw=0.9, alpha=0.75, **styles[name])
+                handles.setdefault(name, line)
+                if name in same:  # drawn under the other: say so in the panel
+                    ax.text(
+                        0.98,
+                        0.04 + 0.09 * list(same).index(name),
+                        f"{name[:24]} = {same[name][:24]}",
+                        transform=ax.transAxes,
+                        ha="right",
+                        fontsize=5.5,
+                    )
+            (line,) = ax.plot(*mine[key], lw=2.2, color="black")
+            handles.setdefault(method, line)
+            ax.set_title(titles[key], fontsize=7)
+            ax.set_ylim(-0.02, 1.02)
+            ax.tick_params(labelsize=6)
+            ax.xaxis.get_offset_text().set_fontsize(6)
+            ax.set_xlabel("environment steps", fontsize=6)
+            if col == 0:
+                ax.set_ylabel("exact success probability\n(IQM over seeds)", fontsize=7)
+    names = [method, *(n for n in ref_curves if n in handles)]
+    fig.legend(
+        [handles[n] for n in names],
+        [n[:48] + (" (this method)" if n == method else "") for n in names],
+        loc="lower center",
+        ncol=min(len(names), 4),
+        fontsize=7,
+        frameon=False,
+    )
+    rows_of_legend = -(-len(names) // 4)
+    fig.tight_layout(rect=(0, (0.2 + 0.2 * rows_of_legend) / fig.get_figheight(), 1, 1))
+    save_figure(fig, path)
+    plt.close(fig)
+
+
+def plot_against_rho(
+    method: str, mine: dict[str, Any], references: dict[str, dict[str, Any]], path: Path
+) -> None:
+    """Steps to target (IQM, bootstrap bars; hollow markers: censored, a lower bound) against
+    rho, one panel per setting, the method beside the references."""
+    plt = pyplot()
+    settings = sorted(mine["settings"])
+    fig, axes = plt.subplots(1, len(settings), figsize=(4.6 * len(settings), 3.8), squeeze=False)
+    for ax, setting in zip(axes[0], settings, strict=True):
+        entries = {**{n: r["settings"].get(setting) for n, r in references.items()}}
+        entries[method] = mine["settings"][setting]
+        shown = {
+            n: sorted(e["rows"], key=lambda r: r["rho"])
+            for n, e in entries.items()
+            if e is not None
+        }
+        same = plotting.same_as(
+            {
+                n[:40]: ([r["rho"] for r in rs], [r["steps_iqm"] for r in rs])
+                for n, rs in shown.items()
+            }
+        )
+        for index, (name, rows) in enumerate(shown.items()):
+            x = plotting.dodged([r["rho"] for r in rows], index, len(shown))
+            y = np.array([r["steps_iqm"] for r in rows])
+            err = [y - [r["steps_low"] for r in rows], [r["steps_high"] for r in rows] - y]
+            bold = name == method
+            line = ax.errorbar(
+                x,
+                y,
+                yerr=err,
+                lw=2.2 if bold else 1,
+                color="black" if bold else None,
+                capsize=2,
+                ms=4,
+                label=plotting.label(name[:40], same),
+                **plotting.style(index),
+            )
+            for xi, r in zip(x, rows, strict=True):
+                if r["steps_bound"] != "exact":
+                    ax.plot(xi, r["steps_iqm"], "^", mfc="none", color=line[0].get_color())
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(setting[:50], fontsize=8)
+        ax.set_xlabel(f"decision density rho{plotting.dodge_note(len(shown))}", fontsize=7)
+    axes[0][0].set_ylabel("steps to target (IQM; ^ = censored, lower bound)")
+    axes[0][0].legend(fontsize=6)
+    fig.tight_layout()
+    save_figure(fig, path)
+    plt.close(fig)
