@@ -35,7 +35,10 @@ RELEASED: dict[str, str] = {
 a change is a new version."""
 REFERENCE_MANIFESTS: dict[str, dict[str, str]] = {
     "rb1": {"lite": "33ac3eb7776e2371b6b4922f32d000c069faa2b8ad236e7a75a9d57356655c1a"},
-    "rb2": {"lite": "806b776dab27a29de0d44cc7006e8ea56b124987a2ed1e39b324a33a2548abdd"},
+    "rb2": {
+        "lite": "806b776dab27a29de0d44cc7006e8ea56b124987a2ed1e39b324a33a2548abdd",
+        "paper": "ad84d5908fa609930b470410c2f9f0faf3310fe421834853261699f0a3086ae0",
+    },
 }
 """SHA-256 of the manifest of each version's shipped reference tiers
 (``baselines/references/<version>/<tier>/MANIFEST.sha256``, checked before any reference is
