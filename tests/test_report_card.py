@@ -279,6 +279,30 @@ def test_methods_equal_within_float_noise_are_one_row_with_aliases():
     assert "| a (= b) |" in board and "| b |" not in board and "- **a** = b:" in board
 
 
+def test_the_cards_pairs_that_coincide_on_the_same_cells_are_one_line():
+    """At one decision and rho 1 several references take the card's method's updates: one
+    bullet names them all (the rb2 card listed four alike), other pairs keep theirs."""
+    slower = {0: BASE[0], 9: [3000.0, 3300.0, 3780.0, None]}
+    faster = {0: BASE[0], 9: [2900.0, 3300.0, 3600.0, None]}
+    mine = scores.method_scores(runs("m", BASE))
+    refs = {
+        "c": scores.method_scores(runs("c", slower)),
+        "d": scores.method_scores(runs("d", faster)),
+        "e": scores.method_scores(runs("e", {0: [900.0, 1100.0, 1200.0, 1300.0], 9: BASE[9]})),
+    }
+    near = merging.near_misses({"m": mine, **refs})
+    assert len([n for n in near if "m" in n["methods"]]) == 3
+    lines = report.near_lines("m", near)
+    mine_lines = [line for line in lines if line.startswith("- `m` ")]
+    assert mine_lines[0] == (
+        "- `m` gives the same steps to target as `c`, `d` for every seed (within 1e-06) only on "
+        'E-v0{"floors": 2} at 0, and differs from each of them on the 1 other settings and '
+        "densities they share: kept as separate rows."
+    )
+    assert len(mine_lines) == 2 and mine_lines[1].startswith("- `m` and `e` give the same steps")
+    assert any(line.startswith("- `c` and `d` give the same") for line in lines)
+
+
 def test_no_shipped_rb1_reference_merges_and_rloo_matches_trajectory_mc_only_where_short(
     tmp_path,
 ):

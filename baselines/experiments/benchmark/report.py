@@ -140,6 +140,32 @@ def auc_cell(r: dict[str, Any]) -> str:
     return f"{r['auc_iqm']:.3f} [{r['auc_low']:.3f}, {r['auc_high']:.3f}]"
 
 
+def near_lines(method: str, near: list[dict[str, Any]]) -> list[str]:
+    """One bullet per pair of ``near`` (:func:`~.merging.near_misses`), except that the card's
+    ``method``'s pairs that coincide on the same cells are one bullet naming every other
+    method (at one decision and rho 1 many methods take the same updates: one line, not one
+    per reference)."""
+    grouped: dict[tuple, list[dict[str, Any]]] = {}
+    for n in near:
+        if method in n["methods"]:
+            grouped.setdefault(tuple(tuple(c) for c in n["coinciding"]), []).append(n)
+    lines = [f"- {n['why']}" for n in near if method not in n["methods"]]
+    for cells, pairs in grouped.items():
+        if len(pairs) == 1:
+            lines.append(f"- {pairs[0]['why']}")
+            continue
+        others = ", ".join(f"`{next(m for m in n['methods'] if m != method)}`" for n in pairs)
+        low, high = min(n["differing"] for n in pairs), max(n["differing"] for n in pairs)
+        differing = f"{low}" if low == high else f"{low} to {high}"
+        where = ", ".join(f"{s} at {v}" for s, v in cells)
+        lines.append(
+            f"- `{method}` gives the same steps to target as {others} for every seed (within "
+            f"{merging.RTOL:g}) only on {where}, and differs from each of them on the "
+            f"{differing} other settings and densities they share: kept as separate rows."
+        )
+    return lines
+
+
 def markdown(
     header: dict[str, Any],
     mine: dict[str, Any],
@@ -179,7 +205,7 @@ def markdown(
         lines += [f"- **{g['name']}** = {', '.join(g['aliases'])}: {g['why']}" for g in groups]
     if near:
         lines += ["", "## Methods that coincide on some settings only (kept apart)", ""]
-        lines += [f"- {n['why']}" for n in near]
+        lines += near_lines(method, near)
     visible = {n: r for n, r in references.items() if n not in hidden}
 
     def label(name: str) -> str:
