@@ -126,6 +126,24 @@ def test_tabular_softmax():
         snr.TabularSoftmax(np.zeros(3), np.array([0]))
 
 
+def oracle_and_trajectory(
+    env: DilutedDoorsEnv, policy: snr.TabularSoftmax, num_groups: int, seed: int
+) -> snr.SNRComparison:
+    """The perfect critic and the trajectory-level estimator (baseline 1/27, the uniform
+    policy's success) measured on the same ``num_groups`` single episodes."""
+    return snr.measure_snr(
+        env,
+        policy,
+        {
+            "oracle": lambda s, p: credit.Oracle(env, p),
+            "trajectory": credit.TrajectoryMC(baseline=1 / 27),
+        },
+        num_groups=num_groups,
+        group_size=1,
+        seed=seed,
+    )
+
+
 @pytest.mark.parametrize("param", ["per_state", "per_floor"])
 @pytest.mark.parametrize("length", [0, 4, 12])
 def test_closed_form_and_measurement_agree(length, param):
@@ -133,17 +151,7 @@ def test_closed_form_and_measurement_agree(length, param):
     rows = snr.floor_rows(env) if param == "per_floor" else np.arange(env.num_states)
     policy = snr.TabularSoftmax.shared(rows, 3)
     theory = snr.uniform_doors_snr(3, 3, length)
-    comparison = snr.measure_snr(
-        env,
-        policy,
-        {
-            "oracle": lambda s, p: credit.Oracle(env, p),
-            "trajectory": credit.TrajectoryMC(baseline=1 / 27),
-        },
-        num_groups=40_000,
-        group_size=1,
-        seed=length,
-    )
+    comparison = oracle_and_trajectory(env, policy, 40_000, seed=length)
     oracle, traj = comparison.results["oracle"], comparison.results["trajectory"]
 
     def agrees(estimate: float, low: float, high: float, truth: float) -> bool:
@@ -238,17 +246,7 @@ def test_the_gradient_snr_matches_the_closed_form_from_few_episodes(length):
     env = DilutedDoorsEnv(routine_length=length)
     policy = snr.TabularSoftmax.shared(np.arange(env.num_states), 3)
     theory = snr.uniform_doors_snr(3, 3, length)
-    comparison = snr.measure_snr(
-        env,
-        policy,
-        {
-            "oracle": lambda s, p: credit.Oracle(env, p),
-            "trajectory": credit.TrajectoryMC(baseline=1 / 27),
-        },
-        num_groups=1024,
-        group_size=1,
-        seed=length,
-    )
+    comparison = oracle_and_trajectory(env, policy, 1024, seed=length)
     oracle, traj = comparison.results["oracle"], comparison.results["trajectory"]
     for res, truth in ((oracle, theory["snr_oracle"]), (traj, theory["snr_trajectory"])):
         assert res.gradient_snr_low <= truth <= res.gradient_snr_high, (res, truth)
