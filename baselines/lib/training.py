@@ -262,7 +262,10 @@ def build(args: TrainArgs) -> tuple[Any, gym.Env, dict[str, Any]]:
         raise ValueError("policy: transformer needs --trainer batched (SB3 trains the MLP only)")
     n_envs = params.pop("n_envs", 8)
     estimator_kwargs = params.pop("estimator_kwargs", None)
-    venv = make_vec_env(args.env_id, n_envs=n_envs, seed=args.seed, env_kwargs=args.env_kwargs)
+    # render_mode given: SB3 asks for "rgb_array" otherwise, which Gymnasium warns about
+    # for an env that does not draw one
+    env_kwargs = {"render_mode": None, **args.env_kwargs}
+    venv = make_vec_env(args.env_id, n_envs=n_envs, seed=args.seed, env_kwargs=env_kwargs)
     masked = has_action_masks(eval_env)
     common = dict(seed=args.seed, device="cpu", verbose=0, **params)
     if args.tensorboard and args.out is not None:
@@ -310,9 +313,14 @@ def main(args: TrainArgs) -> RunResult:
     if args.progress:
         callbacks.append(ProgressBar(args.total_timesteps, f"{args.method} seed {args.seed}"))
     start = time.perf_counter()
-    algo.learn(args.total_timesteps, callback=callbacks)
-    while curve.next_point() is not None:  # the rest of the schedule, on the final policy
-        curve.record(curve.next_point())
+    try:
+        algo.learn(args.total_timesteps, callback=callbacks)
+        while curve.next_point() is not None:  # the rest of the schedule, on the final policy
+            curve.record(curve.next_point())
+    finally:  # SB3 leaves its csv logger and the environments open
+        algo.logger.close()
+        algo.get_env().close()
+        eval_env.close()
     reached = first_crossing(curve.timesteps, curve.success, args.target_success)
     return RunResult(
         curve.timesteps,
