@@ -347,3 +347,28 @@ def test_plan_prints_the_cost_of_each_trainer_and_where_it_was_measured(capsys):
     sb3, batched = result["sb3"]["all references"], result["batched"]["all references"]
     assert batched.runs == sb3.runs == 960 and batched.steps == sb3.steps
     assert 0 < batched.cpu_seconds < sb3.cpu_seconds / 5  # measured, not assumed
+
+
+def test_plan_prices_a_tier_from_its_own_references_when_they_ship(capsys):
+    """The paper tier's Transformer costs about 5x lite's MLP per step: priced at lite's rates
+    its references came to 0.24 CPU-h where they took 1.29. A tier with references of its own is
+    priced from them (so its total is what they took); one without, from lite's, and says so."""
+    loaded = protocol.load_protocol("rb2")
+    result = command.cli_main(["plan", "--protocol", "rb2", "--tier", "paper", "--cores", "2"])
+    text = capsys.readouterr().out
+    assert "batched: CPU seconds per step measured in the paper references (280 runs" in text
+    assert "tier paper priced at its own runs' rates" in text
+    took = sum(
+        r["cpu_time"]
+        for method in loaded.references_of(loaded.tier("paper"))
+        for r in command.load_records(protocol_runs.reference_path(loaded, "paper", method))
+    )
+    # plan prices the budgets; runs train to the end of their last rollout, about 1% more
+    assert result["batched"]["all references"].cpu_seconds == pytest.approx(took, rel=0.02)
+    assert took > 3600  # 77.5 CPU-min measured (docs/benchmark.md)
+    if "full" in protocol.REFERENCE_MANIFESTS["rb2"]:
+        return
+    command.cli_main(["plan", "--protocol", "rb2", "--tier", "full", "--cores", "2"])
+    text = capsys.readouterr().out
+    assert "measured in the lite references (2520 runs" in text
+    assert "tier full priced at the same rates (no references of its own ship" in text

@@ -449,7 +449,9 @@ def main(args: BenchmarkArgs) -> Any:
     if args.command == "leaderboard":
         return write_leaderboard(args, protocol)
     if args.command == "plan":
-        return planning.plan_costs(args, protocol, open_references(args, protocol, "lite"))
+        priced_on = planning.pricing_tier(protocol, args.tier)
+        refs = open_references(args, protocol, priced_on)
+        return planning.plan_costs(args, protocol, refs, priced_on)
     refs = open_references(args, protocol, args.tier)  # refused before any training
     if args.command == "run":
         folder = method_folder(args, args.method, protocol)

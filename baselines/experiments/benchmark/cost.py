@@ -256,10 +256,18 @@ def assumptions(
     methods: int,
     hardware: str,
     measure: str = "the median of wall_time / steps_trained",
+    priced_on: str = "lite",
+    tier: str = "lite",
 ) -> str:
     """What a :func:`sweep_cost` estimate assumes, as printed by ``plan``: ``reference_runs``
-    runs of ``methods`` methods priced it by ``measure`` per step; ``hardware`` describes this
-    machine."""
+    runs of ``methods`` methods of tier ``priced_on`` priced tier ``tier`` by ``measure`` per
+    step; ``hardware`` describes this machine."""
+    rates = (
+        "its own runs' rates"
+        if priced_on == tier
+        else "the same rates (no references of its own ship; larger batches cost less per "
+        "step, another policy more)"
+    )
     return "\n".join(
         [
             "This estimate assumes:",
@@ -268,10 +276,10 @@ def assumptions(
             "that exceeds 1",
             "- N cores = N runs at once, one per core (`run --workers N`, or N Ray workers)",
             f"- seconds per environment step = {measure} over the "
-            f"shipped lite reference runs ({reference_runs} runs of {methods} methods) of the same "
-            "method and environment (a method without references: the median of all of them), "
-            "as measured on the machine that made them (docs/benchmark.md, 'Measured cost'), "
-            f"not this one ({hardware}); other tiers' budgets priced at the same rates",
+            f"shipped {priced_on} reference runs ({reference_runs} runs of {methods} methods) of "
+            "the same method and setting (a method without references: the median of all of "
+            "them), as measured on the machine that made them (docs/benchmark.md, 'Measured "
+            f"cost'), not this one ({hardware}); tier {tier} priced at {rates}",
             "- start-up, the lab (gradient SNR at initialization) and the report card left out "
             "(measured on the lite tiers: docs/benchmark.md, 'Measured cost')",
         ]

@@ -3,9 +3,11 @@ costs, and what the estimate assumes (:mod:`~.cost` holds the cost model).
 
 Where the per-step costs come from, per trainer:
 
-- the references' trainer (the protocol's ``trainer``): the shipped lite references' own
-  rows, SB3's by their wall time per step (one run per process), the batched trainer's by
-  their CPU time per step (each run's share of its batch), per method and setting;
+- the references' trainer (the protocol's ``trainer``): the shipped references' own rows,
+  SB3's by their wall time per step (one run per process), the batched trainer's by their CPU
+  time per step (each run's share of its batch), per method and setting; the tier's own
+  references when they ship (:func:`pricing_tier`: measured at its batch sizes and on its
+  policy), else lite's;
 - the other trainer: a measured file shipped beside the protocol
   (``baselines/protocols/<version>-<trainer>-costs.json``, :func:`~.cost.measured_costs`), when
   one ships.
@@ -26,36 +28,46 @@ from baselines.lib import protocol_runs
 ALL_REFERENCES = "all references"
 
 
+def pricing_tier(protocol: protocols.Protocol, tier: str) -> str:
+    """The tier whose shipped references price ``tier``: its own when they ship (measured at
+    its batch sizes and on its policy: the paper tier's Transformer costs about 5x lite's MLP
+    per step, full's batches of 30 seeds about half of lite's batches of 10), else lite."""
+    return tier if tier in protocols.REFERENCE_MANIFESTS.get(protocol.version, {}) else "lite"
+
+
 def plan_costs(
-    args: Any, protocol: protocols.Protocol, refs: manifest.References
+    args: Any, protocol: protocols.Protocol, refs: manifest.References, priced_on: str = "lite"
 ) -> dict[str, Any]:
     """Print (and return) what ``args.tier`` costs: per method and for all references, the runs,
     steps and CPU time, and the wall time on each of ``args.cores`` cores, for each trainer
-    with measured costs (``refs``: the protocol's lite references, opened)."""
+    with measured costs (``refs``: the protocol's references of tier ``priced_on``, opened)."""
     if any(n < 1 for n in args.cores):
         raise ValueError(f"--cores must be >= 1, got {args.cores}")
     with tempfile.TemporaryDirectory() as configs:  # planning only: nothing written to --out
-        return price_tier(args, protocol, refs, Path(configs))
+        return price_tier(args, protocol, refs, Path(configs), priced_on)
 
 
 def trainer_rates(
-    protocol: protocols.Protocol, shipped: dict[str, list[dict[str, Any]]], verified: str
+    protocol: protocols.Protocol,
+    shipped: dict[str, list[dict[str, Any]]],
+    verified: str,
+    priced_on: str = "lite",
 ) -> dict[str, tuple[dict[Any, float], str]]:
     """``{trainer: (per-step seconds, where they come from)}`` for every trainer with measured
-    costs: the references' trainer from ``shipped`` (the lite references by method), the other
-    from its measured file."""
+    costs: the references' trainer from ``shipped`` (the references of tier ``priced_on`` by
+    method), the other from its measured file."""
     rates: dict[str, tuple[dict[Any, float], str]] = {}
     runs = sum(len(r) for r in shipped.values())
     if shipped and protocol.trainer == "sb3":
         rates["sb3"] = (
             cost.seconds_per_step(shipped),
-            f"seconds per step measured in the lite references ({runs} runs of {len(shipped)} "
-            f"methods, wall time of one run per process{verified})",
+            f"seconds per step measured in the {priced_on} references ({runs} runs of "
+            f"{len(shipped)} methods, wall time of one run per process{verified})",
         )
     elif shipped:
         rates["batched"] = (
             cost.batched_rates([r for recs in shipped.values() for r in recs]),
-            f"CPU seconds per step measured in the lite references ({runs} runs of "
+            f"CPU seconds per step measured in the {priced_on} references ({runs} runs of "
             f"{len(shipped)} methods, each run's share of its batch, per setting{verified})",
         )
     for trainer in ("sb3", "batched"):
@@ -71,16 +83,21 @@ def trainer_rates(
 
 
 def price_tier(
-    args: Any, protocol: protocols.Protocol, refs: manifest.References, configs: Path
+    args: Any,
+    protocol: protocols.Protocol,
+    refs: manifest.References,
+    configs: Path,
+    priced_on: str = "lite",
 ) -> dict[str, Any]:
     """:func:`plan_costs` planning in ``configs``. Returns ``{trainer: {sweep: SweepCost or
     why there is none}}`` (a batched sweep: priced on the fewest ``--cores``)."""
-    shipped = load_references(protocol, "lite", refs, configs)
+    shipped = load_references(protocol, priced_on, refs, configs)
     tier = protocol.tier(args.tier)
     references = protocol.references_of(tier)
     methods = list(dict.fromkeys([*filter(None, [args.method]), *references]))
     env_ids = args.env_id or None
-    rates = trainer_rates(protocol, shipped, "" if refs.verified else f"; {refs.status}")
+    verified = "" if refs.verified else f"; {refs.status}"
+    rates = trainer_rates(protocol, shipped, verified, priced_on)
     print(f"protocol {protocol.version} tier {args.tier}")
     for trainer in ("sb3", "batched"):
         where = rates[trainer][1] if trainer in rates else "no measured costs ship"
@@ -144,7 +161,12 @@ def price_tier(
     print(
         "\n"
         + cost.assumptions(
-            sum(len(r) for r in shipped.values()), len(shipped), report.hardware(), measure
+            sum(len(r) for r in shipped.values()),
+            len(shipped),
+            report.hardware(),
+            measure,
+            priced_on,
+            args.tier,
         )
     )
     if "batched" in rates:
