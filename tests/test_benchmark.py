@@ -294,3 +294,22 @@ def test_bad_method_is_one_clear_error(tmp_path):
         )
     with pytest.raises(ValueError, match="needs --method"):
         command.main(command.parse_args(["report", "--tier", "smoke", "--out", str(tmp_path)]))
+
+
+def test_references_compute_takes_only_the_tiers_references(tmp_path, capsys):
+    """``--methods discounted_turn`` (the protocol's reference is ``discounted_turn{"gamma":
+    0.9}``) once computed another method into the references folder under a file no table
+    reads; it is refused before anything is written, and a reference spelled with other
+    spacing is found under the protocol's spelling (its file is the shipped file's name)."""
+    out = tmp_path / "out"
+    base = ["references", "--compute", "--protocol", "rb2", "--tier", "smoke", "--out", str(out)]
+    with pytest.raises(SystemExit):
+        command.cli_main([*base, "--methods", "ppo", "discounted_turn"])
+    err = capsys.readouterr().err
+    assert "--methods ['discounted_turn']: not a reference of rb2 tier smoke" in err
+    assert len(err.strip().splitlines()) == 1 and not out.exists()
+    loaded = protocol.load_protocol("rb2")
+    assert command.reference_methods(loaded, "full", ['discounted_turn{"gamma":0.9}']) == [
+        'discounted_turn{"gamma": 0.9}'
+    ]
+    assert command.reference_methods(loaded, "full", []) == list(loaded.references_of("full"))

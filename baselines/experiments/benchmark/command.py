@@ -348,6 +348,31 @@ def merged_not_run(
     return out
 
 
+def reference_methods(protocol: protocols.Protocol, tier: str, methods: list[str]) -> list[str]:
+    """The references of ``tier`` that ``methods`` name (all when empty), spelled as the protocol
+    spells them (so their files are the shipped files' names), whatever the spacing of their
+    JSON arguments; a ``ValueError`` naming ``--methods`` for a method that is not one (it would
+    be computed into the references folder under another file name, unseen by every table)."""
+    from baselines.lib.config import check_method
+
+    listed = list(protocol.references_of(tier))
+    if not methods:
+        return listed
+
+    def canonical(text: str) -> tuple[str, str]:
+        spec = check_method(text)
+        return spec.target, json.dumps(spec.kwargs, sort_keys=True)
+
+    by_canonical = {canonical(m): m for m in listed}
+    others = [m for m in methods if canonical(m) not in by_canonical]
+    if others:
+        raise ValueError(
+            f"--methods {others}: not a reference of {protocol.version} tier {tier} (its "
+            f"references: {', '.join(listed)}); score another method with `run --method`"
+        )
+    return [by_canonical[canonical(m)] for m in methods]
+
+
 def references(args: BenchmarkArgs, protocol: protocols.Protocol) -> dict[str, Any]:
     """List the references of the tier and print their leaderboard (writing nothing); with
     ``--compute`` run them into a folder of your own first; with ``--write-manifest`` write
@@ -370,7 +395,7 @@ def references(args: BenchmarkArgs, protocol: protocols.Protocol) -> dict[str, A
     if args.compute:
         folder = args.references_dir or args.out / "references" / protocol.version / args.tier
         cli.check_output_folder(folder, "--references-dir")
-        for method in args.methods or protocol.references_of(tier):
+        for method in reference_methods(protocol, args.tier, args.methods):
             jobs = protocol_runs.plan(
                 protocol,
                 tier,
@@ -436,8 +461,7 @@ def main(args: BenchmarkArgs) -> Any:
     for method in [args.method] if args.method else []:
         check_method(method)
     if args.command == "references" and args.compute:
-        for method in args.methods or protocol.references_of(tier):
-            check_method(method)
+        reference_methods(protocol, args.tier, args.methods)  # each checked, each a reference
     if args.command in ("run", "report", "submit") or (
         args.command == "references" and args.compute
     ):
