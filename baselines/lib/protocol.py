@@ -38,6 +38,7 @@ REFERENCE_MANIFESTS: dict[str, dict[str, str]] = {
     "rb2": {
         "lite": "806b776dab27a29de0d44cc7006e8ea56b124987a2ed1e39b324a33a2548abdd",
         "paper": "ad84d5908fa609930b470410c2f9f0faf3310fe421834853261699f0a3086ae0",
+        "full": "7005f0c618e6e71d9b7bf6d0d25943cdccf0dfbd49eeb6d5fe6b280ba2e568d4",
     },
 }
 """SHA-256 of the manifest of each version's shipped reference tiers
