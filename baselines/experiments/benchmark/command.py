@@ -364,13 +364,14 @@ def reference_methods(protocol: protocols.Protocol, tier: str, methods: list[str
         return spec.target, json.dumps(spec.kwargs, sort_keys=True)
 
     by_canonical = {canonical(m): m for m in listed}
-    others = [m for m in methods if canonical(m) not in by_canonical]
+    found = [(m, by_canonical.get(canonical(m))) for m in methods]
+    others = [m for m, reference in found if reference is None]
     if others:
         raise ValueError(
             f"--methods {others}: not a reference of {protocol.version} tier {tier} (its "
             f"references: {', '.join(listed)}); score another method with `run --method`"
         )
-    return [by_canonical[canonical(m)] for m in methods]
+    return [reference for _, reference in found]
 
 
 def references(args: BenchmarkArgs, protocol: protocols.Protocol) -> dict[str, Any]:
