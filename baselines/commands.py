@@ -97,6 +97,7 @@ BENCHMARK = Group(
             "method",
             "env_id",
             "cores",
+            "trainer",
         ),
         _benchmark(
             "submit",
@@ -106,11 +107,15 @@ BENCHMARK = Group(
             "env_id",
             "lab",
             "trainer",
+            "partial",
         ),
         _benchmark(
             "verify-submission",
-            "rebuild the scores of a submission file and compare them with its card",
+            "check a submission file as data: its plan, its card and manifest rebuilt from its "
+            "rows; --rerun K trains K of its runs again (running its code)",
             "bundle",
+            "rerun",
+            "rerun_seed",
         ),
     ),
     description="Score a credit-assignment method on a versioned protocol against the shipped "

@@ -209,8 +209,8 @@ def test_a_submission_bundles_what_its_scores_rebuild_from(tmp_path, monkeypatch
     assert manifest_["drops"]["planned"] == 8
     capsys.readouterr()
     result = command.cli_main(["verify-submission", "--bundle", str(bundle)])
-    assert result["problems"] == [], result
-    assert "verified: the scores rebuild from the rows" in capsys.readouterr().out
+    assert result.problems == [], result
+    assert "verified: every part rebuilds from the rows" in capsys.readouterr().out
 
     # a changed row without a matching hash is refused as a whole, in one line
     def change_row(members):
@@ -235,9 +235,11 @@ def test_a_submission_bundles_what_its_scores_rebuild_from(tmp_path, monkeypatch
         members["SUBMISSION.json"] = json.dumps(listed).encode()
 
     forged = rewrite(bundle, tmp_path / "forged.zip", change_row_and_hash)
-    result = command.cli_main(["verify-submission", "--bundle", str(forged)])
-    assert any(p.startswith("method differs from the card") for p in result["problems"])
-    assert "NOT verified" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exit_:
+        command.cli_main(["verify-submission", "--bundle", str(forged)])
+    assert "NOT verified" in str(exit_.value.code)  # exit status 1: a message, not 2
+    out = capsys.readouterr().out
+    assert "PROBLEM: report/report.md differs from its rebuild" in out, out
     sys.modules.pop("rb2_outside", None)
 
 

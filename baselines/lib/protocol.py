@@ -220,6 +220,11 @@ class Protocol:
         return yaml.safe_dump(self.hyperparameters[section], sort_keys=True)
 
 
+def known_versions() -> list[str]:
+    """The protocol versions this checkout has (a file each in ``baselines/protocols/``)."""
+    return sorted(p.stem for p in PROTOCOL_DIR.glob("*.yaml"))
+
+
 def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 

@@ -90,14 +90,22 @@ def plan(
     config_folder: Path,
     env_ids: list[str] | None = None,
     trainer: str = training_runs.DEFAULT_TRAINER,
+    code: str | None = None,
 ) -> list[dict[str, Any]]:
     """Every run of ``method`` in ``tier`` (or only its settings on ``env_ids``) on ``trainer``
     (:data:`~baselines.lib.training_runs.TRAINERS`), validated before any training: the method
     resolves (outside code is imported here), the hyperparameters the trainer will read equal
-    the protocol's, the trainer can train it (one line naming ``--trainer``)."""
-    from baselines.lib.config import check_method, load_hyperparameters
+    the protocol's, the trainer can train it (one line naming ``--trainer``).
 
-    spec = check_method(method)
+    ``code``: for outside code (``package.module:Name``), its code fingerprint, given instead of
+    importing it: the runs are then planned as data (what a verifier of someone else's
+    submission does), with the protocol's hyperparameters and nothing of the method run."""
+    from baselines.lib.config import check_method, load_hyperparameters
+    from routine_envs import plugins
+
+    spec = plugins.parse_spec(method, "method") if code is not None else check_method(method)
+    if code is not None and not plugins.is_import_path(spec.target):
+        raise ValueError(f"method {method!r}: only outside code is planned from its fingerprint")
     configs = write_configs(protocol, config_folder)
     chosen = [s for s in tier.settings if env_ids is None or s.env_id in env_ids]
     if env_ids is not None:
@@ -109,7 +117,21 @@ def plan(
         wanted = protocol.method_hyperparameters(setting.section, spec.target)
         if spec.kwargs:
             wanted["estimator_kwargs"] = {**wanted.get("estimator_kwargs", {}), **spec.kwargs}
-        got = load_hyperparameters(setting.env_id, spec, configs[setting.section])
+        described = None
+        if code is not None:
+            estimator = {"name": spec.target, "kwargs": wanted.get("estimator_kwargs") or {}}
+            described = {
+                method: {
+                    "label": spec.text,
+                    "hyperparameters": wanted,
+                    "estimator": {**estimator, "code": code},
+                }
+            }
+        got = (
+            wanted
+            if code is not None
+            else load_hyperparameters(setting.env_id, spec, configs[setting.section])
+        )
         if got != wanted:
             raise ValueError(
                 f"the trainer's hyperparameters for {method} on {setting.env_id} differ from "
@@ -129,6 +151,7 @@ def plan(
             protocol.target,
             configs[setting.section],
             trainer=trainer,
+            described=described,
         )
         for job in runs:
             job.update(

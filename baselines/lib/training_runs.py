@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
@@ -280,6 +280,7 @@ def training_jobs(
     config: Path | None = None,
     extra: Callable[[Any], dict[str, Any]] | None = None,
     trainer: str = DEFAULT_TRAINER,
+    described: Mapping[str, dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """One job per density value x method x seed; the env is built once per value (bad kwargs
     fail here). The budget in steps is ``max(budget_episodes * longest episode,
@@ -287,15 +288,19 @@ def training_jobs(
     adds fields to every job of a value. Each method's spec is parsed once
     (:func:`~baselines.lib.specs.parse_method`), its hyperparameters read once. ``trainer``
     (:data:`TRAINERS`) is recorded in every job; what it cannot train (:func:`check_supported`)
-    is refused here, one line naming ``--trainer``."""
+    is refused here, one line naming ``--trainer``. ``described``: per method, its ``label``,
+    ``hyperparameters`` and ``estimator`` identity given by the caller instead of parsed (outside
+    code that must not be imported: a submission's verifier plans its runs as data)."""
     import gymnasium as gym
 
     from baselines.lib import provenance
     from baselines.lib.config import load_hyperparameters
     from baselines.lib.specs import parse_method
 
-    per_method = {}
+    per_method = {m: dict(d) for m, d in (described or {}).items()}
     for method in methods:
+        if method in per_method:
+            continue
         spec = parse_method(method)
         hyper = load_hyperparameters(env_id, spec, config)
         kwargs = hyper.get("estimator_kwargs") or {}
@@ -310,7 +315,9 @@ def training_jobs(
     for value in values:
         kwargs = {**env_kwargs, density_kwarg: value}
         for method in methods:
-            check_supported(trainer, env_id, kwargs, method, per_method[method]["hyperparameters"])
+            if method not in (described or {}):
+                hyper = per_method[method]["hyperparameters"]
+                check_supported(trainer, env_id, kwargs, method, hyper)
         env = gym.make(env_id, **kwargs).unwrapped
         episode_length = getattr(env, "max_episode_length", None) or env.spec.max_episode_steps
         budget = max(budget_episodes * int(episode_length), min_budget_steps)

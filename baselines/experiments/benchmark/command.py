@@ -31,12 +31,12 @@ from __future__ import annotations
 import json
 import tempfile
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from baselines.experiments.benchmark import (
+    card,
     drops,
     manifest,
     merging,
@@ -46,6 +46,7 @@ from baselines.experiments.benchmark import (
     report,
     scores,
     submission,
+    verification,
 )
 from baselines.experiments.benchmark import lab as benchmark_lab
 from baselines.experiments.benchmark.reading import (
@@ -57,7 +58,7 @@ from baselines.lib import cli, protocol_runs, training_runs
 from baselines.lib import protocol as protocols
 from baselines.lib.backend import BackendArgs
 from baselines.lib.results import write_atomic
-from baselines.lib.specs import parse_method
+from routine_envs.cli import CommandFailed
 
 COMMANDS = (
     "run",
@@ -140,6 +141,26 @@ class BenchmarkArgs(BackendArgs):
         default=None,
         metadata={"help": "verify-submission: the submission file (submission.zip) to check"},
     )
+    partial: bool = field(
+        default=False,
+        metadata={
+            "help": "submit: bundle the runs done so far although some planned runs are missing "
+            "(a partial submission: its card and its check say which runs are in)"
+        },
+    )
+    rerun: int = field(
+        default=0,
+        metadata={
+            "help": "verify-submission: train this many of the bundle's runs again and compare "
+            "them bit for bit. THIS RUNS THE SUBMITTER'S CODE (the bundle's method source), in a "
+            "subprocess; without it nothing of the bundle is imported or run",
+            "min": 0,
+        },
+    )
+    rerun_seed: int = field(
+        default=0,
+        metadata={"help": "verify-submission: the seed that chooses which runs --rerun trains"},
+    )
     cores: list[int] = field(
         default_factory=lambda: [2, 8, 32, 128],
         metadata={"help": "plan: numbers of cores to give the expected wall time for"},
@@ -192,10 +213,11 @@ def make_report(
     ``time.perf_counter()`` when the command started."""
     folder = method_folder(args, args.method, protocol)
     configs = args.out / "configs"
-    env_ids = args.env_id or None
-    trainer = trainer_of(args, protocol)
+    settings = card_settings(args, protocol)
     tier = protocol.tier(args.tier)
-    jobs = protocol_runs.plan(protocol, tier, args.method, configs, env_ids, trainer)
+    jobs = protocol_runs.plan(
+        protocol, tier, args.method, configs, settings.env_ids, settings.trainer
+    )
     results = folder / "results.jsonl"
     records = protocol_runs.current_records(load_records(results), jobs)
     if not records:
@@ -203,75 +225,47 @@ def make_report(
             f"no runs of {args.method!r} under protocol {protocol.version} tier {args.tier}'s "
             f"current settings in {folder}: run it first"
         )
-    references = {
-        name: kept
-        for name, recs in load_references(
-            protocol, args.tier, refs, configs, skip=args.method
-        ).items()
-        if (kept := [r for r in recs if env_ids is None or r["env_id"] in env_ids])
-    }
+    references = references_on(
+        load_references(protocol, args.tier, refs, configs, skip=args.method), settings.env_ids
+    )
     lab = benchmark_lab.lab_rows(
         protocol,
         tier,
         [args.method, *references],
-        env_ids,
+        settings.env_ids,
         measure=args.lab,
         cache=benchmark_lab.read_lab(refs.folder),
     )
-    reads = privileged.privileged_of({args.method: records, **references})
-    versions = report.versions_of(records)
-    ref_versions = [v for recs in references.values() for v in report.versions_of(recs)]
-    header = {
-        "method": parse_method(args.method).label(),  # a privileged method says so
-        "privileged fields read": privileged.privileged_text(reads[args.method]),
-        "protocol": f"{protocol.version} ({protocol.status}, sha256 {protocol.sha256[:12]}), "
-        f"tier {args.tier}",
-        "runs": f"{len(records)} of {tier.num_runs_per_method}",
-        "trainer": trainer
-        + (
-            f"; the references: {protocol.trainer} (the trainers' equivalence: docs/batched.md)"
-            if trainer != protocol.trainer
-            else ""
-        ),
-        "seeds": ", ".join(map(str, tier.seeds)),
-        "package versions": json.dumps(versions),
-        "references": ", ".join(f"{n} ({len(r)} runs)" for n, r in references.items()) or "none",
-        "reference files": refs.status,
-        "git commit": report.git_commit(Path(__file__).parent),
-        "hardware": report.hardware(),
-    }
-    if not refs.verified:
-        header = {"unverified references": refs.status, **header}
-    if any(v not in versions for v in ref_versions):
-        header["note"] = "some references were made with other package versions: " + json.dumps(
-            [v for v in ref_versions if v not in versions]
-        )
-    files = Counter(
-        r["protocol"]["sha256"][:12] for recs in references.values() for r in recs
-    ) + Counter(r["protocol"]["sha256"][:12] for r in records)
-    if set(files) != {protocol.sha256[:12]}:
-        header["protocol files of the runs"] = (
-            ", ".join(f"sha256 {sha} ({n} runs)" for sha, n in sorted(files.items()))
-            + f": files of {protocol.version} the runs were made under (this one is "
-            f"{protocol.sha256[:12]}); every run read here has this file's settings (runs are "
-            "keyed by their settings, not by the file hash)"
-        )
-    drops_manifest = drops.drops_manifest(jobs, records, drops.failed_runs(results))
-    report.write_report(
+    card.write(
         folder / "report",
-        header,
+        protocol,
+        settings,
         records,
         references,
+        refs,
         lab,
-        drops_manifest,
-        started,
-        decision_axes=tier.axes(),
-        privileged=reads,
-        paper_snr=None
-        if tier.snr is None
-        else paper.snr_rows(protocol, tier, [args.method] if args.lab else []),
+        drops.drops_manifest(jobs, records, drops.failed_runs(results)),
+        card.reads_of(args.method, records, references),
+        card.claims_now(started),
     )
     return folder / "report"
+
+
+def card_settings(args: BenchmarkArgs, protocol: protocols.Protocol) -> card.CardSettings:
+    """What the card of ``args`` is of."""
+    env_ids = tuple(args.env_id) if args.env_id else None
+    return card.CardSettings(args.method, args.tier, trainer_of(args, protocol), env_ids, args.lab)
+
+
+def references_on(
+    references: dict[str, list[dict[str, Any]]], env_ids: tuple[str, ...] | None
+) -> dict[str, list[dict[str, Any]]]:
+    """The references' runs on ``env_ids`` (all where ``None``), methods without any left out."""
+    return {
+        name: kept
+        for name, recs in references.items()
+        if (kept := [r for r in recs if env_ids is None or r["env_id"] in env_ids])
+    }
 
 
 def list_references(
@@ -498,107 +492,72 @@ def main(args: BenchmarkArgs) -> Any:
     return path
 
 
-def submit(args: BenchmarkArgs, protocol: protocols.Protocol, card: Path) -> Path:
+def submit(args: BenchmarkArgs, protocol: protocols.Protocol, card_folder: Path) -> Path:
     """Bundle the card just written with the rows it scored, the drops manifest and the
-    method's source into ``<method folder>/submission.zip`` (:mod:`~.submission`); its path."""
-    trainer = trainer_of(args, protocol)
+    method's source into ``<method folder>/submission.zip`` (:mod:`~.submission`); its path.
+    A bundle with planned runs missing (neither finished nor failed) is refused unless
+    ``--partial``."""
+    scores_ = json.loads((card_folder / "scores.json").read_text())
+    total = scores_["drops"]["total"]
+    if total["missing"] and not args.partial:
+        raise ValueError(
+            f"--method {args.method}: {total['missing']} of {total['planned']} planned runs are "
+            "missing (run resumes them); --partial bundles the runs done so far as a partial "
+            "submission"
+        )
+    settings = card_settings(args, protocol)
     jobs = protocol_runs.plan(
         protocol,
         protocol.tier(args.tier),
         args.method,
         args.out / "configs",
-        args.env_id or None,
-        trainer,
+        list(settings.env_ids) if settings.env_ids else None,
+        settings.trainer,
     )
-    records = protocol_runs.current_records(load_records(card.parent / "results.jsonl"), jobs)
-    read = privileged.privileged_of({args.method: records})[args.method]
-    summary = submission.summary_fields(protocol, args.tier, trainer, read, records)
-    summary["env_ids"] = args.env_id or None  # the card's --env-id: the settings it scored
-    path = submission.build(card.parent, records, summary, args.method)
+    records = protocol_runs.current_records(
+        load_records(card_folder.parent / "results.jsonl"), jobs
+    )
+    summary = submission.summary_fields(
+        protocol,
+        args.tier,
+        settings.trainer,
+        list(settings.env_ids) if settings.env_ids else None,
+        tuple(scores_["privileged_fields"].get(args.method, [])),
+        records,
+        scores_["claims"],
+        complete=not total["missing"],
+    )
+    path = submission.build(card_folder.parent, records, summary, args.method)
     print(
-        f"submission: {path} ({len(records)} runs, the card, the drops manifest"
+        f"submission: {path} ({len(records)} runs"
+        + (f", a partial one: {total['missing']} planned runs missing" if total["missing"] else "")
+        + ", the card, the drops manifest"
         + (", the method's source" if submission.method_source(args.method) else "")
-        + "); anyone can rebuild its scores with: python -m baselines benchmark "
+        + "); anyone can check it with: python -m baselines benchmark "
         f"verify-submission --bundle {path}"
     )
     return path
 
 
-def verify_submission(args: BenchmarkArgs) -> dict[str, Any]:
-    """Read ``--bundle`` as untrusted input, check its members and rows, rebuild the method's
-    scores against the shipped references and compare them with its card; print one line per
-    finding and return them (``{"problems": [...], "checked": [...]}``)."""
-    from baselines.lib.config import check_method
-
-    if args.bundle is None:
+def verify_submission(args: BenchmarkArgs) -> verification.Verdict:
+    """Verify ``--bundle`` as data (:mod:`~.verification`), print one line per finding and the
+    verdict. Exit status: 0 verified, 1 not verified (:class:`~routine_envs.cli.CommandFailed`),
+    2 bad usage or a bundle that cannot be read (``ValueError``)."""
+    if args.bundle is None or not str(args.bundle):
         raise ValueError("verify-submission needs --bundle FILE (a submission.zip)")
-    members = submission.read(args.bundle)
-    manifest_ = json.loads(members["SUBMISSION.json"])
-    try:
-        version, digest = manifest_["protocol"]["version"], manifest_["protocol"]["sha256"]
-        tier, method, trainer = manifest_["tier"], manifest_["method"], manifest_["trainer"]
-        bundled = json.loads(members["report/scores.json"])
-        bundled["header"]["method"]
-    except (KeyError, TypeError, ValueError):
-        raise submission.InvalidSubmission(
-            f"--bundle {args.bundle}: SUBMISSION.json or scores.json lacks its protocol, tier, "
-            "method or trainer"
-        ) from None
-    protocol = protocols.load_protocol(str(version))
-    problems, checked = [], [f"{len(members)} members match their SHA-256 in SUBMISSION.json"]
-    if digest != protocol.sha256:
-        problems.append(
-            f"made under another file of {version} (sha256 {str(digest)[:12]}, this checkout's "
-            f"{protocol.sha256[:12]}): scores are rebuilt with this checkout's settings"
-        )
-    records = submission.rows_of(members)
-    checked.append(f"results.jsonl: {len(records)} valid rows")
-    if any(
-        r.get("protocol", {}).get("version") != version or r.get("tier") != tier for r in records
-    ):
-        problems.append(f"some rows are not runs of {version} tier {tier}")
-    env_ids = manifest_.get("env_ids")
-    env_ids = [str(e) for e in env_ids] if isinstance(env_ids, list) else None
-    try:
-        check_method(method)
-        with tempfile.TemporaryDirectory() as configs:
-            jobs = protocol_runs.plan(
-                protocol, protocol.tier(tier), method, Path(configs), env_ids, trainer
-            )
-    except ValueError as err:
-        checked.append(
-            f"plan not checked: {str(err)[:160]} (the bundle's method/ file is its source: put "
-            "it on PYTHONPATH to check that every row is a run of the plan)"
-        )
-    else:
-        keys = {protocol_runs.run_key(job) for job in jobs}
-        stray = [r for r in records if r.get("key") not in keys]
-        if stray:
-            problems.append(f"{len(stray)} rows are not runs of the plan of {method} on {trainer}")
-        else:
-            checked.append(
-                f"every row is a run of {method}'s plan on {trainer} ({len(jobs)} planned)"
-            )
-    refs = manifest.open_references(protocol, tier)
-    with tempfile.TemporaryDirectory() as configs:
-        references = {
-            n: recs
-            for n, recs in load_references(protocol, tier, refs, Path(configs)).items()
-            if n != bundled["header"]["method"]
-        }
-    for part, found in submission.rebuild(
-        records, bundled, references, protocol.tier(tier).axes()
-    ).items():
-        if found:
-            problems.append(f"{part} differs from the card: " + "; ".join(found[:3]))
-        else:
-            checked.append(f"{part}: rebuilt from the rows, identical to the card")
-    for line in checked:
+    verdict = verification.verify(args.bundle, args.rerun, args.rerun_seed)
+    for line in verdict.checked:
         print(f"ok: {line}")
-    for line in problems:
+    for line in verdict.problems:
         print(f"PROBLEM: {line}")
-    print("verified: the scores rebuild from the rows" if not problems else "NOT verified")
-    return {"problems": problems, "checked": checked}
+    if not verdict.verified:
+        print("NOT verified")
+        raise CommandFailed(
+            f"--bundle {args.bundle}: NOT verified ({len(verdict.problems)} problems)"
+        )
+    reruns = f"; reruns matched: {', '.join(verdict.reruns)}" if verdict.reruns else ""
+    print(f"verified: every part rebuilds from the rows{reruns}")
+    return verdict
 
 
 def parse_args(argv: list[str] | None = None) -> BenchmarkArgs:

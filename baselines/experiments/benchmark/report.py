@@ -329,6 +329,7 @@ def write_report(
     decision_axes: list[Any] | None = None,
     paper_snr: list[dict[str, Any]] | None = None,
     privileged: dict[str, tuple[str, ...]] | None = None,
+    claims: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Compute the scores and write the report card into ``folder``; return the scores.
 
@@ -340,7 +341,9 @@ def write_report(
     ``drops_manifest``: what became of every planned run (:func:`~.drops.drops_manifest`),
     written as ``drops.csv``/``drops.json`` and shown beside each setting's scores. ``started``:
     ``time.perf_counter()`` at the command's start; the header's ``wall time`` then ends with
-    the command's true wall time up to the card (figures and scores included)."""
+    the command's true wall time up to the card (figures and scores included). ``claims``:
+    what the card says of the machine that made it (:data:`~.card.CLAIMS`), kept in
+    ``scores.json`` so the card can be rebuilt from its rows."""
     folder.mkdir(parents=True, exist_ok=True)
     mine = scores.method_scores(records)
     ref_scores = {name: scores.method_scores(recs) for name, recs in references.items()}
@@ -399,6 +402,7 @@ def write_report(
         "near_equivalent_methods": near,
         "decisions_axes": decisions,
         "privileged_fields": {n: list(f) for n, f in (privileged or {}).items()},
+        **({"claims": claims} if claims is not None else {}),
         **({"drops": drops_manifest} if drops_manifest is not None else {}),
     }
     write_atomic(folder / "scores.json", json.dumps(result, indent=1, allow_nan=False))

@@ -27,18 +27,26 @@ import hashlib
 import io
 import json
 import re
+import stat
 import tempfile
-import time
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from baselines.lib import untrusted
+
 NAME = "submission.zip"
 FORMAT = "routine-envs submission 1"
+MAX_ARCHIVE_BYTES = 100_000_000
+"""A bundle file larger than this is refused before it is read (the full tier's bundle of one
+method is about 4 MB)."""
 MAX_MEMBER_BYTES = 50_000_000
 """A member larger than this (uncompressed) is refused before it is read."""
+MAX_JSON_BYTES = 20_000_000
+"""``SUBMISSION.json`` and ``scores.json`` larger than this are refused before parsing."""
 MAX_TOTAL_BYTES = 200_000_000
+SHA256 = re.compile(r"[0-9a-f]{64}")
 MAX_MEMBERS = 64
 MEMBER = re.compile(
     r"(SUBMISSION\.json|results\.jsonl|report/[A-Za-z0-9_.-]+|method/[A-Za-z0-9_.-]+\.py)"
@@ -102,6 +110,28 @@ def headline(scores: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def rows_bytes(records: list[dict[str, Any]]) -> bytes:
+    """``results.jsonl`` of a bundle: one canonical JSON line per row, in the order given."""
+    return "".join(json.dumps(r, sort_keys=True) + "\n" for r in records).encode()
+
+
+def manifest_of(
+    members: Mapping[str, bytes], summary: Mapping[str, Any], method: str
+) -> dict[str, Any]:
+    """``SUBMISSION.json`` of a bundle of ``members`` (every other member): ``summary``
+    (:func:`summary_fields`), the method, the card's headline and drops totals, and the SHA-256
+    of every member. The verifier rebuilds it the same way and compares it whole."""
+    scores = json.loads(members["report/scores.json"])
+    return {
+        "format": FORMAT,
+        **summary,
+        "method": method,
+        "headline": headline(scores),
+        "drops": scores.get("drops", {}).get("total"),
+        "files": {name: sha256(data) for name, data in sorted(members.items())},
+    }
+
+
 def build(
     folder: Path,
     records: list[dict[str, Any]],
@@ -123,24 +153,14 @@ def build(
         raise ValueError(
             f"{report}: no report card ({', '.join(missing)} missing): run report first"
         )
-    members: dict[str, bytes] = {
-        "results.jsonl": "".join(json.dumps(r, sort_keys=True) + "\n" for r in records).encode()
-    }
+    members: dict[str, bytes] = {"results.jsonl": rows_bytes(records)}
     for name in REPORT_FILES:
         if (report / name).is_file():
             members[f"report/{name}"] = (report / name).read_bytes()
     source = method_source(method)
     if source is not None:
         members[f"method/{source.name}"] = source.read_bytes()
-    scores = json.loads(members["report/scores.json"])
-    manifest = {
-        "format": FORMAT,
-        **summary,
-        "method": method,
-        "headline": headline(scores),
-        "drops": scores.get("drops", {}).get("total"),
-        "files": {name: sha256(data) for name, data in sorted(members.items())},
-    }
+    manifest = manifest_of(members, summary, method)
     members["SUBMISSION.json"] = json.dumps(manifest, indent=1, sort_keys=True).encode()
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as bundle:
@@ -153,79 +173,111 @@ def build(
     return path
 
 
+def is_link_or_special(info: zipfile.ZipInfo) -> bool:
+    """Whether a zip member is stored as a symbolic link, a folder or any file type but a
+    regular file (its Unix mode, where the archive records one)."""
+    mode = info.external_attr >> 16
+    kind = stat.S_IFMT(mode)
+    return info.is_dir() or (kind != 0 and kind != stat.S_IFREG)
+
+
 def read(path: Path) -> dict[str, bytes]:
-    """The members of a bundle, checked as untrusted input: a zip file of at most
-    :data:`MAX_MEMBERS` members named as :data:`MEMBER` allows, none larger than
+    """The members of a bundle, checked as untrusted input before anything is parsed: a regular
+    file (no device, FIFO or symbolic link: checked before opening) of at most
+    :data:`MAX_ARCHIVE_BYTES`, a zip archive of at most :data:`MAX_MEMBERS` regular members
+    named as :data:`MEMBER` allows (so none outside its root), none larger than
     :data:`MAX_MEMBER_BYTES` uncompressed (checked while reading, whatever the header says),
-    :data:`MAX_TOTAL_BYTES` in all; every member but ``SUBMISSION.json`` listed there with its
-    SHA-256.
+    :data:`MAX_TOTAL_BYTES` in all; ``SUBMISSION.json`` at most :data:`MAX_JSON_BYTES` and
+    nested at most :data:`~baselines.lib.untrusted.MAX_JSON_DEPTH` levels; every other member
+    listed there with its SHA-256.
 
     Raises:
-        InvalidSubmission: one line naming the member or the file.
+        InvalidSubmission: one line naming the member or the file and the limit.
     """
+    where = f"--bundle {str(path)[:200]}"
     try:
-        bundle = zipfile.ZipFile(path)
-    except (OSError, zipfile.BadZipFile) as err:
-        raise InvalidSubmission(
-            f"--bundle {path}: not a submission file ({str(err)[:120]})"
-        ) from None
+        data = untrusted.read_regular_file(Path(path), MAX_ARCHIVE_BYTES, where)
+    except untrusted.Refused as err:
+        raise InvalidSubmission(str(err)) from None
+    try:
+        bundle = zipfile.ZipFile(io.BytesIO(data))
+    except (OSError, zipfile.BadZipFile, ValueError) as err:
+        raise InvalidSubmission(f"{where}: not a submission file ({str(err)[:120]})") from None
     members: dict[str, bytes] = {}
     total = 0
     with bundle:
         infos = bundle.infolist()
         if len(infos) > MAX_MEMBERS:
             raise InvalidSubmission(
-                f"--bundle {path}: {len(infos)} members, more than a submission holds"
+                f"{where}: {len(infos)} members, more than the {MAX_MEMBERS} a submission holds"
             )
         for info in infos:
             name = info.filename
             if not MEMBER.fullmatch(name) or name in members:
-                raise InvalidSubmission(f"--bundle {path}: unexpected member {name[:80]!r}")
+                raise InvalidSubmission(f"{where}: unexpected member {name[:80]!r}")
+            if is_link_or_special(info):
+                raise InvalidSubmission(
+                    f"{where}: member {name} is a link or a folder, not a regular file"
+                )
             if info.file_size > MAX_MEMBER_BYTES:
-                raise InvalidSubmission(f"--bundle {path}: member {name} is too large")
+                raise InvalidSubmission(
+                    f"{where}: member {name} is too large ({info.file_size:,} bytes, at most "
+                    f"{MAX_MEMBER_BYTES:,})"
+                )
             try:
                 with bundle.open(info) as handle:
-                    data = handle.read(MAX_MEMBER_BYTES + 1)
-            except (OSError, zipfile.BadZipFile, RuntimeError, ValueError) as err:
+                    content = handle.read(MAX_MEMBER_BYTES + 1)
+            except (OSError, zipfile.BadZipFile, RuntimeError, ValueError, EOFError) as err:
                 raise InvalidSubmission(
-                    f"--bundle {path}: member {name} cannot be read ({str(err)[:120]})"
+                    f"{where}: member {name} cannot be read ({str(err)[:120]})"
                 ) from None
-            if len(data) > MAX_MEMBER_BYTES:
-                raise InvalidSubmission(f"--bundle {path}: member {name} is too large")
-            total += len(data)
+            if len(content) > MAX_MEMBER_BYTES:
+                raise InvalidSubmission(
+                    f"{where}: member {name} is too large (more than {MAX_MEMBER_BYTES:,} bytes)"
+                )
+            total += len(content)
             if total > MAX_TOTAL_BYTES:
-                raise InvalidSubmission(f"--bundle {path}: more data than a submission holds")
-            members[name] = data
+                raise InvalidSubmission(
+                    f"{where}: more than the {MAX_TOTAL_BYTES:,} bytes a submission holds"
+                )
+            members[name] = content
     if "SUBMISSION.json" not in members:
-        raise InvalidSubmission(f"--bundle {path}: no SUBMISSION.json")
-    try:
-        manifest = json.loads(members["SUBMISSION.json"])
-    except ValueError:
-        raise InvalidSubmission(f"--bundle {path}: SUBMISSION.json is not JSON") from None
+        raise InvalidSubmission(f"{where}: no SUBMISSION.json")
+    manifest = json_member(members, "SUBMISSION.json", where)
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise InvalidSubmission(f"--bundle {path}: SUBMISSION.json is not a {FORMAT!r} manifest")
+        raise InvalidSubmission(f"{where}: SUBMISSION.json is not a {FORMAT!r} manifest")
     files = manifest.get("files")
-    if not isinstance(files, dict):
-        raise InvalidSubmission(f"--bundle {path}: SUBMISSION.json lists no files")
+    if not isinstance(files, dict) or not all(
+        isinstance(v, str) and SHA256.fullmatch(v) for v in files.values()
+    ):
+        raise InvalidSubmission(f"{where}: SUBMISSION.json lists no files with their SHA-256")
     for name in members:
         if name == "SUBMISSION.json":
             continue
         want = files.get(name)
         if not isinstance(want, str):
-            raise InvalidSubmission(
-                f"--bundle {path}: member {name} is not listed in SUBMISSION.json"
-            )
+            raise InvalidSubmission(f"{where}: member {name} is not listed in SUBMISSION.json")
         if sha256(members[name]) != want:
             raise InvalidSubmission(
-                f"--bundle {path}: member {name} differs from its SHA-256 in SUBMISSION.json"
+                f"{where}: member {name} differs from its SHA-256 in SUBMISSION.json"
             )
     absent = sorted(set(files) - set(members))
     if absent:
-        raise InvalidSubmission(f"--bundle {path}: listed member {absent[0][:80]} is missing")
+        raise InvalidSubmission(f"{where}: listed member {str(absent[0])[:80]} is missing")
     for needed in ("results.jsonl", "report/scores.json"):
         if needed not in members:
-            raise InvalidSubmission(f"--bundle {path}: no {needed}")
+            raise InvalidSubmission(f"{where}: no {needed}")
+    json_member(members, "report/scores.json", where)  # refused here if too deep or too large
     return members
+
+
+def json_member(members: Mapping[str, bytes], name: str, where: str = "the bundle") -> Any:
+    """The JSON value of member ``name``, read as untrusted (at most :data:`MAX_JSON_BYTES`,
+    nested at most :data:`~baselines.lib.untrusted.MAX_JSON_DEPTH` levels)."""
+    try:
+        return untrusted.loads(members[name], f"{where}: member {name}", MAX_JSON_BYTES)
+    except untrusted.Refused as err:
+        raise InvalidSubmission(str(err)) from None
 
 
 def rows_of(members: Mapping[str, bytes]) -> list[dict[str, Any]]:
@@ -235,6 +287,12 @@ def rows_of(members: Mapping[str, bytes]) -> list[dict[str, Any]]:
     from baselines.lib.records import upgrade
     from baselines.lib.results import ResultsFile
 
+    try:
+        untrusted.check_json_text(
+            members["results.jsonl"], "member results.jsonl", MAX_MEMBER_BYTES
+        )
+    except untrusted.Refused as err:
+        raise InvalidSubmission(str(err)) from None
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "results.jsonl"
         path.write_bytes(members["results.jsonl"])
@@ -271,55 +329,26 @@ def summary_fields(
     protocol: Any,
     tier: str,
     trainer: str,
+    env_ids: list[str] | None,
     privileged: tuple[str, ...],
     records: list[dict[str, Any]],
+    claims: Mapping[str, Any],
+    complete: bool,
 ) -> dict[str, Any]:
-    """What ``SUBMISSION.json`` says of the runs beside the files."""
+    """What ``SUBMISSION.json`` says of the runs beside the files: each part a function of the
+    rows and the card's ``claims`` (its git commit), so the verifier rebuilds it. ``complete``:
+    whether every planned run of the chosen settings finished or is declared failed (else the
+    bundle is a partial one)."""
     from baselines.experiments.benchmark import report
 
     return {
         "protocol": {"version": protocol.version, "sha256": protocol.sha256},
         "tier": tier,
         "trainer": trainer,
+        "env_ids": env_ids,
+        "partial": not complete,
         "privileged_fields_read": list(privileged),
         "runs": len(records),
-        "git_commit": report.git_commit(Path(__file__).parent),
+        "git_commit": claims["git commit"],
         "package_versions": report.versions_of(records),
-        "created": time.strftime("%Y-%m-%d", time.gmtime()),
-    }
-
-
-def rebuild(
-    records: list[dict[str, Any]],
-    bundled: Mapping[str, Any],
-    references: Mapping[str, list[dict[str, Any]]],
-    decision_axes: list[Any],
-) -> dict[str, list[str]]:
-    """Rebuild the method's scores from its ``records`` and compare each part with the card's
-    ``scores.json`` (``bundled``): ``{part: differences}`` for ``method`` (every per-density
-    score and exponent), ``ratios`` (to the ``references``, the shipped ones) and
-    ``decisions_axes`` (the method's entries); empty lists where the rebuild is identical."""
-    from baselines.experiments.benchmark import axes, scores
-
-    mine = scores.method_scores(records)
-    shipped = {name: scores.method_scores(recs) for name, recs in references.items()}
-    ratios = scores.compare_to_references(mine, shipped)
-    name = bundled["header"]["method"]
-    rebuilt_axes = axes.all_axes({name: mine, **shipped}, decision_axes)
-    mine_axes = [{**a, "methods": {name: a["methods"].get(name)}} for a in rebuilt_axes]
-    theirs_axes = [
-        {**a, "methods": {name: a["methods"].get(name)}} for a in bundled.get("decisions_axes", [])
-    ]
-    canonical = json.loads(json.dumps({"m": mine, "r": ratios, "a": mine_axes}))
-    return {
-        "method": compare(canonical["m"], bundled["method"], "method"),
-        "ratios": compare(
-            canonical["r"],
-            {
-                s: {n: r for n, r in rs.items() if n in references}
-                for s, rs in bundled["ratios"].items()
-            },
-            "ratios",
-        ),
-        "decisions_axes": compare(canonical["a"], theirs_axes, "decisions_axes"),
     }

@@ -1,0 +1,174 @@
+"""A method's report card as a pure function of what it is computed from.
+
+``report --method SPEC`` and ``verify-submission`` build a card the same way: from the method's
+rows, the shipped references, the lab rows, the drops manifest, the privileged fields each method
+read and three *claims* of the machine that made it (git commit, hardware, the command's wall
+time), which are facts of that machine no one else can rebuild. Everything else in the card is
+derived here, so the verifier rebuilds every file of a submitted card from its rows and compares
+them byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from baselines.experiments.benchmark import manifest, paper, privileged, report
+from baselines.lib import protocol as protocols
+from routine_envs import plugins
+
+Record = dict[str, Any]
+CLAIMS = ("git commit", "hardware", "command seconds")
+"""What a card says of the machine that made it, not rebuilt from its rows."""
+
+
+@dataclass(frozen=True)
+class CardSettings:
+    """What a card is of: the method spec, the tier, the trainer, the settings' env ids
+    (``None``: every setting of the tier) and whether the lab measured the method."""
+
+    method: str
+    tier: str
+    trainer: str
+    env_ids: tuple[str, ...] | None = None
+    lab: bool = True
+
+
+def claims_now(started: float) -> dict[str, Any]:
+    """This machine's claims (:data:`CLAIMS`) for a card made by a command that started at
+    ``started`` (``time.perf_counter()``)."""
+    return {
+        "git commit": report.git_commit(Path(__file__).parent),
+        "hardware": report.hardware(),
+        "command seconds": round(report.command_seconds(started)),
+    }
+
+
+def method_label(method: str) -> str:
+    """How the card names ``method``: a built-in's label (marked where it reads privileged
+    fields), outside code as written (never imported here)."""
+    if plugins.is_import_path(plugins.parse_spec(method, "method").target):
+        return plugins.parse_spec(method, "method").text
+    from baselines.lib.specs import parse_method
+
+    return parse_method(method).label()
+
+
+def reads_of(
+    method: str,
+    records: Sequence[Record],
+    references: Mapping[str, Sequence[Record]],
+    claimed: Sequence[str] | None = None,
+) -> dict[str, tuple[str, ...]]:
+    """The privileged fields each method read: the references' and a built-in method's from
+    their estimators (:func:`~.privileged.privileged_of`); outside code's from what its rows
+    recorded, or ``claimed`` (never imported here: a rerun checks the claim)."""
+    outside = plugins.is_import_path(plugins.parse_spec(method, "method").target)
+    reads = privileged.privileged_of({**({} if outside else {method: records}), **references})
+    if outside:
+        reads = {method: recorded_reads(records, claimed), **reads}
+    return reads
+
+
+def recorded_reads(records: Sequence[Record], claimed: Sequence[str] | None) -> tuple[str, ...]:
+    """The privileged fields outside code's runs say they read: the rows' ``privileged``
+    field where they record it (one value for every row, else ``ValueError``), else
+    ``claimed``."""
+    from routine_envs.episodes import PRIVILEGED_FIELDS
+
+    found = {tuple(r["privileged"]) for r in records if isinstance(r.get("privileged"), list)}
+    if len(found) > 1:
+        raise ValueError(f"the rows record different privileged fields: {sorted(found)}")
+    read = set(found.pop() if found else claimed or ())
+    return tuple(f for f in PRIVILEGED_FIELDS if f in read)
+
+
+def header(
+    protocol: protocols.Protocol,
+    settings: CardSettings,
+    records: Sequence[Record],
+    references: Mapping[str, Sequence[Record]],
+    refs: manifest.References,
+    reads: Mapping[str, Sequence[str]],
+    claims: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The card's header: what it is of, then the machine's ``claims``."""
+    tier = protocol.tier(settings.tier)
+    versions = report.versions_of(list(records))
+    ref_versions = [v for recs in references.values() for v in report.versions_of(list(recs))]
+    out = {
+        "method": method_label(settings.method),
+        "privileged fields read": privileged.privileged_text(reads.get(settings.method, ())),
+        "protocol": f"{protocol.version} ({protocol.status}, sha256 {protocol.sha256[:12]}), "
+        f"tier {settings.tier}",
+        "settings": "all of the tier's"
+        if settings.env_ids is None
+        else "only those on " + ", ".join(settings.env_ids) + " (a partial card)",
+        "runs": f"{len(records)} of {tier.num_runs_per_method}",
+        "trainer": settings.trainer
+        + (
+            f"; the references: {protocol.trainer} (the trainers' equivalence: docs/batched.md)"
+            if settings.trainer != protocol.trainer
+            else ""
+        ),
+        "seeds": ", ".join(map(str, tier.seeds)),
+        "package versions": json.dumps(versions, sort_keys=True),
+        "references": ", ".join(f"{n} ({len(r)} runs)" for n, r in references.items()) or "none",
+        "reference files": refs.status,
+        "git commit": str(claims["git commit"]),
+        "hardware": str(claims["hardware"]),
+        "wall time": f"{int(claims['command seconds'])} s for this command (from its start to "
+        f"this card), {sum(r['wall_time'] for r in records):.0f} s of training summed over its "
+        "runs",
+    }
+    if not refs.verified:
+        out = {"unverified references": refs.status, **out}
+    if any(v not in versions for v in ref_versions):
+        other = [v for v in ref_versions if v not in versions]
+        out["note"] = "some references were made with other package versions: " + json.dumps(
+            other, sort_keys=True
+        )
+    hashes = sorted(
+        {r["protocol"]["sha256"] for recs in (records, *references.values()) for r in recs}
+    )
+    if hashes != [protocol.sha256]:
+        out["protocol files of the runs"] = (
+            ", ".join(h[:12] for h in hashes)
+            + f": not only this file of {protocol.version} ({protocol.sha256[:12]})"
+        )
+    return out
+
+
+def write(
+    folder: Path,
+    protocol: protocols.Protocol,
+    settings: CardSettings,
+    records: list[Record],
+    references: dict[str, list[Record]],
+    refs: manifest.References,
+    lab: list[dict[str, Any]],
+    drops_manifest: dict[str, Any],
+    reads: dict[str, tuple[str, ...]],
+    claims: Mapping[str, Any],
+) -> dict[str, Any]:
+    """Write the card into ``folder`` (``report.md``, ``scores.json`` with the claims,
+    ``scores.csv``, the drops manifest, the figures); the scores. The same inputs give the same
+    bytes."""
+    tier = protocol.tier(settings.tier)
+    return report.write_report(
+        folder,
+        header(protocol, settings, records, references, refs, reads, claims),
+        records,
+        references,
+        lab,
+        drops_manifest,
+        decision_axes=tier.axes(),
+        privileged=reads,
+        paper_snr=None
+        if tier.snr is None
+        else paper.snr_rows(protocol, tier, [settings.method] if settings.lab else []),
+        claims={k: claims[k] for k in CLAIMS},
+    )

@@ -1,0 +1,70 @@
+"""``python -m baselines.experiments.benchmark.rerun RUNS.json``: train again some runs of a
+submission (``verify-submission --rerun K``), in a process of their own whose path holds the
+bundle's method source: the only place a bundle's code runs, and only when the reviewer asks.
+
+``RUNS.json`` holds the bundle's manifest fields and the run keys to rerun; the rows are
+written to ``rows.json`` beside it. Each run is trained as the protocol plans it, on the
+bundle's trainer, alone (a batch of one: the batched trainer's runs do not depend on the runs
+trained beside them)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from baselines.lib import protocol as protocols
+from baselines.lib import protocol_runs
+
+
+def rerun(fields_: dict[str, Any], keys: list[str]) -> list[dict[str, Any]]:
+    """The rows of the runs whose keys are ``keys`` (the bundle's), trained again here: each is
+    the plan's run of the same setting, density and seed."""
+    protocol = protocols.load_protocol(fields_["version"])
+    env_ids = fields_["env_ids"] or None
+    with tempfile.TemporaryDirectory() as configs:
+        jobs = protocol_runs.plan(
+            protocol,
+            protocol.tier(fields_["tier"]),
+            fields_["method"],
+            Path(configs),
+            env_ids,
+            fields_["trainer"],
+        )
+        by_cell = {(j["setting"], j["density_value"], j["seed"]): j for j in jobs}
+        rows = []
+        for key in keys:
+            settings = json.loads(key)
+            wanted = next(
+                (
+                    job
+                    for job in by_cell.values()
+                    if all(
+                        settings.get(k) == job.get(k)
+                        for k in ("env_id", "env_kwargs", "seed", "budget", "method")
+                    )
+                ),
+                None,
+            )
+            if wanted is None:
+                raise ValueError(f"no planned run has the settings of {key[:200]}")
+            if fields_["trainer"] == "batched":
+                record = protocol_runs.run_benchmark_batch([wanted])[0]
+            else:
+                record = protocol_runs.run_benchmark_job(wanted)
+            rows.append(json.loads(json.dumps(record.row(), sort_keys=True)))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Read ``RUNS.json`` (the one argument), write ``rows.json`` beside it."""
+    path = Path((argv if argv is not None else sys.argv[1:])[0])
+    todo = json.loads(path.read_text())
+    rows = rerun(todo["fields"], todo["keys"])
+    (path.parent / "rows.json").write_text(json.dumps(rows))
+
+
+if __name__ == "__main__":
+    main()

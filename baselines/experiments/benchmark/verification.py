@@ -1,0 +1,538 @@
+"""``verify-submission``: a stranger's bundle checked as data, never as code.
+
+Nothing of the bundle is imported or run: the manifest's method string is parsed, not resolved
+(outside code is planned from the code fingerprint of its bundled source,
+:func:`~baselines.lib.protocol_runs.plan`'s ``code``), and the verifier runs with neither the
+working folder nor the bundle on ``sys.path``. Then every byte is either rebuilt or covered by a
+hash that is itself checked:
+
+- the plan: the protocol (its pinned hash), tier, trainer and env ids must be the protocol's;
+  every row's method is the manifest's; the rows are exactly the planned runs (missing, extra
+  and duplicate runs each counted; a missing run is allowed only where the drops manifest
+  declares it failed with a reason, or the bundle says it is partial);
+- the card: rebuilt from the rows, the shipped references and the card's three claims
+  (:data:`~.card.CLAIMS`), every file compared byte for byte (figures included);
+- ``SUBMISSION.json``: rebuilt from the rows and the rebuilt card and compared whole;
+- with ``--rerun K`` (and only then: it runs the submitter's code), K runs chosen by the
+  reviewer's seed are trained again in a subprocess and compared with their rows bit for bit.
+
+The lab rows of the card's method (gradient SNR, the advantage probe) come from running its
+code: they are kept as the submitter measured them, and said so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from baselines.experiments.benchmark import card, drops, manifest, submission
+from baselines.experiments.benchmark import lab as benchmark_lab
+from baselines.experiments.benchmark.reading import load_references
+from baselines.lib import protocol as protocols
+from baselines.lib import protocol_runs, training_runs
+from routine_envs import plugins
+
+Record = dict[str, Any]
+TIMING = ("wall_time", "cpu_time", "config")
+"""Row fields that say how a run went on its machine, not what it computed (not compared by a
+rerun)."""
+
+
+@dataclass
+class Verdict:
+    """What verification found: ``checked`` (each an ``ok`` line), ``problems`` (each a reason
+    the bundle is not verified) and the ``reruns`` that matched (their run keys' short ids)."""
+
+    checked: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    reruns: list[str] = field(default_factory=list)
+
+    @property
+    def verified(self) -> bool:
+        return not self.problems
+
+
+def strip_working_folder() -> None:
+    """Take the working folder (``''``, ``.``, its path: what ``python -m`` puts first) off
+    ``sys.path``, so no module a bundle unpacked there holds is ever imported."""
+    here = os.path.realpath(os.getcwd())
+    sys.path[:] = [p for p in sys.path if p not in ("", ".") and os.path.realpath(p or ".") != here]
+
+
+def source_text(data: bytes) -> str:
+    """A Python source file's text as ``inspect.getsource`` gives it for a module (universal
+    newlines), for its code fingerprint."""
+    text = data.decode("utf-8", errors="replace")
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def fingerprint(data: bytes) -> str:
+    """:func:`routine_envs.plugins.code_fingerprint` of a module whose file holds ``data``."""
+    import hashlib
+
+    return hashlib.sha256(source_text(data).encode()).hexdigest()[:16]
+
+
+def short_id(key: str) -> str:
+    """A run's short id: the first 12 hex digits of its key's SHA-256."""
+    return submission.sha256(key.encode())[:12]
+
+
+def manifest_fields(manifest_: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The typed fields of ``SUBMISSION.json``; ``InvalidSubmission`` when one is missing or
+    of the wrong type."""
+    try:
+        protocol = manifest_["protocol"]
+        out = {
+            "version": protocol["version"],
+            "sha256": protocol["sha256"],
+            "tier": manifest_["tier"],
+            "method": manifest_["method"],
+            "trainer": manifest_["trainer"],
+            "env_ids": manifest_.get("env_ids"),
+            "partial": manifest_.get("partial", False),
+        }
+    except (KeyError, TypeError):
+        out = {}
+    strings = ("version", "sha256", "tier", "method", "trainer")
+    env_ids = out.get("env_ids")
+    if (
+        not out
+        or not all(isinstance(out[k], str) and 0 < len(out[k]) <= 10_000 for k in strings)
+        or not isinstance(out["partial"], bool)
+        or not (
+            env_ids is None
+            or (isinstance(env_ids, list) and all(isinstance(e, str) for e in env_ids))
+        )
+    ):
+        raise submission.InvalidSubmission(
+            f"{where}: SUBMISSION.json lacks its protocol, tier, method, trainer or settings, "
+            "or has one of the wrong type"
+        )
+    return out
+
+
+def check_plan_settings(fields_: Mapping[str, Any]) -> tuple[protocols.Protocol | None, list[str]]:
+    """The protocol of the bundle if its version, file hash, tier, trainer, env ids and method
+    are this checkout's, else the refusals (a check is never skipped)."""
+    version = fields_["version"]
+    if version not in protocols.known_versions():
+        return None, [f"unknown protocol {version[:40]!r} (known: {protocols.known_versions()})"]
+    protocol = protocols.load_protocol(version)
+    problems = []
+    if fields_["sha256"] != protocol.sha256:
+        problems.append(
+            f"made under another file of {version} (sha256 {fields_['sha256'][:12]}, this "
+            f"checkout's {protocol.sha256[:12]})"
+        )
+    if protocol.status != "released":
+        problems.append(f"protocol {version} is a draft ({protocol.status}): nothing verifies")
+    if fields_["tier"] not in protocol.tiers:
+        problems.append(f"unknown tier {fields_['tier'][:40]!r} of {version}")
+        return None, problems
+    if fields_["trainer"] not in training_runs.TRAINERS:
+        problems.append(
+            f"unknown trainer {fields_['trainer'][:40]!r} (known: {list(training_runs.TRAINERS)})"
+        )
+    tier_envs = {s.env_id for s in protocol.tier(fields_["tier"]).settings}
+    unknown = sorted(set(fields_["env_ids"] or []) - tier_envs)
+    if unknown or fields_["env_ids"] == []:
+        problems.append(f"env ids {unknown or []} are not settings of tier {fields_['tier']}")
+    try:
+        spec = plugins.parse_spec(fields_["method"], "method")
+    except ValueError as err:
+        problems.append(str(err)[:200])
+    else:
+        from baselines.lib.specs import known_methods
+
+        if not spec.is_import_path and spec.target not in known_methods():
+            problems.append(f"unknown method {spec.target[:60]!r}: neither built-in nor outside")
+    return (None if problems else protocol), problems
+
+
+def plan_of(
+    protocol: protocols.Protocol,
+    fields_: Mapping[str, Any],
+    records: Sequence[Record],
+    members: Mapping[str, bytes],
+) -> tuple[list[Record] | None, list[str]]:
+    """The planned runs of the bundle's method (as data: outside code is planned from the code
+    fingerprint its rows record, which must be its bundled source's), or the refusals."""
+    method = fields_["method"]
+    spec = plugins.parse_spec(method, "method")
+    code = None
+    problems = []
+    if spec.is_import_path:
+        codes = {str((r.get("estimator") or {}).get("code")) for r in records}
+        if len(codes) != 1:
+            return None, [f"the rows record {len(codes)} code fingerprints of {method}, not one"]
+        code = codes.pop()
+        sources = [n for n in members if n.startswith("method/")]
+        if len(sources) != 1:
+            problems.append("outside code without its one source file in method/")
+        elif fingerprint(members[sources[0]]) != code.split("+")[0]:
+            problems.append(
+                f"the rows were made by other code than the bundled {sources[0]} (fingerprint "
+                f"{code.split('+')[0]}, the file's {fingerprint(members[sources[0]])})"
+            )
+    env_ids = fields_["env_ids"]
+    try:
+        with tempfile.TemporaryDirectory() as configs:
+            jobs = protocol_runs.plan(
+                protocol,
+                protocol.tier(fields_["tier"]),
+                method,
+                Path(configs),
+                list(env_ids) if env_ids else None,
+                fields_["trainer"],
+                code=code,
+            )
+    except ValueError as err:
+        return None, [*problems, f"the plan of {method[:80]} cannot be made: {str(err)[:200]}"]
+    return jobs, problems
+
+
+def check_runs(
+    jobs: Sequence[Record],
+    records: Sequence[Record],
+    fields_: Mapping[str, Any],
+    declared_failed: Mapping[tuple[str, int, int], str],
+) -> tuple[list[str], list[str], dict[str, str]]:
+    """``(checked, problems, failed)``: whether the rows are exactly the planned runs (each
+    row's method and its key, recomputed from its own fields, among the plan's; missing, extra
+    and duplicate runs counted); ``failed`` (run key -> reason) for the missing runs the
+    bundle's drops manifest declares failed."""
+    checked, problems = [], []
+    method = fields_["method"]
+    wrong = sum(r.get("method") != method for r in records)
+    if wrong:
+        problems.append(f"{wrong} rows name another method than the manifest's {method[:60]}")
+    inconsistent = 0
+    for r in records:
+        try:
+            if protocol_runs.run_key(r) != r.get("key"):
+                inconsistent += 1
+        except (KeyError, TypeError):
+            inconsistent += 1
+    if inconsistent:
+        problems.append(f"{inconsistent} rows have a key that is not their own fields'")
+    versions = {json.dumps(r.get("versions"), sort_keys=True) for r in records}
+    planned = {}
+    for job in jobs:
+        if len(versions) == 1:  # the submitter's package versions: a fact of their runs
+            job = {**job, "versions": json.loads(next(iter(versions)))}
+        planned[protocol_runs.run_key(job)] = job
+    keys = Counter(r.get("key") for r in records)
+    duplicates = sum(n - 1 for n in keys.values() if n > 1)
+    extra = sum(1 for k in keys if k not in planned)
+    missing_keys = [k for k in planned if k not in keys]
+    failed = {}
+    for k in missing_keys:
+        job = planned[k]
+        reason = declared_failed.get((job["setting"], int(job["density_value"]), int(job["seed"])))
+        if reason:
+            failed[k] = reason
+    undeclared = len(missing_keys) - len(failed)
+    if duplicates:
+        problems.append(f"{duplicates} duplicate runs (the same run key twice)")
+    if extra:
+        problems.append(f"{extra} rows are not runs of the plan of {method[:60]} on its trainer")
+    if undeclared and not fields_["partial"]:
+        problems.append(
+            f"{undeclared} of {len(planned)} planned runs are missing and not declared failed "
+            "(a partial bundle says so: submit --partial)"
+        )
+    if not (duplicates or extra or wrong or inconsistent):
+        checked.append(
+            f"every row is a run of the plan of {method[:60]} on {fields_['trainer']}: "
+            f"{len(records)} of {len(planned)} planned"
+            + (f", {len(failed)} declared failed" if failed else "")
+            + (f", {undeclared} missing (a partial bundle)" if undeclared else "")
+        )
+    if len(versions) > 1:
+        problems.append(f"the rows were made with {len(versions)} sets of package versions")
+    return checked, problems, failed
+
+
+def declared_failures(members: Mapping[str, bytes]) -> dict[tuple[str, int, int], str]:
+    """``(setting, density value, seed) -> reason`` of the runs the bundle's drops manifest
+    declares failed."""
+    if "report/drops.json" not in members:
+        return {}
+    data = submission.json_member(members, "report/drops.json")
+    out = {}
+    for run in data.get("runs", []) if isinstance(data, dict) else []:
+        try:
+            if run["status"] == "failed" and str(run["reason"]).strip():
+                out[(str(run["setting"]), int(run["density_value"]), int(run["seed"]))] = str(
+                    run["reason"]
+                )
+        except (KeyError, TypeError, ValueError):
+            continue
+    return out
+
+
+def claims_of(bundled: Any) -> dict[str, Any]:
+    """The card's claims (:data:`~.card.CLAIMS`) from its ``scores.json``;
+    ``InvalidSubmission`` where they are missing."""
+    claims = bundled.get("claims") if isinstance(bundled, dict) else None
+    if not (
+        isinstance(claims, dict)
+        and set(claims) == set(card.CLAIMS)
+        and isinstance(claims["git commit"], str)
+        and isinstance(claims["hardware"], str)
+        and isinstance(claims["command seconds"], int)
+    ):
+        raise submission.InvalidSubmission(
+            "report/scores.json: no claims (git commit, hardware, command seconds) of the card"
+        )
+    return claims
+
+
+def difference(name: str, rebuilt: bytes, bundled: bytes) -> str:
+    """One line saying where ``rebuilt`` and ``bundled`` (member ``name``) first differ."""
+    if name.endswith((".md", ".csv", ".json")):
+        mine, theirs = rebuilt.decode().splitlines(), bundled.decode(errors="replace").splitlines()
+        for i, (a, b) in enumerate(zip(mine, theirs, strict=False)):
+            if a != b:
+                at = next((j for j, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), 0)
+                at = max(0, min(at, len(a), len(b)) - 20)
+                return (
+                    f"{name} differs from its rebuild at line {i + 1}: rebuilt "
+                    f"{a[at : at + 70]!r}, bundled {b[at : at + 70]!r}"
+                )
+        return f"{name} differs from its rebuild: {len(mine)} lines rebuilt, {len(theirs)} bundled"
+    return f"{name} differs from its rebuild ({len(rebuilt):,} bytes rebuilt, {len(bundled):,})"
+
+
+def rebuild_card(
+    protocol: protocols.Protocol,
+    fields_: Mapping[str, Any],
+    records: list[Record],
+    jobs: Sequence[Record],
+    failed: dict[str, str],
+    members: Mapping[str, bytes],
+) -> tuple[dict[str, bytes], list[str], list[str]]:
+    """The card rebuilt from the rows, the shipped references and the bundle's claims and lab
+    rows: ``(rebuilt members, checked, problems)``."""
+    bundled = submission.json_member(members, "report/scores.json")
+    claims = claims_of(bundled)
+    lab = bundled.get("lab")
+    if not isinstance(lab, list) or not all(isinstance(r, dict) for r in lab):
+        raise submission.InvalidSubmission("report/scores.json: its lab rows are not a list")
+    env_ids = tuple(fields_["env_ids"]) if fields_["env_ids"] else None
+    tier = fields_["tier"]
+    refs = manifest.open_references(protocol, tier)
+    with tempfile.TemporaryDirectory() as configs:
+        references = {
+            n: kept
+            for n, recs in load_references(
+                protocol, tier, refs, Path(configs), skip=fields_["method"]
+            ).items()
+            if (kept := [r for r in recs if env_ids is None or r["env_id"] in env_ids])
+        }
+    measured = any("snr" in r for r in lab)
+    settings = card.CardSettings(fields_["method"], tier, fields_["trainer"], env_ids, lab=measured)
+    claimed = (bundled.get("privileged_fields") or {}).get(fields_["method"])
+    try:
+        reads = card.reads_of(fields_["method"], records, references, claimed)
+    except ValueError as err:
+        return {}, [], [str(err)[:200]]
+    checked = [
+        f"lab: {len(lab)} rows as the submitter measured them (the lab runs the method's code; "
+        f"shipped references' rows from {benchmark_lab.__name__.rsplit('.', 1)[-1]} cache)"
+    ]
+    with tempfile.TemporaryDirectory() as folder:
+        card.write(
+            Path(folder),
+            protocol,
+            settings,
+            records,
+            references,
+            refs,
+            lab,
+            drops.drops_manifest(jobs, records, failed),
+            reads,
+            claims,
+        )
+        rebuilt = {f"report/{p.name}": p.read_bytes() for p in sorted(Path(folder).iterdir())}
+    problems = []
+    bundled_report = {n: d for n, d in members.items() if n.startswith("report/")}
+    for name in sorted(set(rebuilt) | set(bundled_report)):
+        if name not in bundled_report:
+            problems.append(f"{name} is missing from the bundle")
+        elif name not in rebuilt:
+            problems.append(f"{name} is not part of the card rebuilt from the rows")
+        elif rebuilt[name] != bundled_report[name]:
+            problems.append(difference(name, rebuilt[name], bundled_report[name]))
+    if not problems:
+        checked.append(
+            f"the card ({len(rebuilt)} files: {', '.join(n[7:] for n in rebuilt)}) rebuilds "
+            "from the rows byte for byte"
+        )
+    return rebuilt, checked, problems
+
+
+def verify(
+    bundle: Path, rerun: int = 0, rerun_seed: int = 0, rerun_timeout: float = 3600.0
+) -> Verdict:
+    """Verify ``bundle`` (module docstring). ``InvalidSubmission`` for a bundle that cannot be
+    read (one line); else the :class:`Verdict`."""
+    strip_working_folder()
+    where = f"--bundle {str(bundle)[:200]}"
+    members = submission.read(bundle)
+    fields_ = manifest_fields(submission.json_member(members, "SUBMISSION.json"), where)
+    verdict = Verdict(checked=[f"{len(members)} members match their SHA-256 in SUBMISSION.json"])
+    protocol, problems = check_plan_settings(fields_)
+    verdict.problems += problems
+    if protocol is None:
+        return verdict
+    records = submission.rows_of(members)
+    verdict.checked.append(f"results.jsonl: {len(records)} valid rows")
+    if not records:
+        verdict.problems.append("results.jsonl holds no runs")
+        return verdict
+    jobs, problems = plan_of(protocol, fields_, records, members)
+    verdict.problems += problems
+    if jobs is None:
+        return verdict
+    checked, problems, failed = check_runs(jobs, records, fields_, declared_failures(members))
+    verdict.checked += checked
+    verdict.problems += problems
+    if problems:
+        return verdict
+    rebuilt, checked, problems = rebuild_card(protocol, fields_, records, jobs, failed, members)
+    verdict.checked += checked
+    verdict.problems += problems
+    if rebuilt and not problems:
+        check_manifest(protocol, fields_, records, members, rebuilt, verdict)
+    if rerun and verdict.verified:
+        rerun_rows(bundle, members, fields_, records, rerun, rerun_seed, rerun_timeout, verdict)
+    return verdict
+
+
+def check_manifest(
+    protocol: protocols.Protocol,
+    fields_: Mapping[str, Any],
+    records: list[Record],
+    members: Mapping[str, bytes],
+    rebuilt: Mapping[str, bytes],
+    verdict: Verdict,
+) -> None:
+    """Rebuild ``SUBMISSION.json`` from the rows and the rebuilt card and compare it whole."""
+    bundled_manifest = submission.json_member(members, "SUBMISSION.json")
+    scores = json.loads(rebuilt["report/scores.json"])
+    method = fields_["method"]
+    total = scores["drops"]["total"]
+    summary = submission.summary_fields(
+        protocol,
+        fields_["tier"],
+        fields_["trainer"],
+        fields_["env_ids"],
+        tuple(scores["privileged_fields"].get(method, [])),
+        records,
+        scores["claims"],
+        complete=total["missing"] == 0,
+    )
+    others = {n: d for n, d in members.items() if not n.startswith("report/")}
+    mine = submission.manifest_of(
+        {**{n: d for n, d in others.items() if n != "SUBMISSION.json"}, **rebuilt}, summary, method
+    )
+    found = submission.compare(mine, bundled_manifest, "SUBMISSION.json")
+    if found:
+        verdict.problems.append(
+            "SUBMISSION.json differs from its rebuild from the rows: " + "; ".join(found[:3])
+        )
+    else:
+        verdict.checked.append(
+            "SUBMISSION.json (headline, runs, drops, privileged fields, hashes) rebuilds whole"
+        )
+
+
+def chosen_runs(records: Sequence[Record], k: int, seed: int) -> list[Record]:
+    """``k`` rows chosen by the reviewer's ``seed`` (a seeded sample of the rows in key order,
+    so the submitter cannot know which)."""
+    ordered = sorted(records, key=lambda r: r["key"])
+    return random.Random(seed).sample(ordered, min(k, len(ordered)))
+
+
+def module_path(target: str, source: str) -> Path:
+    """Where the bundled source of ``package.module:Name`` goes for Python to import it."""
+    parts = target.split(":", 1)[0].split(".")
+    if source == "__init__.py":
+        return Path(*parts, "__init__.py")
+    return Path(*parts[:-1], f"{parts[-1]}.py")
+
+
+def rerun_rows(
+    bundle: Path,
+    members: Mapping[str, bytes],
+    fields_: Mapping[str, Any],
+    records: Sequence[Record],
+    k: int,
+    seed: int,
+    timeout: float,
+    verdict: Verdict,
+) -> None:
+    """Train ``k`` chosen runs again, each in a subprocess with the bundle's method source on
+    its path, and compare each row with the bundle's bit for bit (but :data:`TIMING`)."""
+    chosen = chosen_runs(records, k, seed)
+    spec = plugins.parse_spec(fields_["method"], "method")
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        path_entries = []
+        sources = [n for n in members if n.startswith("method/")]
+        if spec.is_import_path and sources:
+            code = root / "code"
+            target = code / module_path(spec.target, sources[0][len("method/") :])
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(members[sources[0]])
+            path_entries.append(str(code))
+        jobs_file = root / "runs.json"
+        jobs_file.write_text(
+            json.dumps({"fields": dict(fields_), "keys": [r["key"] for r in chosen]})
+        )
+        env = dict(os.environ)
+        package_root = str(Path(__file__).resolve().parents[3])
+        env["PYTHONPATH"] = os.pathsep.join([*path_entries, package_root])
+        command = [sys.executable, "-m", "baselines.experiments.benchmark.rerun", str(jobs_file)]
+        try:
+            done = subprocess.run(
+                command, cwd=folder, env=env, capture_output=True, text=True, timeout=timeout
+            )
+        except subprocess.TimeoutExpired:
+            verdict.problems.append(f"the reruns took more than {timeout:.0f} s")
+            return
+        if done.returncode != 0:
+            tail = " ".join(done.stderr.strip().splitlines()[-3:])[:400]
+            verdict.problems.append(f"the reruns failed (exit status {done.returncode}): {tail}")
+            return
+        rerun = {r["key"]: r for r in json.loads((root / "rows.json").read_text())}
+    for row in chosen:
+        again = rerun.get(row["key"])
+        if again is None:
+            verdict.problems.append(f"run {short_id(row['key'])} was not rerun")
+            continue
+        diff = submission.compare(
+            {k: v for k, v in again.items() if k not in TIMING},
+            {k: v for k, v in row.items() if k not in TIMING},
+            f"run {short_id(row['key'])}",
+        )
+        if diff:
+            verdict.problems.append("a rerun differs from its row: " + "; ".join(diff[:3]))
+        else:
+            verdict.reruns.append(short_id(row["key"]))
+    if len(verdict.reruns) == len(chosen):
+        verdict.checked.append(
+            f"{len(chosen)} runs rerun (seed {seed}) match their rows bit for bit: "
+            + ", ".join(verdict.reruns)
+        )
