@@ -62,15 +62,16 @@ def reads_of(
     records: Sequence[Record],
     references: Mapping[str, Sequence[Record]],
     claimed: Sequence[str] | None = None,
+    resolve: bool = True,
 ) -> dict[str, tuple[str, ...]]:
-    """The privileged fields each method read: the references' and a built-in method's from
-    their estimators (:func:`~.privileged.privileged_of`); outside code's from what its rows
-    recorded, or ``claimed`` (never imported here: a rerun checks the claim)."""
+    """The privileged fields each method read, from their estimators
+    (:func:`~.privileged.privileged_of`). With ``resolve=False`` (a verifier: outside code is
+    never imported), outside code's come from what its rows record, or ``claimed`` (a rerun
+    checks the claim)."""
     outside = plugins.is_import_path(plugins.parse_spec(method, "method").target)
-    reads = privileged.privileged_of({**({} if outside else {method: records}), **references})
-    if outside:
-        reads = {method: recorded_reads(records, claimed), **reads}
-    return reads
+    if resolve or not outside:
+        return privileged.privileged_of({method: records, **references})
+    return {method: recorded_reads(records, claimed), **privileged.privileged_of(references)}
 
 
 def recorded_reads(records: Sequence[Record], claimed: Sequence[str] | None) -> tuple[str, ...]:

@@ -30,6 +30,7 @@ import re
 import stat
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -227,7 +228,14 @@ def read(path: Path) -> dict[str, bytes]:
             try:
                 with bundle.open(info) as handle:
                     content = handle.read(MAX_MEMBER_BYTES + 1)
-            except (OSError, zipfile.BadZipFile, RuntimeError, ValueError, EOFError) as err:
+            except (
+                OSError,
+                zipfile.BadZipFile,
+                RuntimeError,
+                ValueError,
+                EOFError,
+                zlib.error,
+            ) as err:
                 raise InvalidSubmission(
                     f"{where}: member {name} cannot be read ({str(err)[:120]})"
                 ) from None

@@ -344,7 +344,7 @@ def rebuild_card(
     settings = card.CardSettings(fields_["method"], tier, fields_["trainer"], env_ids, lab=measured)
     claimed = (bundled.get("privileged_fields") or {}).get(fields_["method"])
     try:
-        reads = card.reads_of(fields_["method"], records, references, claimed)
+        reads = card.reads_of(fields_["method"], records, references, claimed, resolve=False)
     except ValueError as err:
         return {}, [], [str(err)[:200]]
     checked = [

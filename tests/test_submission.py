@@ -1,0 +1,321 @@
+"""A submission as a stranger sends it and a reviewer checks it: ``verify-submission`` never runs
+the bundle's code (unless ``--rerun``), refuses every edit a forger can make (with every hash
+fixed), reads hostile files in bounded time, and exits 0 / 1 / 2."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from baselines.experiments.benchmark import submission, verification
+
+ROOT = Path(__file__).resolve().parents[1]
+OUTSIDE = '''
+import os
+
+from routine_envs import credit
+
+if os.environ.get("SUBMISSION_MARKER"):  # proves an import: a file appears
+    open(os.environ["SUBMISSION_MARKER"], "w").close()
+
+
+class HalfMC(credit.TrajectoryMC):
+    """Half the trajectory advantage (a known scale)."""
+
+    name = "half_mc"
+
+    def __call__(self, batch):
+        return credit.Advantages(0.5 * super().__call__(batch).advantages)
+'''
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory) -> Path:
+    """A genuine smoke-tier bundle of an outside method (8 runs on the batched trainer)."""
+    from baselines.experiments.benchmark import command
+
+    folder = tmp_path_factory.mktemp("submission")
+    (folder / "sub_probe.py").write_text(OUTSIDE)
+    sys.path.insert(0, str(folder))
+    try:
+        common = ["--protocol", "rb2", "--tier", "smoke", "--out", str(folder / "out")]
+        method = ["--method", "sub_probe:HalfMC", "--no-lab"]
+        command.cli_main(["run", *method, *common, "--workers", "1", "--no-progress"])
+        path = command.cli_main(["submit", *method, *common])
+    finally:
+        sys.path.remove(str(folder))
+        sys.modules.pop("sub_probe", None)
+    return path
+
+
+def members_of(path: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(path) as z:
+        return {i.filename: z.read(i) for i in z.infolist()}
+
+
+def write_zip(path: Path, members: dict[str, bytes], rehash: bool = True) -> Path:
+    """``members`` as a zip at ``path``, with ``SUBMISSION.json``'s hashes made to match (the
+    strongest forger: every hash fixed)."""
+    if rehash:
+        manifest = json.loads(members["SUBMISSION.json"])
+        manifest["files"] = {
+            n: hashlib.sha256(d).hexdigest() for n, d in members.items() if n != "SUBMISSION.json"
+        }
+        members = {**members, "SUBMISSION.json": json.dumps(manifest).encode()}
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    return path
+
+
+def rows(members):
+    return [json.loads(line) for line in members["results.jsonl"].decode().splitlines()]
+
+
+def set_rows(members, new_rows):
+    members["results.jsonl"] = submission.rows_bytes(new_rows)
+
+
+def edit_manifest(**changes):
+    def change(members):
+        manifest = json.loads(members["SUBMISSION.json"])
+        for key, value in changes.items():
+            target = manifest
+            *path, last = key.split(".")
+            for part in path:
+                target = target[part]
+            target[last] = value
+        members["SUBMISSION.json"] = json.dumps(manifest).encode()
+
+    return change
+
+
+def edit_scores(change_scores):
+    def change(members):
+        scores = json.loads(members["report/scores.json"])
+        change_scores(scores)
+        members["report/scores.json"] = json.dumps(scores, indent=1).encode()
+
+    return change
+
+
+def drop_runs(n):
+    def change(members):
+        set_rows(members, rows(members)[n:])
+
+    return change
+
+
+def drop_setting(members):
+    kept = [r for r in rows(members) if r["setting"] != rows(members)[0]["setting"]]
+    set_rows(members, kept)
+
+
+def duplicate_run(members):
+    set_rows(members, [*rows(members), rows(members)[0]])
+
+
+def relabel_method(members):
+    set_rows(members, [{**r, "method": "gigpo"} for r in rows(members)])
+
+
+def better_success(members):
+    first, *rest = rows(members)
+    first["success"] = [min(1.0, s + 0.05) for s in first["success"]]
+    set_rows(members, [first, *rest])
+
+
+def edit_text(name, old, new):
+    def change(members):
+        text = members[name].decode()
+        assert old in text, (name, old)
+        members[name] = text.replace(old, new, 1).encode()
+
+    return change
+
+
+def edit_png(members):
+    data = bytearray(members["report/steps_vs_rho.png"])
+    data[len(data) // 2] ^= 0xFF
+    members["report/steps_vs_rho.png"] = bytes(data)
+
+
+TAMPERS = {
+    "method gigpo in the manifest": edit_manifest(method="gigpo"),
+    "method of an installed module": edit_manifest(method="antigravity:X"),
+    "trainer xyz": edit_manifest(trainer="xyz"),
+    "env_ids Nope-v0": edit_manifest(env_ids=["Nope-v0"]),
+    "another protocol file": edit_manifest(**{"protocol.sha256": "0" * 64}),
+    "unknown protocol": edit_manifest(**{"protocol.version": "../../etc/passwd"}),
+    "tier full": edit_manifest(tier="full"),
+    "headline steps 1100 -> 11": lambda m: edit_manifest(
+        headline={
+            k: {**v, "steps_iqm": 11.0}
+            for k, v in json.loads(m["SUBMISSION.json"])["headline"].items()
+        }
+    )(m),
+    "runs 8 -> 80": edit_manifest(runs=80),
+    "drops edited": edit_manifest(drops={"planned": 8}),
+    "privileged fields read []": edit_manifest(privileged_fields_read=["critical"]),
+    "git commit": edit_manifest(git_commit="feedbeef"),
+    "partial flag": edit_manifest(partial=True),
+    "two runs dropped": drop_runs(2),
+    "a whole setting dropped": drop_setting,
+    "a run twice": duplicate_run,
+    "rows relabelled as gigpo's": relabel_method,
+    "a row's success raised": better_success,
+    "report.md edited": edit_text("report/report.md", "privileged fields read**: none", "x"),
+    "scores.csv edited": edit_text("report/scores.csv", "verified", "verifiet"),
+    "a PNG edited": edit_png,
+    "scores.json header runs": edit_scores(lambda s: s["header"].update(runs="8 of 9")),
+    "scores.json privileged fields": edit_scores(
+        lambda s: s["privileged_fields"].update({"x": ["critical"]})
+    ),
+    "scores.json drops": edit_scores(lambda s: s["drops"]["total"].update(missing=1)),
+    "the method's source": edit_text("method/sub_probe.py", "0.5 *", "0.6 *"),
+    "the source removed": lambda m: m.pop("method/sub_probe.py"),
+    "an extra report file": lambda m: m.update({"report/extra.md": b"# hi\n"}),
+}
+
+
+@pytest.mark.parametrize("name", list(TAMPERS))
+def test_every_edit_a_forger_can_make_is_refused(bundle, tmp_path, name):
+    """The tamper table: each edit, with every hash in SUBMISSION.json fixed, is not verified
+    (one or more reasons) or not readable; the genuine bundle is verified."""
+    members = members_of(bundle)
+    TAMPERS[name](members)
+    path = write_zip(tmp_path / "forged.zip", members)
+    try:
+        verdict = verification.verify(path)
+    except submission.InvalidSubmission as err:
+        assert "\n" not in str(err)
+        return
+    assert not verdict.verified, (name, verdict)
+    assert all("\n" not in p and len(p) < 600 for p in verdict.problems)
+
+
+def test_a_genuine_bundle_verifies(bundle):
+    verdict = verification.verify(bundle)
+    assert verdict.verified, verdict.problems
+    assert any("rebuilds from the rows byte for byte" in c for c in verdict.checked)
+    assert any("SUBMISSION.json" in c and "rebuilds whole" in c for c in verdict.checked)
+
+
+def run_cli(args, cwd, **env):
+    """``python -m baselines.benchmark ARGS`` in ``cwd`` (the project on PYTHONPATH)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "baselines.benchmark", *args],
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    return done
+
+
+def test_verifying_never_imports_the_bundle_and_exits_0_1_2(bundle, tmp_path):
+    """Unzipped in the working folder, with the manifest naming its module as
+    ``method.sub_probe:HalfMC`` (importable from there, as ``python -m`` puts the working
+    folder on the path) or an installed module: nothing is imported. Exit status 0 verified,
+    1 not verified, 2 unreadable."""
+    marker = tmp_path / "imported"
+    folder = tmp_path / "unzipped"
+    with zipfile.ZipFile(bundle) as z:
+        z.extractall(folder)
+    done = run_cli(
+        ["verify-submission", "--bundle", str(bundle)], folder, SUBMISSION_MARKER=str(marker)
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "verified: every part rebuilds from the rows" in done.stdout
+    members = members_of(bundle)
+    edit_manifest(method="method.sub_probe:HalfMC")(members)
+    forged = write_zip(folder / "forged.zip", members)
+    done = run_cli(
+        ["verify-submission", "--bundle", "forged.zip"], folder, SUBMISSION_MARKER=str(marker)
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "NOT verified" in done.stdout and done.stdout.count("PROBLEM:") >= 1
+    assert not marker.exists(), "the bundle's module was imported"
+    assert forged.is_file()
+    done = run_cli(["verify-submission", "--bundle", "/dev/zero"], folder)
+    assert done.returncode == 2 and "not a regular file" in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1
+
+
+def test_hostile_files_are_one_line_in_bounded_time(bundle, tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    link = tmp_path / "link.zip"
+    link.symlink_to(bundle)
+    for path, match in [
+        (Path("/dev/zero"), "not a regular file"),
+        (fifo, "FIFO"),
+        (link, "symbolic link"),
+        (tmp_path, "folder"),
+        (tmp_path / "absent.zip", "cannot be read"),
+    ]:
+        with pytest.raises(submission.InvalidSubmission, match=match) as err:
+            submission.read(path)
+        assert "\n" not in str(err.value)
+    members = members_of(bundle)
+    deep = b"[" * 200_000 + b"]" * 200_000
+    for name in ("SUBMISSION.json", "report/scores.json", "results.jsonl"):
+        forged = dict(members)
+        forged[name] = deep
+        path = write_zip(tmp_path / "deep.zip", forged, rehash=name != "SUBMISSION.json")
+        with pytest.raises(submission.InvalidSubmission, match="nested 200000 levels"):
+            verification.verify(path)
+    # a member stored as a symbolic link
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as z:
+        for name, data in members.items():
+            info = zipfile.ZipInfo(name)
+            if name == "report/report.md":
+                info.external_attr = 0o120777 << 16  # a symlink's mode
+            z.writestr(info, data)
+    (tmp_path / "link_member.zip").write_bytes(buffer.getvalue())
+    with pytest.raises(submission.InvalidSubmission, match="is a link or a folder"):
+        submission.read(tmp_path / "link_member.zip")
+
+
+def test_a_rerun_of_a_genuine_bundle_matches_bit_for_bit(bundle, tmp_path):
+    """``--rerun 2``: two runs chosen by the reviewer's seed, trained again in a subprocess with
+    the bundle's source, equal their rows (timings aside); a doctored row is caught by it
+    even with its card rebuilt to match."""
+    verdict = verification.verify(bundle, rerun=2, rerun_seed=7)
+    assert verdict.verified, verdict.problems
+    assert len(verdict.reruns) == 2
+    chosen = verification.chosen_runs(rows(members_of(bundle)), 2, 7)
+    assert verdict.reruns == [verification.short_id(r["key"]) for r in chosen]
+
+
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(where=st.floats(0, 1, exclude_max=True), value=st.integers(0, 255))
+def test_any_byte_edit_verifies_to_the_same_scores_or_is_refused(bundle, where, value):
+    """Any one byte of the bundle file changed: refused (unreadable or not verified), or
+    verified with the same scores as the genuine bundle (a byte of zip padding, say)."""
+    data = bytearray(bundle.read_bytes())
+    at = int(where * len(data))
+    data[at] = value
+    path = bundle.parent / "edited.zip"
+    path.write_bytes(bytes(data))
+    try:
+        verdict = verification.verify(path)
+    except submission.InvalidSubmission:
+        return
+    if verdict.verified:
+        assert members_of(path)["report/scores.json"] == members_of(bundle)["report/scores.json"]
+        assert members_of(path)["results.jsonl"] == members_of(bundle)["results.jsonl"]
