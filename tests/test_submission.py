@@ -52,9 +52,8 @@ def bundle(tmp_path_factory) -> Path:
         method = ["--method", "sub_probe:HalfMC", "--no-lab"]
         command.cli_main(["run", *method, *common, "--workers", "1", "--no-progress"])
         path = command.cli_main(["submit", *method, *common])
-    finally:
+    finally:  # the module stays imported: the method's parsed spec (cached) holds it
         sys.path.remove(str(folder))
-        sys.modules.pop("sub_probe", None)
     return path
 
 
@@ -319,3 +318,47 @@ def test_any_byte_edit_verifies_to_the_same_scores_or_is_refused(bundle, where, 
     if verdict.verified:
         assert members_of(path)["report/scores.json"] == members_of(bundle)["report/scores.json"]
         assert members_of(path)["results.jsonl"] == members_of(bundle)["results.jsonl"]
+
+
+def test_a_partial_submission_is_refused_unless_asked_and_then_says_so(bundle, tmp_path):
+    """Runs missing (one density of one setting): ``submit`` refuses in one line; with
+    ``--partial`` the bundle verifies, says it is partial, and its card fits no exponent on
+    the setting's remaining density beside the references' fitted on all."""
+    import shutil
+
+    from baselines.experiments.benchmark import command
+
+    out = tmp_path / "out"
+    shutil.copytree(bundle.parents[3], out)
+    results = next(out.glob("rb2/smoke/sub_probe*/results.jsonl"))
+    kept = [r for r in map(json.loads, results.read_text().splitlines())]
+    first = kept[0]
+    kept = [
+        r
+        for r in kept
+        if not (r["setting"] == first["setting"] and r["density_value"] == first["density_value"])
+    ]
+    results.write_text("".join(json.dumps(r) + "\n" for r in kept))
+    source = bundle.parents[4]
+    sys.path.insert(0, str(source))
+    try:
+        common = ["--protocol", "rb2", "--tier", "smoke", "--out", str(out)]
+        method = ["--method", "sub_probe:HalfMC", "--no-lab"]
+        with pytest.raises(SystemExit) as exit_:
+            command.cli_main(["submit", *method, *common])
+        assert exit_.value.code == 2
+        path = command.cli_main(["submit", *method, *common, "--partial"])
+    finally:
+        sys.path.remove(str(source))
+    manifest = json.loads(members_of(path)["SUBMISSION.json"])
+    assert manifest["partial"] is True and manifest["runs"] == 6
+    verdict = verification.verify(path)
+    assert verdict.verified, verdict.problems
+    assert any("2 missing (a partial bundle)" in c for c in verdict.checked), verdict.checked
+    card = members_of(path)["report/report.md"].decode()
+    assert "n/a (runs at 1 of 2 densities: a partial setting)" in card
+    # the same rows without the partial flag are refused
+    members = members_of(path)
+    edit_manifest(partial=False)(members)
+    forged = write_zip(tmp_path / "not_partial.zip", members)
+    assert not verification.verify(forged).verified

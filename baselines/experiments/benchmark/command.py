@@ -545,6 +545,7 @@ def verify_submission(args: BenchmarkArgs) -> verification.Verdict:
     2 bad usage or a bundle that cannot be read (``ValueError``)."""
     if args.bundle is None or not str(args.bundle):
         raise ValueError("verify-submission needs --bundle FILE (a submission.zip)")
+    verification.strip_working_folder()  # nothing a bundle unpacked here holds is importable
     verdict = verification.verify(args.bundle, args.rerun, args.rerun_seed)
     for line in verdict.checked:
         print(f"ok: {line}")

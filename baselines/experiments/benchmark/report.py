@@ -9,6 +9,7 @@ import os
 import platform
 import subprocess
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -345,7 +346,10 @@ def write_report(
     what the card says of the machine that made it (:data:`~.card.CLAIMS`), kept in
     ``scores.json`` so the card can be rebuilt from its rows."""
     folder.mkdir(parents=True, exist_ok=True)
-    mine = scores.method_scores(records)
+    planned = None  # the densities each setting plans: where the runs cover fewer, no exponent
+    if drops_manifest is not None:
+        planned = dict(Counter(c["setting"] for c in drops_manifest["cells"]))
+    mine = scores.method_scores(records, planned)
     ref_scores = {name: scores.method_scores(recs) for name, recs in references.items()}
     ratios = scores.compare_to_references(mine, ref_scores)
     everyone = {header["method"]: mine, **ref_scores}

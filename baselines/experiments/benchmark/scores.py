@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -205,16 +205,30 @@ def group_records(records: Iterable[Record]) -> dict[tuple[str, str, int], list[
     return dict(groups)
 
 
-def method_scores(records: Iterable[Record]) -> dict[str, Any]:
+def method_scores(
+    records: Iterable[Record], planned: Mapping[str, int] | None = None
+) -> dict[str, Any]:
     """Every score of one method: ``{"settings": {setting: {"rows": [...], "exponent": ...}}}``
-    (rows per density, sorted by rho descending)."""
+    (rows per density, sorted by rho descending). ``planned``: the number of densities the plan
+    has per setting; where the runs cover fewer (a partial submission), no exponent is fitted:
+    one fitted on some densities is not comparable with the references' fitted on all."""
     out: dict[str, Any] = {}
     for (_, setting, value), runs in sorted(group_records(records).items()):
         row = {"density_value": value, "rho": float(runs[0]["rho"]), **setting_scores(runs)}
         out.setdefault(setting, {"rows": []})["rows"].append(row)
-    for entry in out.values():
+    for setting, entry in out.items():
         entry["rows"].sort(key=lambda r: -r["rho"])
-        entry["exponent"] = dilution_exponent(entry["rows"])
+        wanted = (planned or {}).get(setting, 0)
+        if len(entry["rows"]) < wanted:
+            entry["exponent"] = {
+                "exponent": None,
+                "low": None,
+                "high": None,
+                "bound": "exact",
+                "note": f"runs at {len(entry['rows'])} of {wanted} densities: a partial setting",
+            }
+        else:
+            entry["exponent"] = dilution_exponent(entry["rows"])
     return {"settings": out}
 
 

@@ -386,8 +386,8 @@ def verify(
     bundle: Path, rerun: int = 0, rerun_seed: int = 0, rerun_timeout: float = 3600.0
 ) -> Verdict:
     """Verify ``bundle`` (module docstring). ``InvalidSubmission`` for a bundle that cannot be
-    read (one line); else the :class:`Verdict`."""
-    strip_working_folder()
+    read (one line); else the :class:`Verdict`. The command takes the working folder off
+    ``sys.path`` first (:func:`strip_working_folder`)."""
     where = f"--bundle {str(bundle)[:200]}"
     members = submission.read(bundle)
     fields_ = manifest_fields(submission.json_member(members, "SUBMISSION.json"), where)
