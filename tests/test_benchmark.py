@@ -313,3 +313,41 @@ def test_references_compute_takes_only_the_tiers_references(tmp_path, capsys):
         'discounted_turn{"gamma": 0.9}'
     ]
     assert command.reference_methods(loaded, "full", []) == list(loaded.references_of("full"))
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--env-id", "Nope-v9"], "--env-id ['Nope-v9'] not in tier smoke"),
+        (["--references-dir", "{tmp}/missing"], "--references-dir {tmp}/missing: no such folder"),
+        (
+            ["--references-dir", "{tmp}/missing", "--unverified-references"],
+            "--references-dir {tmp}/missing: no such folder",
+        ),
+    ],
+)
+@pytest.mark.parametrize("verb", ["run", "report", "submit"])
+def test_a_refused_benchmark_command_creates_nothing(tmp_path, capsys, verb, flags, message):
+    """Each refusal is one line naming the flag, exit status 2, and no --out folder appears
+    (``run --env-id Nope-v9`` and a missing ``--references-dir`` made it before refusing)."""
+    out = tmp_path / "out"
+    flags = [f.format(tmp=tmp_path) for f in flags]
+    args = [verb, "--method", "ppo", "--tier", "smoke", "--out", str(out), *flags]
+    with pytest.raises(SystemExit) as exit_:
+        command.cli_main(args)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1, err
+    assert message.format(tmp=tmp_path) in err
+    assert not out.exists()
+
+
+def test_references_refuses_a_missing_folder_even_unverified(tmp_path, capsys):
+    """``references --references-dir /nonexistent --unverified-references`` listed nine
+    methods with 0 runs and exited 0."""
+    with pytest.raises(SystemExit) as exit_:
+        command.cli_main(
+            ["references", "--tier", "lite", "--references-dir", str(tmp_path / "nope")]
+            + ["--unverified-references"]
+        )
+    assert exit_.value.code == 2
+    assert "no such folder" in capsys.readouterr().err

@@ -196,7 +196,10 @@ def open_references(
     args: BenchmarkArgs, protocol: protocols.Protocol, tier: str
 ) -> manifest.References:
     """The references of ``tier`` as ``args`` asks (verified unless
-    ``--unverified-references``)."""
+    ``--unverified-references``); a ``--references-dir`` that is not a folder is refused."""
+    folder = args.references_dir
+    if folder is not None and not Path(folder).is_dir():
+        raise ValueError(f"--references-dir {folder}: no such folder")
     return manifest.open_references(
         protocol, tier, args.references_dir, unverified=args.unverified_references
     )
@@ -457,6 +460,17 @@ def main(args: BenchmarkArgs) -> Any:
         check_method(method)
     if args.command == "references" and args.compute:
         reference_methods(protocol, args.tier, args.methods)  # each checked, each a reference
+    if args.command in ("run", "report", "submit"):
+        open_references(args, protocol, args.tier)  # refused before any folder is made
+        with tempfile.TemporaryDirectory() as configs:  # --env-id, --trainer: checked likewise
+            protocol_runs.plan(
+                protocol,
+                tier,
+                args.method,
+                Path(configs),
+                args.env_id or None,
+                trainer_of(args, protocol),
+            )
     if args.command in ("run", "report", "submit") or (
         args.command == "references" and args.compute
     ):
