@@ -1,7 +1,8 @@
 """Shipped references are read-only and verified (issue 23): a manifest of SHA-256 per
 reference file, its own hash pinned beside the protocol's; an edited row is refused with the
 file's name, or used only when asked and then marked; reading never writes into the package;
-a protocol file that is not a protocol is one line naming it."""
+a protocol file that is not a protocol is one line naming it. From rb2 on, every shipped row is
+a run of its protocol's released file and carries that file's hash (issue 36)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,86 @@ def test_the_shipped_references_match_their_pinned_manifest(version, tier):
     assert check.returncode == 0 and check.stdout.count(": OK") == len(entries)
     refs = manifest.open_references(loaded, tier)
     assert refs.verified and refs.folder == folder and "verified" in refs.status
+
+
+ONE_FILE = [(v, t) for v, t in PINNED if v != "rb1"]
+"""The tiers whose references are made under their protocol's released file only. rb1's shipped
+files stay byte for byte as released (its rows carry its drafts' hashes); from rb2 on, a row
+made under a draft whose settings equal the released file's is stamped with the released hash,
+and a row whose settings differ is recomputed (issue 36)."""
+
+
+@pytest.mark.parametrize("version, tier", ONE_FILE, ids=[f"{v}-{t}" for v, t in ONE_FILE])
+def test_every_shipped_reference_row_is_a_run_of_the_released_protocol_file(
+    version, tier, tmp_path
+):
+    """One protocol file per release: every row carries the released file's hash, and is a run
+    of that file's plan (its key, every setting it depends on, is one of the plan's keys)."""
+    loaded = protocol.load_protocol(version)
+    assert loaded.status == "released" and loaded.sha256 == protocol.RELEASED[version]
+    for method in loaded.references_of(tier):
+        jobs = protocol_runs.plan(
+            loaded, loaded.tier(tier), method, tmp_path, trainer=loaded.trainer
+        )
+        keys = {protocol_runs.run_key(job) for job in jobs}
+        path = protocol_runs.reference_path(loaded, tier, method)
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        assert {json.dumps(r["protocol"]) for r in rows} == {
+            json.dumps({"version": version, "sha256": protocol.RELEASED[version]})
+        }, path.name
+        assert sorted(r["key"] for r in rows) == sorted(keys), path.name  # each run once
+
+
+RESTAMPED_FROM = "5173884"
+"""The last commit whose rb2 lite and paper rows carried the drafts' hashes (592084ff...,
+149b562a..., 5d17c62a...)."""
+
+
+def git_show(commit: str, path: Path) -> bytes | None:
+    """``path`` as of ``commit``, or ``None`` outside a git checkout that has it."""
+    try:
+        shown = subprocess.run(
+            ["git", "show", f"{commit}:{path.relative_to(ROOT).as_posix()}"],
+            cwd=ROOT,
+            capture_output=True,
+        )
+    except OSError:
+        return None
+    return shown.stdout if shown.returncode == 0 else None
+
+
+@pytest.mark.parametrize("tier", ["lite", "paper"])
+def test_restamping_changed_nothing_but_the_protocol_hash(tier):
+    """The rows re-stamped with rb2's released hash are the rows made under its drafts, byte for
+    byte, but for the 64 hex digits of ``protocol.sha256``."""
+    folder = ROOT / "baselines" / "references" / "rb2" / tier
+    for path in sorted(folder.glob("*.jsonl")):
+        before = git_show(RESTAMPED_FROM, path)
+        if before is None:
+            pytest.skip(f"not a git checkout with commit {RESTAMPED_FROM}")
+        old, new = before.decode().split("\n"), path.read_text().split("\n")
+        assert len(old) == len(new) and old[-1] == new[-1] == "", path.name
+        for was, now in zip(old[:-1], new[:-1], strict=True):
+            start = now.index('"protocol": {"version": "rb2", "sha256": "') + 42
+            assert was[:start] + now[start : start + 64] + was[start + 64 :] == now, path.name
+            assert was[start : start + 64] != now[start : start + 64]
+            assert json.loads(now)["protocol"]["sha256"] == protocol.RELEASED["rb2"]
+
+
+def test_a_card_lists_one_protocol_file_for_its_runs_and_the_references(tmp_path, monkeypatch):
+    """The card names the runs' protocol files only when they are more than the released one
+    (``protocol files of the runs``): against rb2's shipped references it does not."""
+    monkeypatch.setattr(scores, "RESAMPLES", 100)
+    out = tmp_path / "out"
+    mine = out / "rb2" / "lite" / "ppo" / "results.jsonl"
+    mine.parent.mkdir(parents=True)
+    shutil.copy(ROOT / "baselines" / "references" / "rb2" / "lite" / "ppo.jsonl", mine)
+    argv = ["report", "--method", "ppo", "--tier", "lite", "--env-id", "CodeFix-v1"]
+    card = command.cli_main([*argv, "--no-lab", "--out", str(out)])
+    header = json.loads((card / "scores.json").read_text())["header"]
+    assert "protocol files of the runs" not in header
+    assert header["protocol"].startswith(f"rb2 (released, sha256 {protocol.RELEASED['rb2'][:12]})")
+    assert "trajectory_mc (40 runs)" in header["references"]
 
 
 @pytest.fixture

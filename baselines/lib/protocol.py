@@ -36,8 +36,8 @@ a change is a new version."""
 REFERENCE_MANIFESTS: dict[str, dict[str, str]] = {
     "rb1": {"lite": "33ac3eb7776e2371b6b4922f32d000c069faa2b8ad236e7a75a9d57356655c1a"},
     "rb2": {
-        "lite": "806b776dab27a29de0d44cc7006e8ea56b124987a2ed1e39b324a33a2548abdd",
-        "paper": "ad84d5908fa609930b470410c2f9f0faf3310fe421834853261699f0a3086ae0",
+        "lite": "98e754efd7c24ce59c14675a63fd9bd9ce079ad84c2007c8d475e2c39a82d125",
+        "paper": "7ecb7e7a2e6211ac53289da72a1e445bcbd2a02d0651865296f9e4ae9d1eae25",
         "full": "7005f0c618e6e71d9b7bf6d0d25943cdccf0dfbd49eeb6d5fe6b280ba2e568d4",
     },
 }
