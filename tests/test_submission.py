@@ -362,3 +362,24 @@ def test_a_partial_submission_is_refused_unless_asked_and_then_says_so(bundle, t
     edit_manifest(partial=False)(members)
     forged = write_zip(tmp_path / "not_partial.zip", members)
     assert not verification.verify(forged).verified
+
+
+def test_a_built_in_methods_lab_rows_are_rebuilt(tmp_path):
+    """A built-in method's lab rows come from this checkout's code: a forger who edits its SNR
+    in scores.json and report.md alike (every hash fixed) is refused."""
+    from baselines.experiments.benchmark import command
+
+    common = ["--protocol", "rb2", "--tier", "smoke", "--out", str(tmp_path / "out")]
+    method = ["--method", "trajectory_mc"]
+    command.cli_main(["run", *method, *common, "--workers", "1", "--no-progress"])
+    path = command.cli_main(["submit", *method, *common])
+    assert verification.verify(path).verified
+    members = members_of(path)
+    scores = json.loads(members["report/scores.json"])
+    row = next(r for r in scores["lab"] if r.get("snr"))
+    old, row["snr"] = row["snr"], row["snr"] * 2
+    members["report/scores.json"] = json.dumps(scores, indent=1).encode()
+    text = members["report/report.md"].decode()
+    members["report/report.md"] = text.replace(f"{old:.3g}", f"{old * 2:.3g}", 1).encode()
+    verdict = verification.verify(write_zip(tmp_path / "forged.zip", members))
+    assert any("lab rows differ from their rebuild" in p for p in verdict.problems), verdict

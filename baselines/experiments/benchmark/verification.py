@@ -386,14 +386,16 @@ def check_lab(
     refs: manifest.References,
     lab: Sequence[Record],
 ) -> tuple[list[str], list[str]]:
-    """``(checked, problems)`` of the card's lab rows: the references' rows are rebuilt (the
-    shipped ``LAB.json`` and the advantage probe among the references: this checkout's code
-    only) and must be the bundle's, but for their relations to the card's method; the method's
-    own rows come from running its code, so they are the submitter's measurement."""
+    """``(checked, problems)`` of the card's lab rows, rebuilt with this checkout's code only
+    (the shipped ``LAB.json``, the advantage probe, the SNR measurement) and compared with the
+    bundle's: every row of a built-in method; for outside code, the references' rows but for
+    their relations to it, as its own rows come from running its code (the submitter's
+    measurement)."""
+    outside = plugins.parse_spec(method, "method").is_import_path
     rebuilt = benchmark_lab.lab_rows(
         protocol,
         protocol.tier(settings.tier),
-        list(references),
+        [*([] if outside else [method]), *references],
         list(settings.env_ids) if settings.env_ids else None,
         measure=settings.lab,
         cache=benchmark_lab.read_lab(refs.folder),
@@ -404,11 +406,11 @@ def check_lab(
 
     def without_method(row: Mapping[str, Any]) -> dict[str, Any]:
         related = row.get("advantages_affine_to")
-        if isinstance(related, dict):
+        if outside and isinstance(related, dict):
             related = {k: v for k, v in related.items() if k != method}
         return {**row, "advantages_affine_to": related}
 
-    bundled = {cell(r): r for r in lab if r.get("estimator") != method}
+    bundled = {cell(r): r for r in lab if not outside or r.get("estimator") != method}
     mine = {cell(r): r for r in rebuilt}
     problems = []
     if set(bundled) != set(mine):
@@ -420,7 +422,7 @@ def check_lab(
         differ = [c for c in mine if without_method(mine[c]) != without_method(bundled[c])]
         if differ:
             problems.append(
-                f"{len(differ)} lab rows of the references differ from the shipped lab "
+                f"{len(differ)} lab rows differ from their rebuild with this checkout's code "
                 f"(e.g. {differ[0]})"
             )
     own = sum(r.get("estimator") == method for r in lab)
@@ -428,8 +430,13 @@ def check_lab(
         []
         if problems
         else [
-            f"lab: the references' {len(mine)} rows rebuilt from the shipped lab; the method's "
-            f"{own} rows are the submitter's measurement (the lab runs the method's code)"
+            f"lab: {len(mine)} rows rebuilt"
+            + (
+                f" (the references'); the method's {own} rows are the submitter's measurement "
+                "(the lab runs outside code)"
+                if outside
+                else ", the method's included"
+            )
         ]
     )
     return checked, problems
