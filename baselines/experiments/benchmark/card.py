@@ -154,10 +154,11 @@ def write(
     drops_manifest: dict[str, Any],
     reads: dict[str, tuple[str, ...]],
     claims: Mapping[str, Any],
+    paper_rows: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Write the card into ``folder`` (``report.md``, ``scores.json`` with the claims,
-    ``scores.csv``, the drops manifest, the figures); the scores. The same inputs give the same
-    bytes."""
+    ``scores.csv``, the drops manifest, the figures; on a tier that measures the paper's SNR,
+    its ``paper_rows``, :func:`paper_rows`); the scores. The same inputs give the same bytes."""
     tier = protocol.tier(settings.tier)
     return report.write_report(
         folder,
@@ -168,8 +169,41 @@ def write(
         drops_manifest,
         decision_axes=tier.axes(),
         privileged=reads,
-        paper_snr=None
-        if tier.snr is None
-        else paper.snr_rows(protocol, tier, [settings.method] if settings.lab else []),
+        paper_snr=paper_rows if tier.snr is not None else None,
         claims={k: claims[k] for k in CLAIMS},
     )
+
+
+def paper_rows(
+    protocol: protocols.Protocol,
+    settings: CardSettings,
+    claimed: Sequence[Mapping[str, Any]] = (),
+) -> list[dict[str, Any]] | None:
+    """The paper tier's SNR rows of a card (``None`` on a tier that measures none): the tier's
+    estimators and, with the lab, the card's method, measured here; for outside code that must
+    not run here (a verifier), the method's rows are ``claimed`` (its bundled ``paper.json``),
+    placed where the measurement puts them."""
+    tier = protocol.tier(settings.tier)
+    if tier.snr is None:
+        return None
+    method = settings.method
+    outside = plugins.is_import_path(plugins.parse_spec(method, "method").target)
+    if not claimed or not outside:
+        return paper.snr_rows(protocol, tier, [method] if settings.lab else [])
+    rows = paper.snr_rows(protocol, tier, [])
+    out: list[dict[str, Any]] = []
+    for i, row in enumerate(rows):
+        out.append(row)
+        last = i + 1 == len(rows) or (rows[i + 1]["setting"], rows[i + 1]["density_value"]) != (
+            row["setting"],
+            row["density_value"],
+        )
+        if last:
+            out += [
+                dict(c)
+                for c in claimed
+                if c.get("estimator") == method
+                and (c.get("setting"), c.get("density_value"))
+                == (row["setting"], row["density_value"])
+            ]
+    return out

@@ -250,6 +250,7 @@ def make_report(
         drops.drops_manifest(jobs, records, drops.failed_runs(results)),
         card.reads_of(args.method, records, references),
         card.claims_now(started),
+        card.paper_rows(protocol, settings),
     )
     return folder / "report"
 

@@ -62,6 +62,10 @@ REPORT_FILES = (
     "learning_curves.png",
     "learning_curves.csv",
     "steps_vs_rho.png",
+    "paper.png",
+    "paper.json",
+    "paper_snr.csv",
+    "paper_steps.csv",
 )
 
 

@@ -314,6 +314,15 @@ def difference(name: str, rebuilt: bytes, bundled: bytes) -> str:
     return f"{name} differs from its rebuild ({len(rebuilt):,} bytes rebuilt, {len(bundled):,})"
 
 
+def claimed_paper_rows(members: Mapping[str, bytes]) -> list[dict[str, Any]]:
+    """The paper tier's SNR rows the bundle's ``paper.json`` holds (none where it has none)."""
+    if "report/paper.json" not in members:
+        return []
+    data = submission.json_member(members, "report/paper.json")
+    rows = data.get("snr") if isinstance(data, dict) else None
+    return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
+
+
 def rebuild_card(
     protocol: protocols.Protocol,
     fields_: Mapping[str, Any],
@@ -360,6 +369,7 @@ def rebuild_card(
             drops.drops_manifest(jobs, records, failed),
             reads,
             claims,
+            card.paper_rows(protocol, settings, claimed_paper_rows(members)),
         )
         rebuilt = {f"report/{p.name}": p.read_bytes() for p in sorted(Path(folder).iterdir())}
     bundled_report = {n: d for n, d in members.items() if n.startswith("report/")}
