@@ -14,11 +14,8 @@ rebuilds the score from it.
   from a file outside this package), when there is one.
 
 ``benchmark verify-submission --bundle FILE`` (anyone, with a checkout of the same release)
-reads the bundle as untrusted input (size caps per member and in all, plain member names only,
-nothing extracted outside a temporary folder), checks every member against its SHA-256, checks
-that the rows are valid records of the protocol's current plan for that method and trainer,
-rebuilds the method's scores from the rows and compares them with the bundled ``scores.json``
-(the scores are deterministic: the bootstrap is seeded), and prints one line per finding.
+reads it with :func:`read` (bounded, as untrusted input) and checks it as data
+(:mod:`~.verification`).
 """
 
 from __future__ import annotations
