@@ -351,3 +351,16 @@ def test_references_refuses_a_missing_folder_even_unverified(tmp_path, capsys):
         )
     assert exit_.value.code == 2
     assert "no such folder" in capsys.readouterr().err
+
+
+def test_plan_takes_the_trainer_run_and_submit_take(capsys):
+    """``plan --trainer batched`` was refused while ``run`` and ``submit`` take it; it prices that
+    trainer alone, and one without measured costs is one line naming ``--trainer``."""
+    result = command.cli_main(
+        ["plan", "--protocol", "rb2", "--tier", "smoke", "--trainer", "batched"]
+    )
+    assert result["batched"] and not result["sb3"]
+    assert "- batched:" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        command.cli_main(["plan", "--protocol", "rb2", "--tier", "smoke", "--trainer", "sb3"])
+    assert "--trainer sb3: no measured costs ship for it" in capsys.readouterr().err

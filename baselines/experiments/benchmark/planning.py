@@ -98,8 +98,13 @@ def price_tier(
     env_ids = args.env_id or None
     verified = "" if refs.verified else f"; {refs.status}"
     rates = trainer_rates(protocol, shipped, verified, priced_on)
+    chosen_trainer = getattr(args, "trainer", None)  # --trainer: that trainer's costs only
+    if chosen_trainer is not None:
+        if chosen_trainer not in rates:
+            raise ValueError(f"--trainer {chosen_trainer}: no measured costs ship for it")
+        rates = {chosen_trainer: rates[chosen_trainer]}
     print(f"protocol {protocol.version} tier {args.tier}")
-    for trainer in ("sb3", "batched"):
+    for trainer in ("sb3", "batched") if chosen_trainer is None else (chosen_trainer,):
         where = rates[trainer][1] if trainer in rates else "no measured costs ship"
         print(f"- {trainer}: {where}")
     jobs: dict[str, dict[str, list[dict[str, Any]] | str]] = {t: {} for t in rates}
