@@ -345,9 +345,9 @@ def test_references_refuses_a_missing_folder_even_unverified(tmp_path, capsys):
     """``references --references-dir /nonexistent --unverified-references`` listed nine
     methods with 0 runs and exited 0."""
     with pytest.raises(SystemExit) as exit_:
+        folder = str(tmp_path / "nope")
         command.cli_main(
-            ["references", "--tier", "lite", "--references-dir", str(tmp_path / "nope")]
-            + ["--unverified-references"]
+            ["references", "--tier", "lite", "--references-dir", folder, "--unverified-references"]
         )
     assert exit_.value.code == 2
     assert "no such folder" in capsys.readouterr().err
