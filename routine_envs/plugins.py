@@ -52,6 +52,7 @@ __all__ = [
     "declared_arguments",
     "describe_type",
     "is_import_path",
+    "json_depth",
     "load_object",
     "one_line",
     "parse_spec",
@@ -179,8 +180,9 @@ def _object_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _nesting_depth(text: str) -> int:
-    """How deep ``[`` and ``{`` nest in JSON ``text`` (outside strings); linear time."""
+def json_depth(text: str) -> int:
+    """How deep ``[`` and ``{`` nest in JSON ``text`` (outside strings); linear time: what to
+    check before ``json.loads`` of untrusted text (deep nesting is a ``RecursionError``)."""
     depth = deepest = 0
     in_string = escaped = False
     for char in text:
@@ -242,7 +244,7 @@ def parse_spec(text: str, what: str = "spec") -> Spec:
         raise ValueError(f"{named}: no name before the arguments")
     kwargs: dict[str, Any] = {}
     if arguments:
-        depth = _nesting_depth(arguments)
+        depth = json_depth(arguments)
         if depth > MAX_JSON_DEPTH:
             raise ValueError(
                 f"{named}: the arguments nest {depth} levels deep; at most {MAX_JSON_DEPTH}"

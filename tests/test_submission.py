@@ -269,9 +269,15 @@ def test_hostile_files_are_one_line_in_bounded_time(bundle, tmp_path):
         assert "\n" not in str(err.value)
     members = members_of(bundle)
     deep = b"[" * 200_000 + b"]" * 200_000
-    for name in ("SUBMISSION.json", "report/scores.json", "results.jsonl"):
+    pretty = b"[\n" * 200_000 + b"]\n" * 200_000  # pretty-printed: newlines between levels
+    for name, data in [
+        ("SUBMISSION.json", deep),
+        ("report/scores.json", deep),
+        ("report/scores.json", pretty),
+        ("results.jsonl", deep),
+    ]:
         forged = dict(members)
-        forged[name] = deep
+        forged[name] = data
         path = write_zip(tmp_path / "deep.zip", forged, rehash=name != "SUBMISSION.json")
         with pytest.raises(submission.InvalidSubmission, match="nested 200000 levels"):
             verification.verify(path)

@@ -15,6 +15,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from routine_envs.plugins import json_depth
+
 MAX_JSON_DEPTH = 64
 """How deep ``[`` and ``{`` may nest in an untrusted JSON document."""
 
@@ -60,42 +62,19 @@ def read_regular_file(path: Path, limit: int, what: str) -> bytes:
     return data
 
 
-def json_depth(text: str) -> int:
-    """How deep ``[`` and ``{`` nest in JSON ``text`` outside strings (linear time; for a
-    JSON-lines text, the deepest line)."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            if depth > deepest:
-                deepest = depth
-        elif char in "]}":
-            depth -= 1
-        elif char == "\n":  # JSON lines: each line is a document of its own
-            depth, in_string = 0, False
-    return deepest
-
-
-def check_json_text(data: bytes, what: str, limit: int, max_depth: int = MAX_JSON_DEPTH) -> str:
+def check_json_text(
+    data: bytes, what: str, limit: int, max_depth: int = MAX_JSON_DEPTH, lines: bool = False
+) -> str:
     """``data`` as UTF-8 text if it is at most ``limit`` bytes and nests at most ``max_depth``
-    levels (one JSON document or JSON lines): what may then be given to ``json.loads``."""
+    levels (one JSON document, or with ``lines`` each line of JSON lines): what may then be
+    given to ``json.loads``."""
     if len(data) > limit:
         raise Refused(f"{what}: {len(data):,} bytes, more than the {limit:,} allowed")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise Refused(f"{what}: not UTF-8 text (byte {err.start})") from None
-    depth = json_depth(text)
+    depth = max(map(json_depth, text.split("\n") if lines else [text]), default=0)
     if depth > max_depth:
         raise Refused(f"{what}: JSON nested {depth} levels deep, more than the {max_depth} allowed")
     return text

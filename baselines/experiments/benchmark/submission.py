@@ -298,7 +298,7 @@ def rows_of(members: Mapping[str, bytes]) -> list[dict[str, Any]]:
 
     try:
         untrusted.check_json_text(
-            members["results.jsonl"], "member results.jsonl", MAX_MEMBER_BYTES
+            members["results.jsonl"], "member results.jsonl", MAX_MEMBER_BYTES, lines=True
         )
     except untrusted.Refused as err:
         raise InvalidSubmission(str(err)) from None
