@@ -1,0 +1,185 @@
+"""Privileged reads that cannot hide: an undeclared privileged field is a sentinel that raises on
+any use, naming the field and the reader (not a ``None`` that ``np.where`` turns into a
+constant)."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import operator
+import pickle
+from typing import ClassVar
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from routine_envs import credit, snr
+from routine_envs.credit import RLOO, Advantages
+from routine_envs.episodes import (
+    PRIVILEGED_FIELDS,
+    EpisodeBatch,
+    UndeclaredField,
+    UndeclaredFieldError,
+)
+from routine_envs.sampler import ModelSampler
+
+ENV_ID, KWARGS = "DilutedDoors-v1", {"num_floors": 1, "routine_length": 2}
+
+
+@pytest.fixture(scope="module")
+def doors():
+    """Diluted Doors v1 (2 floors, L = 2) under the uniform policy: env, sampler, the policy
+    and one batch with every field (exact values included)."""
+    env = gym.make(ENV_ID, num_floors=2, routine_length=2).unwrapped
+    sampler = ModelSampler(env)
+    table = np.full((env.num_states, env.num_actions), 1.0 / env.num_actions)
+    batch = sampler.sample(table, 12, 4, np.random.default_rng(0), observations=True)
+    batch = dataclasses.replace(batch, values=env.oracle(table).v[batch.state_ids])
+    policy = snr.TabularSoftmax.per_state(env.num_states, env.num_actions)
+    return env, sampler, policy, batch
+
+
+def hidden(batch: EpisodeBatch, name: str = "critical") -> UndeclaredField:
+    """What a reader that declared nothing finds in ``batch.<name>``."""
+    value = getattr(batch.visible_to(frozenset(), "estimator 'probe'"), name)
+    assert isinstance(value, UndeclaredField)
+    return value
+
+
+# ---------------------------------------------------------------------------- the sentinel
+OPERATIONS = {
+    "truth value": bool,
+    "if": lambda x: 1 if x else 0,
+    "not": operator.not_,
+    "len": len,
+    "iteration": list,
+    "index": lambda x: x[0],
+    "slice": lambda x: x[1:3],
+    "mask": lambda x: x[np.array([True])],
+    "assignment": lambda x: x.__setitem__(0, 1),
+    "membership": lambda x: 1 in x,
+    "attribute": lambda x: x.astype(bool),
+    "shape": lambda x: x.shape,
+    "dtype": lambda x: x.dtype,
+    "hasattr": lambda x: hasattr(x, "any"),
+    "getattr default": lambda x: getattr(x, "sum", None),
+    "set attribute": lambda x: setattr(x, "flags", 1),
+    "equality": lambda x: x == 1,
+    "inequality": lambda x: x != 1,
+    "reflected equality": lambda x: np.int64(1) == x,
+    "order": lambda x: x < 1,
+    "order reflected": lambda x: np.float64(1) >= x,
+    "hash": hash,
+    "add": lambda x: x + 1,
+    "radd": lambda x: 1.0 + x,
+    "sub": lambda x: x - 1,
+    "mul": lambda x: x * 2,
+    "rmul": lambda x: 2 * x,
+    "div": lambda x: x / 2,
+    "rdiv": lambda x: 1 / x,
+    "floordiv": lambda x: x // 2,
+    "mod": lambda x: x % 2,
+    "pow": lambda x: x**2,
+    "matmul": lambda x: x @ np.ones(3),
+    "and": lambda x: x & True,
+    "rand": lambda x: True & x,
+    "or": lambda x: x | False,
+    "xor": lambda x: x ^ True,
+    "invert": operator.invert,
+    "neg": operator.neg,
+    "abs": abs,
+    "int": int,
+    "float": float,
+    "index protocol": operator.index,
+    "round": round,
+    "call": lambda x: x(),
+    "np.asarray": np.asarray,
+    "np.array": np.array,
+    "np.where": lambda x: np.where(x, 1.0, 0.05),
+    "np.where as choice": lambda x: np.where(np.ones(3, dtype=bool), x, 0.0),
+    "np.sum": np.sum,
+    "np.mean": np.mean,
+    "np.isfinite": np.isfinite,
+    "np.logical_and": lambda x: np.logical_and(x, True),
+    "np.concatenate": lambda x: np.concatenate([x, x]),
+    "np.unique": np.unique,
+    "ndarray + sentinel": lambda x: np.zeros(3) + x,
+    "ndarray * sentinel": lambda x: np.ones(3) * x,
+    "ndarray indexed by it": lambda x: np.arange(3)[x],
+    "np.fromiter": lambda x: np.fromiter(x, dtype=bool),
+    "sorted": sorted,
+    "sum": sum,
+    "zip": lambda x: list(zip(x, x, strict=True)),
+    "dict key": lambda x: {x: 1},
+}
+
+
+@settings(max_examples=150, deadline=None)
+@given(name=st.sampled_from(sorted(OPERATIONS)), field=st.sampled_from(sorted(PRIVILEGED_FIELDS)))
+def test_any_use_of_an_undeclared_field_raises_naming_it_and_the_reader(doors, name, field):
+    value = hidden(doors[-1], field)
+    with pytest.raises(UndeclaredFieldError) as raised:
+        OPERATIONS[name](value)
+    message = str(raised.value)
+    assert f"estimator 'probe' read batch.{field}" in message
+    assert "did not declare in requires" in message
+
+
+def test_np_where_on_an_undeclared_field_raises_instead_of_a_constant(doors):
+    batch = doors[-1]
+    with pytest.raises(UndeclaredFieldError, match=r"batch\.critical"):
+        np.where(hidden(batch), 1.0, 0.05)
+
+
+def test_a_hidden_batch_still_slices_splits_checks_copies_and_pickles(doors):
+    batch = doors[-1]
+    seen = batch.visible_to(frozenset({"state_ids"}), "estimator 'probe'")
+    assert seen.state_ids is batch.state_ids and seen.rewards is batch.rewards
+    for part in (seen.episodes(1, 3), *seen.split_groups()):
+        for name in PRIVILEGED_FIELDS:
+            kept = getattr(part, name)
+            assert isinstance(kept, UndeclaredField) == (name != "state_ids"), name
+    one = seen.split_groups()[0]
+    np.testing.assert_array_equal(one.state_ids, batch.split_groups()[0].state_ids)
+
+    class Reader:
+        name, requires = "r", frozenset({"state_ids", "actions"})
+
+    credit.check_batch(Reader(), seen)  # ``is None`` checks: the sentinel is not None
+    assert "batch.critical" in repr(seen.critical)
+    for twin in (copy.copy(seen), copy.deepcopy(seen), pickle.loads(pickle.dumps(seen))):
+        assert isinstance(twin.critical, UndeclaredField)
+        with pytest.raises(UndeclaredFieldError, match="estimator 'probe'"):
+            bool(twin.critical)
+    # the same reader again: nothing more to hide, the batch itself
+    assert seen.visible_to(frozenset({"state_ids"}), "estimator 'probe'") is seen
+    # a field the source lacks stays None
+    lacking = dataclasses.replace(batch, turn_scores=None)
+    assert lacking.visible_to(frozenset(), "estimator 'probe'").turn_scores is None
+
+
+def test_batch_for_names_the_reader(doors):
+    batch = doors[-1]
+    seen = credit.batch_for(RLOO(), batch)
+    with pytest.raises(UndeclaredFieldError, match=r"estimator 'rloo' read batch\.state_ids"):
+        seen.state_ids.max()
+
+
+class QuietConstant(RLOO):
+    """RLOO weighted by the annotations it does not declare: with ``None`` for them, ``np.where``
+    made every weight the constant 0.05 and the method ran without a sound."""
+
+    name: ClassVar[str] = "quiet_constant"
+
+    def __call__(self, batch: EpisodeBatch) -> Advantages:
+        weights = np.where(batch.critical, 1.0, 0.05)
+        return Advantages(weights * super().__call__(batch).advantages)
+
+
+def test_the_lab_refuses_a_silent_constant_from_an_undeclared_field(doors):
+    env, sampler, policy, _ = doors
+    with pytest.raises(UndeclaredFieldError, match=r"'quiet_constant' read batch\.critical"):
+        snr.measure_snr(env, policy, {"x": QuietConstant()}, 40, 4, sampler=sampler)
