@@ -38,7 +38,7 @@ from typing import Any, ClassVar, Literal, Protocol, TypeVar, runtime_checkable
 import numpy as np
 
 from routine_envs import plugins
-from routine_envs.episodes import PER_STEP_FIELDS, EpisodeBatch
+from routine_envs.episodes import PER_STEP_FIELDS, Declared, EpisodeBatch
 from routine_envs.episodes import batch_for as batch_for
 from routine_envs.oracle import PolicyLike
 from routine_envs.rollouts import (  # re-exported: the sources of mc_rollout
@@ -654,6 +654,32 @@ def build_estimator(
     estimator = build_from_context(spec, context, {**data, **kwargs})
     check_estimator_object(estimator, f"{where}: {spec.__name__}(...), what it builds,")
     return estimator
+
+
+def declare(reader: Any, kind: str = "estimator") -> Declared:
+    """The :class:`~routine_envs.episodes.Declared` record of ``reader`` (a built estimator, or
+    a detector with ``kind="detector"``): its ``name``, ``requires`` (checked: batch field
+    names), ``trains_critic`` and ``group_independent`` read once, here, and frozen. Every
+    consumer builds a reader then declares it at once and uses only the record from then on
+    (call the record to call the reader on the batch as it may see it), so what a reader is
+    given, what its source is checked for and the privileged fields its runs record are one set
+    whatever its attributes say when read again. A record is returned as it is."""
+    if isinstance(reader, Declared):
+        return reader
+    name = reader.name
+    where = f"{kind} {plugins.brief(name)}"
+    requires = reader.requires  # the one read of requires
+    plugins.check_requires(requires, BATCH_FIELDS, where)  # a collection of names
+    frozen = frozenset(requires)
+    plugins.check_requires(frozen, BATCH_FIELDS, where)
+    return Declared(
+        reader,
+        str(name),
+        frozen,
+        kind,
+        bool(getattr(reader, "trains_critic", False)),
+        bool(getattr(reader, "group_independent", False)),
+    )
 
 
 def build_from_context(

@@ -75,25 +75,66 @@ is marked privileged in result tables. ``values`` is privileged only where its s
 
 def privileged_reads(reader: Any) -> tuple[str, ...]:
     """The :data:`PRIVILEGED_FIELDS` that ``reader`` (an estimator or a detector: anything with
-    ``requires``) declares, in that mapping's order: what marks it privileged."""
+    ``requires``; its :class:`Declared` record: the frozen set) declares, in that mapping's
+    order: what marks it privileged."""
     declared = frozenset(reader.requires)
     return tuple(f for f in PRIVILEGED_FIELDS if f in declared)
 
 
+@dataclass(frozen=True, eq=False)
+class Declared:
+    """A reader (an estimator or a detector) with what it declares read once, when it is built
+    (:func:`routine_envs.credit.declare`): a ``requires`` property that says something else when
+    read again changes nothing. Every consumer (the trainers, the SNR lab, the merge probe, the
+    detector scorer) holds this record and uses nothing else: the batch the reader is given
+    (:func:`batch_for`), the fields checked against its source, and the privileged fields
+    recorded for its runs (:attr:`privileged`) come from the one frozen set.
+
+    Attributes:
+        reader: the estimator or detector itself (call it through this record).
+        name: its ``name``.
+        requires: its ``requires``, frozen.
+        kind: ``"estimator"`` or ``"detector"`` (how errors name it).
+        trains_critic: its ``trains_critic`` (``False`` where it has none: a detector).
+        group_independent: its ``group_independent`` (``False`` where it has none).
+    """
+
+    reader: Any
+    name: str
+    requires: frozenset[str]
+    kind: str = "estimator"
+    trains_critic: bool = False
+    group_independent: bool = False
+
+    @property
+    def privileged(self) -> tuple[str, ...]:
+        """The privileged fields it declared (:func:`privileged_reads`): all it is given."""
+        return privileged_reads(self)
+
+    def __call__(self, batch: EpisodeBatch) -> Any:
+        """The reader on ``batch`` as it may see it (:func:`batch_for`)."""
+        return self.reader(batch_for(self, batch))
+
+
 def reader_label(reader: Any) -> str:
-    """How errors name ``reader``: ``estimator 'rloo'`` (it has ``trains_critic``),
-    ``detector 'entropy'``."""
-    kind = "estimator" if hasattr(reader, "trains_critic") else "detector"
+    """How errors name ``reader``: ``estimator 'rloo'``, ``detector 'entropy'`` (a
+    :class:`Declared` record by its ``kind``; else an estimator where it has
+    ``trains_critic``)."""
+    if isinstance(reader, Declared):
+        kind = reader.kind
+    else:
+        kind = "estimator" if hasattr(reader, "trains_critic") else "detector"
     return f"{kind} {getattr(reader, 'name', type(reader).__name__)!r}"
 
 
 def batch_for(reader: Any, batch: EpisodeBatch) -> EpisodeBatch:
-    """``batch`` as ``reader`` (an estimator or a detector) may see it: every privileged field
-    it does not declare in ``requires`` replaced by an :class:`UndeclaredField` that raises on
-    any use (:meth:`EpisodeBatch.visible_to`). Every
-    place that applies an estimator or a detector to a batch calls it through this, so a read of
-    ``batch.critical`` (or ``state_ids``, ``turn_scores``, ``values``) that the reader did not
-    declare fails at once instead of passing unseen."""
+    """``batch`` as ``reader`` (an estimator or a detector; every consumer passes its
+    :class:`Declared` record, so the frozen ``requires``) may see it: every privileged field it
+    does not declare in ``requires`` replaced by an :class:`UndeclaredField` that raises on any
+    use (:meth:`EpisodeBatch.visible_to`). Every place that applies an estimator or a detector
+    to a batch calls it through this, so a read of ``batch.critical`` (or ``state_ids``,
+    ``turn_scores``, ``values``) that the reader did not declare fails at once instead of
+    passing unseen."""
     return batch.visible_to(frozenset(reader.requires), reader_label(reader))
 
 

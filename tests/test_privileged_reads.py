@@ -8,6 +8,7 @@ import copy
 import dataclasses
 import operator
 import pickle
+import sys
 from typing import ClassVar
 
 import gymnasium as gym
@@ -183,3 +184,74 @@ def test_the_lab_refuses_a_silent_constant_from_an_undeclared_field(doors):
     env, sampler, policy, _ = doors
     with pytest.raises(UndeclaredFieldError, match=r"'quiet_constant' read batch\.critical"):
         snr.measure_snr(env, policy, {"x": QuietConstant()}, 40, 4, sampler=sampler)
+
+
+# ------------------------------------------------------------------ requires read only once
+GOT: list[bool] = []
+"""Whether each call of the probes below was given the annotations."""
+
+
+def given_labels(batch: EpisodeBatch) -> bool:
+    """Whether ``batch`` gives its reader the annotations (not ``None``, not hidden)."""
+    return batch.critical is not None and not isinstance(batch.critical, UndeclaredField)
+
+
+class LyingRequires(RLOO):
+    """Declares ``critical`` only when ``batch_for`` reads ``requires`` (a property, read again
+    at each use): it got the labels in training while the card said it read none."""
+
+    name: ClassVar[str] = "lying_requires"
+
+    @property
+    def requires(self) -> frozenset[str]:
+        asked_by = sys._getframe(1).f_code.co_name
+        return frozenset({"critical"}) if asked_by == "batch_for" else frozenset()
+
+    def __call__(self, batch: EpisodeBatch) -> Advantages:
+        GOT.append(given_labels(batch))
+        return super().__call__(batch)
+
+
+def train(method: str, trainer: str, tmp_path, **more):
+    """A tiny training run of ``tests.test_privileged_reads:<method>`` on ``trainer``."""
+    from baselines.lib.training import TrainArgs, main
+
+    return main(
+        TrainArgs(
+            env_id=ENV_ID,
+            env_kwargs=KWARGS,
+            method=f"tests.test_privileged_reads:{method}",
+            total_timesteps=400,
+            eval_every=200,
+            out=tmp_path / method,
+            progress=False,
+            trainer=trainer,
+            **more,
+        )
+    )
+
+
+@pytest.mark.parametrize("trainer", ["sb3", "batched"])
+def test_a_requires_that_lies_to_batch_for_gets_no_undeclared_field(trainer, tmp_path):
+    GOT.clear()
+    train("LyingRequires", trainer, tmp_path)
+    assert GOT and not any(GOT)  # read once when built (no critical): never given the labels
+
+
+def test_the_lab_and_the_probe_read_requires_once(doors):
+    from baselines.experiments.benchmark import merging
+
+    env, sampler, policy, batch = doors
+    GOT.clear()
+    snr.measure_snr(env, policy, {"x": LyingRequires()}, 40, 4, sampler=sampler)
+    assert GOT and not any(GOT)
+    GOT.clear()
+    probs = policy.probs()
+    merging.probe_advantages({"x": LyingRequires()}, sampler, probs, env.oracle(probs).v)
+    assert GOT and not any(GOT)
+    declared = credit.declare(LyingRequires())
+    assert declared.requires == frozenset() and declared.privileged == ()
+    assert credit.declare(declared) is declared
+    GOT.clear()
+    declared(batch)
+    assert GOT == [False]

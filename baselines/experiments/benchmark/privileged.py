@@ -33,7 +33,6 @@ def record_privileged(record: Record) -> tuple[str, ...]:
     from baselines.lib.specs import parse_method
     from baselines.lib.training_runs import trainer_of
     from routine_envs import credit
-    from routine_envs.episodes import privileged_reads
     from routine_envs.sampler import ModelSampler
 
     estimator = record.get("estimator") or {}
@@ -59,7 +58,7 @@ def record_privileged(record: Record) -> tuple[str, ...]:
         built = credit.build_estimator(name, context, **dict(estimator.get("kwargs") or {}))
     except ValueError as err:
         raise ValueError(f"method {record.get('method')!r}: {err}") from None
-    return privileged_reads(built)
+    return credit.declare(built).privileged  # requires read once, as the trainers read it
 
 
 def privileged_of(references: Mapping[str, Sequence[Record]]) -> dict[str, tuple[str, ...]]:

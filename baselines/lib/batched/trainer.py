@@ -29,6 +29,7 @@ from baselines.lib.batched.tabular import MASKED_LOGIT, StateTable, table_policy
 from baselines.lib.batched.update import LossSettings, RolloutData, Segment, update
 from baselines.lib.config import TURN_LEVEL_METHODS, check_method
 from routine_envs import credit
+from routine_envs.episodes import Declared
 
 BATCHED_PROVIDES = frozenset(
     {"actions", "observations", "log_probs", "entropies", "values"} | set(credit.INFO_KEY_OF_FIELD)
@@ -109,7 +110,7 @@ class BatchedTrainer:
             raise ValueError(f"runs of one batch must share spaces, got {sorted(dims)}")
         self.masked = first.masked
         self.streams = [RunStreams.of(r["seed"]) for r in self.runs]
-        self.estimators: list[Any] = []
+        self.estimators: list[Declared] = []
         trains_critic = True
         if not self.turn_level:
             for j in range(len(self.runs)):
@@ -207,7 +208,7 @@ class BatchedTrainer:
         return TrainerSettings.from_hyperparameters(hyperparameters)
 
     # ---------------------------------------------------------------------- set-up
-    def _build_estimator(self, target: str, j: int) -> Any:
+    def _build_estimator(self, target: str, j: int) -> Declared:
         config = self.configs[self.config_of[j]]
         context = credit.EstimatorContext(
             env=config.env.unwrapped,
@@ -217,7 +218,9 @@ class BatchedTrainer:
             sampler=config.sampler,
             seed=self.streams[j].estimator_seed,
         )
-        estimator = credit.build_estimator(target, context, **self.settings.estimator_kwargs)
+        # requires (and the rest) read once, here: every later use is of this record
+        built = credit.build_estimator(target, context, **self.settings.estimator_kwargs)
+        estimator = credit.declare(built)
         check_estimator(estimator, config.env, config.env_id)
         return estimator
 
@@ -378,7 +381,7 @@ class BatchedTrainer:
         for j, ro in zip(runs.tolist(), rollouts, strict=True):
             batch = ro.batch
             self.state[j].steps += batch.num_steps
-            result = self.estimators[j](credit.batch_for(self.estimators[j], batch))
+            result = self.estimators[j](batch)  # on its declared fields only (batch_for)
             adv = np.asarray(result.advantages, dtype=np.float64)
             if self.trains_critic:
                 ret = result.returns if result.returns is not None else adv + batch.values
