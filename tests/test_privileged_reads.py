@@ -255,3 +255,49 @@ def test_the_lab_and_the_probe_read_requires_once(doors):
     GOT.clear()
     declared(batch)
     assert GOT == [False]
+
+
+# ------------------------------------------------------------ advantages checked finite
+class NaNAt(RLOO):
+    """RLOO with the advantage of step 3 of every batch not a number."""
+
+    name: ClassVar[str] = "nan_at"
+
+    def __call__(self, batch: EpisodeBatch) -> Advantages:
+        adv = super().__call__(batch).advantages.copy()
+        adv[3] = np.nan
+        return Advantages(adv)
+
+
+class InfiniteReturns(RLOO):
+    """RLOO with finite advantages but an infinite return target at step 5."""
+
+    name: ClassVar[str] = "infinite_returns"
+
+    def __call__(self, batch: EpisodeBatch) -> Advantages:
+        adv = super().__call__(batch).advantages
+        returns = np.zeros_like(adv)
+        returns[5] = np.inf
+        return Advantages(adv, returns)
+
+
+NAN = r"estimator 'nan_at' returned non-finite advantages: nan at step 3 "
+INF = r"estimator 'infinite_returns' returned non-finite returns: inf at step 5 "
+
+
+@pytest.mark.parametrize("trainer", ["sb3", "batched"])
+@pytest.mark.parametrize(("method", "message"), [("NaNAt", NAN), ("InfiniteReturns", INF)])
+def test_the_trainers_refuse_non_finite_advantages_where_the_estimator_returns(
+    trainer, method, message, tmp_path
+):
+    with pytest.raises(ValueError, match=message):
+        train(method, trainer, tmp_path)
+
+
+def test_the_lab_refuses_non_finite_advantages_naming_estimator_field_and_step(doors):
+    env, sampler, policy, batch = doors
+    with pytest.raises(ValueError, match=NAN):
+        snr.measure_snr(env, policy, {"x": NaNAt()}, 40, 4, sampler=sampler)
+    with pytest.raises(ValueError, match=INF):
+        credit.declare(InfiniteReturns())(batch)
+    credit.check_advantages(RLOO()(batch), "rloo")  # finite: nothing to say

@@ -381,7 +381,9 @@ class BatchedTrainer:
         for j, ro in zip(runs.tolist(), rollouts, strict=True):
             batch = ro.batch
             self.state[j].steps += batch.num_steps
-            result = self.estimators[j](batch)  # on its declared fields only (batch_for)
+            # on its declared fields only (batch_for), its arrays checked finite as it returns
+            # (credit.check_advantages: ~3 us a rollout, 0.01% of an iteration)
+            result = self.estimators[j](batch)
             adv = np.asarray(result.advantages, dtype=np.float64)
             if self.trains_critic:
                 ret = result.returns if result.returns is not None else adv + batch.values
