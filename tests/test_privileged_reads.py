@@ -231,11 +231,138 @@ def train(method: str, trainer: str, tmp_path, **more):
     )
 
 
+class FlickeringRequires(RLOO):
+    """Declares ``critical`` at every other read of ``requires``."""
+
+    name: ClassVar[str] = "flickering_requires"
+    reads: ClassVar[list[int]] = [0]
+
+    @property
+    def requires(self) -> frozenset[str]:
+        self.reads[0] += 1
+        return frozenset({"critical"}) if self.reads[0] % 2 else frozenset()
+
+    def __call__(self, batch: EpisodeBatch) -> Advantages:
+        GOT.append(given_labels(batch))
+        return super().__call__(batch)
+
+
 @pytest.mark.parametrize("trainer", ["sb3", "batched"])
 def test_a_requires_that_lies_to_batch_for_gets_no_undeclared_field(trainer, tmp_path):
     GOT.clear()
-    train("LyingRequires", trainer, tmp_path)
+    result = train("LyingRequires", trainer, tmp_path)
     assert GOT and not any(GOT)  # read once when built (no critical): never given the labels
+    assert result.privileged_fields == ()  # and the run records what it was given
+
+
+@pytest.mark.parametrize("trainer", ["sb3", "batched"])
+@pytest.mark.parametrize("first_read", [0, 1])
+def test_a_run_records_the_privileged_fields_it_was_given(trainer, first_read, tmp_path):
+    FlickeringRequires.reads[0] = first_read
+    GOT.clear()
+    result = train("FlickeringRequires", trainer, tmp_path)
+    assert GOT and len(set(GOT)) == 1  # every batch alike, whatever requires says later
+    assert result.privileged_fields == (("critical",) if GOT[0] else ())
+
+
+@pytest.mark.parametrize("trainer", ["sb3", "batched"])
+def test_training_rows_record_the_privileged_fields_and_the_card_reads_them(trainer, tmp_path):
+    from baselines.experiments.benchmark import privileged
+    from baselines.lib import training_runs
+
+    methods = [f"tests.test_privileged_reads:{m}" for m in ("LyingRequires", "DeclaredCritical")]
+    jobs = training_jobs(methods, trainer)
+    if trainer == "sb3":
+        rows = [training_runs.run_training(job).row() for job in jobs]
+    else:
+        rows = [r.row() for r in training_runs.run_training_batch(jobs[:1])]
+        rows += [r.row() for r in training_runs.run_training_batch(jobs[1:])]
+    assert [r["privileged_fields"] for r in rows] == [[], ["critical"]]
+    by_method = {r["method"]: [r] for r in rows}
+    assert list(privileged.privileged_of(by_method).values()) == [(), ("critical",)]
+
+
+class DeclaredCritical(RLOO):
+    """RLOO that declares the annotations it reads."""
+
+    name: ClassVar[str] = "declared_critical"
+    requires: ClassVar[frozenset[str]] = frozenset({"critical"})
+
+    def __call__(self, batch: EpisodeBatch) -> Advantages:
+        return Advantages(np.where(batch.critical, super().__call__(batch).advantages, 0.0))
+
+
+def training_jobs(methods: list[str], trainer: str) -> list[dict]:
+    """One tiny training job per method (Diluted Doors v1, one floor, L = 2)."""
+    from baselines.lib import training_runs
+
+    return training_runs.training_jobs(
+        ENV_ID,
+        {"num_floors": 1},
+        "routine_length",
+        [2],
+        methods,
+        [0],
+        budget_episodes=40,
+        min_budget_steps=0,
+        eval_points=2,
+        target=0.9,
+        trainer=trainer,
+    )
+
+
+def test_old_rows_read_with_their_built_in_methods_privileged_fields(tmp_path):
+    """The shipped references (written before runs recorded the field) read with it, from
+    their method specs, the files untouched; a row of outside code is left without, never
+    imported, and the card builds its estimator as before."""
+    import hashlib
+    import json
+    from pathlib import Path
+
+    from baselines.experiments.benchmark import privileged
+    from baselines.lib import records, training_runs
+    from baselines.lib.results import ResultsFile
+
+    folder = Path(__file__).resolve().parents[1] / "baselines" / "references" / "rb1" / "lite"
+    expected = {
+        "ppo": [],
+        "trajectory_mc": [],
+        "rloo": [],
+        "gigpo": [],
+        "mc_rollout": ["state_ids"],  # rb1's rollouts are simulated on the model, by state id
+        "oracle": ["state_ids"],
+        "routine_masked": ["critical"],
+        'detector_masked{"detector": "critic"}': [],
+    }
+    found = {}
+    for path in sorted(folder.glob("*.jsonl")):
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        store = ResultsFile(
+            path, training_runs.SCHEMA, training_runs.TrainingRecord.check, records.upgrade
+        )
+        rows = store.read()
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
+        assert all("privileged_fields" not in json.loads(line) for line in path.open())
+        for row in rows:
+            found.setdefault(row["method"], set()).add(tuple(row["privileged_fields"]))
+            assert training_runs.TrainingRecord.from_row(row).row() == row
+    assert found == {m: {tuple(f)} for m, f in expected.items()}
+
+    outside = {
+        "env_id": ENV_ID,
+        "env_kwargs": {"num_floors": 1, "routine_length": 2},
+        "method": "nowhere_pkg.estimators:Masked",
+        "estimator": {"name": "nowhere_pkg.estimators:Masked", "kwargs": {}},
+        "timesteps": [0, 1],
+        "success": [0.0, 0.0],
+    }
+    assert "privileged_fields" not in records.upgrade(outside)  # never imported here
+    with pytest.raises(ValueError, match="nowhere_pkg"):
+        privileged.privileged_of({"m": [outside]})  # built again: it cannot be
+    recorded = {**outside, "privileged_fields": ["critical"]}
+    assert privileged.privileged_of({"m": [recorded, recorded]}) == {"m": ("critical",)}
+    with pytest.raises(ValueError, match="privileged_fields"):
+        training_runs.TrainingRecord.check({**recorded, "privileged_fields": ["labels"]})
 
 
 def test_the_lab_and_the_probe_read_requires_once(doors):

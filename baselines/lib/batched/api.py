@@ -230,6 +230,7 @@ def train_runs(
                 hyperparameters=hyper,
                 steps_trained=st.steps,
                 cpu_time=st.cpu_time,
+                privileged_fields=st.privileged,
             )
     if bar is not None:
         bar.close()

@@ -50,6 +50,8 @@ class RunState:
     steps: int = 0
     cpu_time: float = 0.0
     wall_time: float = 0.0
+    privileged: tuple[str, ...] = ()
+    """The privileged batch fields its estimator is given (its declared record's)."""
 
 
 def check_estimator(estimator: Any, env: Any, env_id: str) -> None:
@@ -144,7 +146,11 @@ class BatchedTrainer:
         self.stepper = Stepper(configs, config_of, s.n_envs)
         self.uniforms = Uniforms([st.actions for st in self.streams])
         self.active = np.arange(len(self.runs), dtype=np.int64)
-        self.state = [RunState(list(r["points"]), [], []) for r in self.runs]
+        reads = [e.privileged for e in self.estimators] or [()] * len(self.runs)  # ppo: none
+        self.state = [
+            RunState(list(r["points"]), [], [], privileged=read)
+            for r, read in zip(self.runs, reads, strict=True)
+        ]
         self.budgets = np.array([r["budget"] for r in self.runs], dtype=np.int64)
         self.episode_starts = np.ones((len(self.runs), s.n_envs), dtype=np.float32)
         self.want_entropies = any("entropies" in e.requires for e in self.estimators)
