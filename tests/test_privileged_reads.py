@@ -428,3 +428,73 @@ def test_the_lab_refuses_non_finite_advantages_naming_estimator_field_and_step(d
     with pytest.raises(ValueError, match=INF):
         credit.declare(InfiniteReturns())(batch)
     credit.check_advantages(RLOO()(batch), "rloo")  # finite: nothing to say
+
+
+# ------------------------------------------------------- the mark wherever a method is named
+def test_a_method_is_named_with_its_privileged_mark_once():
+    from baselines.experiments.benchmark.privileged import method_label, method_labels
+
+    assert method_label("oracle", ("state_ids",)) == "oracle (privileged: state_ids)"
+    assert method_label("rloo", ()) == "rloo" and method_label("rloo", None) == "rloo"
+    two = method_label("x:Both", ("critical", "state_ids"))
+    assert two == "x:Both (privileged: critical, state_ids)"
+    # a label that carries its own mark is not marked twice; cutting keeps the mark whole
+    own = "gigpo (privileged: state_id)"
+    assert method_label(own, ("state_ids",)) == own
+    assert method_label(own, ("state_ids",), width=3) == "gig (privileged: state_id)"
+    long = "tests.test_privileged_inputs:DeclaredCritical"
+    assert method_label(long, ["critical"], 10) == "tests.test (privileged: critical)"
+    labels = method_labels(["oracle", "rloo"], {"oracle": ("state_ids",)})
+    assert labels == {"oracle": "oracle (privileged: state_ids)", "rloo": "rloo"}
+
+
+def test_the_lab_rows_name_each_estimator_with_its_mark():
+    from baselines.experiments.benchmark import lab
+    from baselines.lib import protocol
+
+    rb2 = protocol.load_protocol("rb2")
+    methods = ["rloo", "oracle", "routine_masked", "mc_rollout", "turn_credit"]
+    rows = lab.lab_rows(rb2, rb2.tier("smoke"), methods, measure=False)
+    marks = {r["estimator"]: (r["privileged"], r["label"]) for r in rows}
+    assert marks == {
+        "rloo": ([], "rloo"),
+        "oracle": (["state_ids"], "oracle (privileged: state_ids)"),
+        "routine_masked": (["critical"], "routine_masked (privileged: critical)"),
+        "mc_rollout": (["state_ids"], "mc_rollout (privileged: state_ids)"),
+        "turn_credit": (["turn_scores"], "turn_credit (privileged: turn_scores)"),
+    }
+
+
+def test_the_figures_legends_carry_the_privileged_marks(monkeypatch, tmp_path):
+    from baselines.experiments.benchmark import figures, scores
+    from tests.test_report_card import BASE, runs
+
+    legends: list[list[str]] = []
+
+    def keep_legends(fig, path):
+        for holder in [*fig.legends, *(ax.get_legend() for ax in fig.axes)]:
+            if holder is not None:
+                legends.append([t.get_text() for t in holder.get_texts()])
+
+    monkeypatch.setattr(figures, "save_figure", keep_legends)
+    monkeypatch.setattr(scores, "RESAMPLES", 200)
+    outside = "mine.pkg:Masked"
+    refs = {name: runs(name, BASE) for name in ("ppo", "oracle", "routine_masked")}
+    reads = {"oracle": ("state_ids",), "routine_masked": ("critical",), outside: ("critical",)}
+    figures.plot_curves(outside, runs(outside, BASE), refs, tmp_path / "c.png", reads)
+    ref_scores = {n: scores.method_scores(r) for n, r in refs.items()}
+    mine = scores.method_scores(runs(outside, {0: [500.0] * 4, 9: [900.0] * 4}))
+    figures.plot_against_rho(outside, mine, ref_scores, tmp_path / "r.png", reads)
+    curves, rho = legends
+    assert curves == [
+        "mine.pkg:Masked (privileged: critical) (this method)",
+        "ppo",
+        "oracle (privileged: state_ids)",
+        "routine_masked (privileged: critical)",
+    ]
+    assert rho == [
+        "ppo",
+        "oracle (privileged: state_ids) (same values as ppo)",
+        "routine_masked (privileged: critical) (same values as ppo)",
+        "mine.pkg:Masked (privileged: critical)",
+    ]

@@ -13,7 +13,7 @@ estimator is built again from the record as its trainer built it
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 Record = dict[str, Any]
@@ -53,3 +53,31 @@ def privileged_of(references: Mapping[str, Sequence[Record]]) -> dict[str, tuple
 def privileged_text(fields: Sequence[str]) -> str:
     """``critical, state_ids``, or ``none`` (a label-free method)."""
     return ", ".join(fields) if fields else "none"
+
+
+PRIVILEGED_MARK = " (privileged"
+"""How a name that says it reads privileged fields says so: ``oracle (privileged: state_ids)``
+(a method's own label may carry one already: ``gigpo (privileged: state_id)``)."""
+
+
+def method_label(name: str, fields: Sequence[str] | None = None, width: int | None = None) -> str:
+    """How a method is named wherever it is shown (tables, the lab's rows, legends): ``name``
+    (cut to ``width`` characters where given) with its privileged mark, ``oracle (privileged:
+    state_ids)``, from ``fields`` (the privileged fields it reads: :func:`privileged_of`); a
+    label-free method (``fields`` empty or ``None``) as it is, and a name that carries a mark
+    already (``gigpo (privileged: state_id)``) not marked twice. The mark is never cut."""
+    at = name.find(PRIVILEGED_MARK)
+    base, own = (name[:at], name[at:]) if at >= 0 else (name, "")
+    if width is not None:
+        base = base[:width]
+    if own or not fields:
+        return base + own
+    return f"{base} (privileged: {privileged_text(fields)})"
+
+
+def method_labels(
+    names: Iterable[str], privileged: Mapping[str, Sequence[str]] | None, width: int | None = None
+) -> dict[str, str]:
+    """:func:`method_label` of each of ``names`` by name, its fields from ``privileged``
+    (method -> fields, :func:`privileged_of`; ``None``: no marks but the names' own)."""
+    return {n: method_label(n, (privileged or {}).get(n), width) for n in names}
