@@ -11,7 +11,7 @@ import copy
 import itertools
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NoReturn
 
 import gymnasium as gym
 import numpy as np
@@ -75,18 +75,136 @@ is marked privileged in result tables. ``values`` is privileged only where its s
 
 def privileged_reads(reader: Any) -> tuple[str, ...]:
     """The :data:`PRIVILEGED_FIELDS` that ``reader`` (an estimator or a detector: anything with
-    ``requires``) declares, in that mapping's order: what marks it privileged."""
+    ``requires``; its :class:`Declared` record: the frozen set) declares, in that mapping's
+    order: what marks it privileged."""
     declared = frozenset(reader.requires)
     return tuple(f for f in PRIVILEGED_FIELDS if f in declared)
 
 
+@dataclass(frozen=True, eq=False)
+class Declared:
+    """A reader (an estimator or a detector) with what it declares read once, when it is built
+    (:func:`routine_envs.credit.declare`): a ``requires`` property that says something else when
+    read again changes nothing. Every consumer (the trainers, the SNR lab, the merge probe, the
+    detector scorer) holds this record and uses nothing else: the batch the reader is given
+    (:func:`batch_for`), the fields checked against its source, and the privileged fields
+    recorded for its runs (:attr:`privileged`) come from the one frozen set.
+
+    Attributes:
+        reader: the estimator or detector itself (call it through this record).
+        name: its ``name``.
+        requires: its ``requires``, frozen.
+        kind: ``"estimator"`` or ``"detector"`` (how errors name it).
+        trains_critic: its ``trains_critic`` (``False`` where it has none: a detector).
+        group_independent: its ``group_independent`` (``False`` where it has none).
+    """
+
+    reader: Any
+    name: str
+    requires: frozenset[str]
+    kind: str = "estimator"
+    trains_critic: bool = False
+    group_independent: bool = False
+
+    @property
+    def privileged(self) -> tuple[str, ...]:
+        """The privileged fields it declared (:func:`privileged_reads`): all it is given."""
+        return privileged_reads(self)
+
+    def __call__(self, batch: EpisodeBatch) -> Any:
+        """The reader on ``batch`` as it may see it (:func:`batch_for`)."""
+        return self.reader(batch_for(self, batch))
+
+
+def reader_label(reader: Any) -> str:
+    """How errors name ``reader``: ``estimator 'rloo'``, ``detector 'entropy'`` (a
+    :class:`Declared` record by its ``kind``; else an estimator where it has
+    ``trains_critic``)."""
+    if isinstance(reader, Declared):
+        kind = reader.kind
+    else:
+        kind = "estimator" if hasattr(reader, "trains_critic") else "detector"
+    return f"{kind} {getattr(reader, 'name', type(reader).__name__)!r}"
+
+
 def batch_for(reader: Any, batch: EpisodeBatch) -> EpisodeBatch:
-    """``batch`` as ``reader`` (an estimator or a detector) may see it: every privileged field
-    it does not declare in ``requires`` set to ``None`` (:meth:`EpisodeBatch.visible_to`). Every
-    place that applies an estimator or a detector to a batch calls it through this, so a read
-    of ``batch.critical`` (or ``state_ids``, ``turn_scores``, ``values``) that the reader did
-    not declare fails instead of passing unseen."""
-    return batch.visible_to(frozenset(reader.requires))
+    """``batch`` as ``reader`` (an estimator or a detector; every consumer passes its
+    :class:`Declared` record, so the frozen ``requires``) may see it: every privileged field it
+    does not declare in ``requires`` replaced by an :class:`UndeclaredField` that raises on any
+    use (:meth:`EpisodeBatch.visible_to`). Every place that applies an estimator or a detector
+    to a batch calls it through this, so a read of ``batch.critical`` (or ``state_ids``,
+    ``turn_scores``, ``values``) that the reader did not declare fails at once instead of
+    passing unseen."""
+    return batch.visible_to(frozenset(reader.requires), reader_label(reader))
+
+
+class UndeclaredFieldError(RuntimeError):
+    """A reader (an estimator, a detector) used a privileged batch field that it did not declare
+    in ``requires`` (:class:`UndeclaredField`)."""
+
+
+class UndeclaredField:
+    """What a privileged :class:`EpisodeBatch` field holds for a reader that did not declare it,
+    where the batch has it (:meth:`EpisodeBatch.visible_to`; a field the batch lacks stays
+    ``None``).
+
+    Any use raises :class:`UndeclaredFieldError` naming the field and the reader: truth value,
+    ``len``, indexing, iteration, membership, arithmetic, comparisons, hashing, conversion to a
+    number, ``np.asarray`` and every numpy function and ufunc (``np.where(field, 1.0, 0.05)``
+    included), and any attribute (``hasattr`` too). What reveals nothing works: ``is None`` (it
+    is not ``None``, so :func:`routine_envs.credit.check_batch` passes it), ``isinstance``,
+    ``repr``, copying and pickling (so a batch holding one slices, splits and copies)."""
+
+    __slots__ = ("_field", "_reader")
+
+    def __init__(self, field: str, reader: str) -> None:
+        object.__setattr__(self, "_field", field)
+        object.__setattr__(self, "_reader", reader)
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
+        why = PRIVILEGED_FIELDS.get(self._field, "privileged")
+        raise UndeclaredFieldError(
+            f"{self._reader} read batch.{self._field}, which it did not declare in requires "
+            f"(privileged: {why}); declare it in requires to read it (which marks the method "
+            "privileged)"
+        )
+
+    def __getattr__(self, name: str) -> NoReturn:
+        if name in UndeclaredField.__slots__:  # not set yet: no recursion
+            raise AttributeError(name)
+        self._refuse()
+
+    def __repr__(self) -> str:
+        return f"<batch.{self._field} hidden from {self._reader}: not declared in requires>"
+
+    def __copy__(self) -> UndeclaredField:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> UndeclaredField:
+        return self
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        return (UndeclaredField, (self._field, self._reader))
+
+    __setattr__ = __delattr__ = __call__ = _refuse
+    __bool__ = __len__ = __iter__ = __reversed__ = __contains__ = _refuse
+    __getitem__ = __setitem__ = __delitem__ = _refuse
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __hash__ = _refuse  # type: ignore[assignment]
+    __array__ = __array_function__ = __array_ufunc__ = _refuse
+    __int__ = __float__ = __complex__ = __index__ = __round__ = _refuse
+    __trunc__ = __floor__ = __ceil__ = __neg__ = __pos__ = __abs__ = __invert__ = _refuse
+    __add__ = __radd__ = __iadd__ = __sub__ = __rsub__ = __isub__ = _refuse
+    __mul__ = __rmul__ = __imul__ = __matmul__ = __rmatmul__ = __imatmul__ = _refuse
+    __truediv__ = __rtruediv__ = __itruediv__ = __floordiv__ = __rfloordiv__ = _refuse
+    __ifloordiv__ = __mod__ = __rmod__ = __imod__ = __divmod__ = __rdivmod__ = _refuse
+    __pow__ = __rpow__ = __ipow__ = __lshift__ = __rlshift__ = __ilshift__ = _refuse
+    __rshift__ = __rrshift__ = __irshift__ = __and__ = __rand__ = __iand__ = _refuse
+    __or__ = __ror__ = __ior__ = __xor__ = __rxor__ = __ixor__ = _refuse
+
+
+def _hidden_from(value: Any, reader: str) -> bool:
+    """Whether ``value`` is already the sentinel of ``reader``."""
+    return isinstance(value, UndeclaredField) and value._reader == reader
 
 
 def stack_observations(observations: Sequence[Any]) -> np.ndarray:
@@ -164,7 +282,7 @@ class EpisodeBatch:
             )
         for name in PER_STEP_FIELDS:
             value = getattr(self, name)
-            if value is not None and len(value) != n:
+            if value is not None and not isinstance(value, UndeclaredField) and len(value) != n:
                 raise ValueError(f"{name} must have one entry per step ({n}), got {len(value)}")
         for name in ("truncated", "bootstrap_values"):
             value = getattr(self, name)
@@ -244,17 +362,23 @@ class EpisodeBatch:
         return EpisodeBatch(
             rewards=self.rewards[lo:hi],
             episode_starts=self.episode_starts[start : stop + 1] - lo,
-            **{n: None if v is None else v[lo:hi] for n, v in per_step.items()},
+            **{n: _sliced(v, lo, hi) for n, v in per_step.items()},
             **{n: None if v is None else v[start:stop] for n, v in per_episode.items()},
             snapshots=None if self.snapshots is None else self.snapshots[lo:hi],
         )
 
-    def visible_to(self, declared: Collection[str]) -> EpisodeBatch:
-        """This batch with every :data:`PRIVILEGED_FIELDS` entry not in ``declared`` set to
-        ``None`` (the other fields are the same arrays, not copies): what a reader that
-        declared ``declared`` may see, so an undeclared privileged read fails loudly."""
+    def visible_to(self, declared: Collection[str], reader: str = "a reader") -> EpisodeBatch:
+        """This batch as a reader (named by ``reader`` in errors: ``estimator 'rloo'``) that
+        declared ``declared`` may see it: every :data:`PRIVILEGED_FIELDS` entry it did not
+        declare that the batch has replaced by an :class:`UndeclaredField`, which raises on any
+        use (a field the batch lacks stays ``None``; the other fields are the same arrays, not
+        copies; nothing left to hide: the batch itself)."""
         hidden = {
-            f: None for f in PRIVILEGED_FIELDS if f not in declared and getattr(self, f) is not None
+            f: UndeclaredField(f, reader)
+            for f in PRIVILEGED_FIELDS
+            if f not in declared
+            and getattr(self, f) is not None
+            and not _hidden_from(getattr(self, f), reader)
         }
         return replace(self, **hidden) if hidden else self
 
@@ -332,6 +456,11 @@ class EpisodeBatch:
             bootstrap_values=np.array([ep.bootstrap_value for ep in episodes], dtype=np.float64),
             snapshots=snapshots,
         )
+
+
+def _sliced(value: Any, lo: int, hi: int) -> Any:
+    """Steps ``lo:hi`` of a per-step field (``None`` and a hidden field stay as they are)."""
+    return value if value is None or isinstance(value, UndeclaredField) else value[lo:hi]
 
 
 ActionFn = Callable[[Any, Mapping[str, Any], np.random.Generator], int]

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from routine_envs import credit
-from routine_envs.episodes import EpisodeBatch
+from routine_envs.episodes import Declared, EpisodeBatch
 from routine_envs.sampler import ModelSampler
 
 __all__ = [
@@ -382,15 +382,15 @@ def exact_policy_gradient(env: Any, policy: TabularSoftmax) -> np.ndarray:
     return out.ravel()
 
 
-def _advantages(estimator: credit.AdvantageEstimator, batch: EpisodeBatch) -> np.ndarray:
+def _advantages(estimator: Declared, batch: EpisodeBatch) -> np.ndarray:
     """The estimator's advantages on ``batch``, calling it on one group at a time unless it
     declares ``group_independent`` (so pooling over its input cannot inflate its SNR), on the
-    batch as it may see it (:func:`routine_envs.credit.batch_for`: the privileged fields it
-    declares only)."""
-    batch = credit.batch_for(estimator, batch)
-    if credit.is_group_independent(estimator):
+    batch as it may see it (its :class:`~routine_envs.episodes.Declared` record calls it through
+    :func:`routine_envs.credit.batch_for`: the privileged fields it declares only)."""
+    if estimator.group_independent:
         return estimator(batch).advantages
-    return np.concatenate([estimator(group).advantages for group in batch.split_groups()])
+    seen = credit.batch_for(estimator, batch)  # once: each group of it has nothing more to hide
+    return np.concatenate([estimator(group).advantages for group in seen.split_groups()])
 
 
 def measure_snr(
@@ -448,8 +448,8 @@ def measure_snr(
     sampler = sampler or ModelSampler(env)
     rng = np.random.default_rng(seed)
     probs = policy.probs()
-    built = {
-        name: est if hasattr(est, "requires") else est(sampler, probs)
+    built = {  # requires (and the rest) read once, here: every later use is of the record
+        name: credit.declare(est if hasattr(est, "requires") else est(sampler, probs))
         for name, est in estimators.items()
     }
     provided = sampler.PROVIDES | ({"values"} if values is not None else set())

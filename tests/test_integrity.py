@@ -24,6 +24,7 @@ def fake_run(job):
         "timesteps": [i * job["eval_every"] for i in range(points)],
         "success": [0.5] * points,
         "steps_to_target": None,
+        "privileged_fields": [],  # what a run records (a row without reads with its method's)
         "wall_time": 0.0,
         "hyperparameters": job.get("hyperparameters", {}),
     }

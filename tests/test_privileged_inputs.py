@@ -1,7 +1,8 @@
 """The batch an estimator or a detector gets holds only the privileged fields it declares
-(:func:`routine_envs.credit.batch_for`): a read of ``batch.critical`` it did not declare gets
-``None`` and fails loudly, in both trainers and in the lab; one it declared gets the field and is
-marked privileged; every built-in estimator and detector declares all it reads."""
+(:func:`routine_envs.credit.batch_for`): a read of ``batch.critical`` it did not declare gets an
+:class:`~routine_envs.episodes.UndeclaredField` and fails loudly, naming the field and the
+reader, in both trainers and in the lab; one it declared gets the field and is marked
+privileged; every built-in estimator and detector declares all it reads."""
 
 from __future__ import annotations
 
@@ -16,11 +17,17 @@ from hypothesis import strategies as st
 
 from routine_envs import credit, detectors, snr
 from routine_envs.credit import RLOO, Advantages
-from routine_envs.episodes import PRIVILEGED_FIELDS, EpisodeBatch, privileged_reads
+from routine_envs.episodes import (
+    PRIVILEGED_FIELDS,
+    EpisodeBatch,
+    UndeclaredField,
+    UndeclaredFieldError,
+    privileged_reads,
+)
 from routine_envs.sampler import ModelSampler
 
 ENV_ID, KWARGS = "DilutedDoors-v1", {"num_floors": 1, "routine_length": 2}
-SEEN: list[np.ndarray | None] = []
+SEEN: list[np.ndarray | UndeclaredField | None] = []
 """What the probes below found in ``batch.critical``, one entry per call."""
 
 
@@ -70,9 +77,12 @@ def test_a_reader_sees_only_the_privileged_fields_it_declares(doors, declared):
     seen = batch.visible_to(reader_requires)
     for name in (f.name for f in dataclasses.fields(EpisodeBatch)):
         kept = name not in PRIVILEGED_FIELDS or name in reader_requires
-        # kept fields are the same arrays (no copy), the others hidden
-        assert getattr(seen, name) is (getattr(batch, name) if kept else None), name
-    assert credit.batch_for(reader, batch).critical is None
+        # kept fields are the same arrays (no copy), the others hidden behind a sentinel
+        if kept:
+            assert getattr(seen, name) is getattr(batch, name), name
+        else:
+            assert isinstance(getattr(seen, name), UndeclaredField), name
+    assert isinstance(credit.batch_for(reader, batch).critical, UndeclaredField)
     if PRIVILEGED_FIELDS.keys() <= reader_requires:
         assert seen is batch  # nothing to hide: the batch itself
 
@@ -161,9 +171,10 @@ def test_the_trainers_hide_an_undeclared_privileged_field(trainer, tmp_path):
         )
 
     SEEN.clear()
-    with pytest.raises(AttributeError, match="NoneType"):
+    with pytest.raises(UndeclaredFieldError, match=r"'undeclared_critical' read batch\.critical"):
         main(args("UndeclaredCritical"))
-    assert SEEN == [None]  # the env fills critical; the estimator got None
+    # the env fills critical; the estimator got the sentinel
+    assert len(SEEN) == 1 and isinstance(SEEN[0], UndeclaredField)
     SEEN.clear()
     main(args("DeclaredCritical"))
     assert SEEN and all(s is not None and s.dtype == bool for s in SEEN)
@@ -174,9 +185,9 @@ def test_the_lab_hides_an_undeclared_privileged_field(doors):
     env, sampler, *_ = doors
     policy = snr.TabularSoftmax.per_state(env.num_states, env.num_actions)
     SEEN.clear()
-    with pytest.raises(AttributeError, match="NoneType"):
+    with pytest.raises(UndeclaredFieldError, match=r"'undeclared_critical' read batch\.critical"):
         snr.measure_snr(env, policy, {"x": UndeclaredCritical()}, 40, 4, sampler=sampler)
-    assert SEEN == [None]
+    assert len(SEEN) == 1 and isinstance(SEEN[0], UndeclaredField)
     SEEN.clear()
     result = snr.measure_snr(env, policy, {"x": DeclaredCritical()}, 40, 4, sampler=sampler)
     assert SEEN and all(s is not None and s.dtype == bool for s in SEEN)
@@ -188,7 +199,7 @@ def test_the_merge_probe_hides_an_undeclared_privileged_field(doors):
 
     _, sampler, table, values, _, _ = doors
     SEEN.clear()
-    with pytest.raises(AttributeError, match="NoneType"):
+    with pytest.raises(UndeclaredFieldError, match=r"'undeclared_critical' read batch\.critical"):
         merging.probe_advantages({"x": UndeclaredCritical()}, sampler, table, values)
     SEEN.clear()
     merging.probe_advantages({"x": DeclaredCritical(), "y": RLOO()}, sampler, table, values)

@@ -7,9 +7,10 @@ their types; :meth:`Record.schema` derives from them what the results file check
 (:class:`~baselines.lib.results.ResultsFile`), so no experiment writes its schema by hand.
 
 Rows written before the density fields existed (``routine_length`` as every env's density
-field, as the shipped references ``baselines/references/rb1`` have it beside the new fields)
-are read through :func:`upgrade`, which never changes a file: the references stay
-byte-identical and verified.
+field, as the shipped references ``baselines/references/rb1`` have it beside the new fields),
+and training rows written before runs recorded the privileged fields they were given, are read
+through :func:`upgrade`, which never changes a file: the references stay byte-identical and
+verified.
 """
 
 from __future__ import annotations
@@ -42,12 +43,28 @@ def density_kwarg_of(env_id: str) -> str | None:
     return TEAM_ENVS.get(env_id, {}).get("density_kwarg")
 
 
+TRAINING_FIELDS = ("env_id", "method", "timesteps", "success")
+"""Fields that make a row a training run's (a
+:class:`~baselines.lib.training_runs.TrainingRecord`)."""
+
+
 def upgrade(row: Any) -> Any:
-    """``row`` with the density fields of the current records: an old row's
-    ``routine_length`` becomes ``density_value`` (``density_kwarg`` from the row, else the
-    env's registered keyword, else ``routine_length``) and is dropped. A new row, or anything
-    that is not a mapping, is returned as it is (the results file then checks it)."""
-    if not isinstance(row, dict) or OLD_DENSITY_FIELD not in row:
+    """``row`` with the fields of the current records: an old row's ``routine_length``
+    becomes ``density_value`` (``density_kwarg`` from the row, else the env's registered
+    keyword, else ``routine_length``) and is dropped; a training row without
+    ``privileged_fields`` (written before runs recorded them) gets its built-in method's
+    (:func:`baselines.lib.privileged.builtin_privileged`: from the method spec; a method of
+    outside code is left without, never imported here). A new row, or anything that is not a
+    mapping, is returned as it is (the results file then checks it)."""
+    if not isinstance(row, dict):
+        return row
+    from baselines.lib.privileged import FIELD, builtin_privileged
+
+    if FIELD not in row and all(k in row for k in TRAINING_FIELDS):
+        found = builtin_privileged(row)
+        if found is not None:
+            row = {**row, FIELD: found}
+    if OLD_DENSITY_FIELD not in row:
         return row
     new = {k: v for k, v in row.items() if k != OLD_DENSITY_FIELD}
     new.setdefault("density_value", row[OLD_DENSITY_FIELD])

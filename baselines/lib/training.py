@@ -89,6 +89,9 @@ class RunResult:
     """Environment steps the learner consumed (whole rollouts: may exceed the budget)."""
     cpu_time: float | None = None
     """CPU seconds of the run (process time; for a batched run its share of the batch's)."""
+    privileged_fields: tuple[str, ...] = ()
+    """The privileged batch fields its estimator was given (its ``requires``, read once when it
+    was built: :func:`routine_envs.credit.declare`); ``()`` for ``ppo`` and label-free methods."""
 
     @property
     def final_success(self) -> float:
@@ -330,7 +333,15 @@ def main(args: TrainArgs) -> RunResult:
         hyper,
         int(algo.num_timesteps),
         cpu_time=time.process_time() - start_cpu,
+        privileged_fields=privileged_of(algo),
     )
+
+
+def privileged_of(algo: Any) -> tuple[str, ...]:
+    """The privileged fields ``algo``'s estimator is given (its declared record's; ``()`` for
+    SB3's own PPO, which has no estimator)."""
+    estimator = getattr(algo, "estimator", None)
+    return () if estimator is None else estimator.privileged
 
 
 def main_batched(args: TrainArgs) -> RunResult:

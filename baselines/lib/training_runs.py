@@ -83,6 +83,12 @@ class TrainingRecord(Record):
             success rate at each point, in [0, 1].
         steps_to_target: steps to the target, interpolated between evaluations (``None``:
             not reached).
+        privileged_fields: the privileged batch fields its method was given
+            (:data:`routine_envs.episodes.PRIVILEGED_FIELDS`; ``[]``: label-free), as the run
+            recorded them (its estimator's ``requires``, read once); for a row written before
+            runs recorded them, its built-in method's (:func:`~.records.upgrade`); ``None``: not
+            known (an old row of outside code: :func:`baselines.lib.privileged.row_privileged`
+            builds its estimator again).
         extra: every other field of the job and of the result (the schedule, the label, the
             hyperparameters and estimator identity, versions, the ``trainer``, a benchmark's
             protocol and tier, a team's rho), kept as they are; a row without ``trainer`` (one
@@ -98,6 +104,7 @@ class TrainingRecord(Record):
     timesteps: list[float]
     success: list[float]
     steps_to_target: float | None = None
+    privileged_fields: list[str] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     unit: ClassVar[str] = "run"
@@ -111,13 +118,27 @@ class TrainingRecord(Record):
         return cls(**known, extra={k: v for k, v in row.items() if k not in names})
 
     def row(self) -> dict[str, Any]:
-        """The flat row: the declared fields, then :attr:`extra`'s."""
+        """The flat row: the declared fields (``privileged_fields`` where known), then
+        :attr:`extra`'s."""
         declared = asdict(self)
+        if declared["privileged_fields"] is None:
+            del declared["privileged_fields"]
         return {**{k: v for k, v in declared.items() if k != "extra"}, **self.extra}
 
     @staticmethod
     def check(row: dict[str, Any]) -> None:
-        """A run record's curve: one success rate in [0, 1] per evaluation, at increasing times."""
+        """A run record's curve: one success rate in [0, 1] per evaluation, at increasing
+        times; its ``privileged_fields``, where it has them, a list of privileged field names."""
+        from routine_envs.episodes import PRIVILEGED_FIELDS
+
+        read = row.get("privileged_fields")
+        if read is not None and (
+            not isinstance(read, list) or not all(f in PRIVILEGED_FIELDS for f in read)
+        ):
+            raise ValueError(
+                f"privileged_fields must be a list of {list(PRIVILEGED_FIELDS)}, got "
+                f"{str(read)[:80]}"
+            )
         t, s = row["timesteps"], row["success"]
         if not t or len(t) != len(s):
             raise ValueError(f"{len(t)} timesteps but {len(s)} success values")
@@ -428,11 +449,13 @@ def run_spec(job: dict[str, Any]) -> Any:
 
 def result_fields(result: Any) -> dict[str, Any]:
     """What a trained run adds to its job's row (either trainer's result: the success curve,
-    steps to target, steps trained, wall and CPU seconds)."""
+    steps to target, the privileged fields its estimator was given, steps trained, wall and CPU
+    seconds)."""
     return {
         "timesteps": result.timesteps,
         "success": result.success,
         "steps_to_target": result.steps_to_target,
+        "privileged_fields": list(result.privileged_fields),
         "steps_trained": result.steps_trained,
         "wall_time": result.wall_time,
         "cpu_time": result.cpu_time,

@@ -193,8 +193,11 @@ class _TrajectoryAdvantageMixin:
                 f"make_vec_env), got {type(self.env).__name__}: group members are "
                 "reset and stepped individually"
             )
-        self.estimator = credit.build_estimator(
-            estimator, self.estimator_context(), **dict(estimator_kwargs or {})
+        # requires (and the rest) read once, here: every later use is of this record
+        self.estimator = credit.declare(
+            credit.build_estimator(
+                estimator, self.estimator_context(), **dict(estimator_kwargs or {})
+            )
         )
         probe = self.env.envs[0]
         _, info = probe.reset(seed=0)
@@ -335,7 +338,7 @@ class _TrajectoryAdvantageMixin:
             records += group_records
             collected += sum(len(ep.rewards) for ep in group_episodes)
         batch = EpisodeBatch.from_episodes(episodes)
-        result = self.estimator(credit.batch_for(self.estimator, batch))  # declared fields only
+        result = self.estimator(batch)  # on the declared fields only (credit.batch_for)
         rollout_buffer.store_episodes(
             batch,
             batch.observations,

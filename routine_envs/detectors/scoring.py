@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from routine_envs import credit
 from routine_envs.detectors.base import (
     Detector,
     check_detector_batch,
@@ -197,6 +198,8 @@ def detect_batches(
     """
     if warmup < 0:
         raise ValueError(f"warmup must be >= 0, got {warmup}")
+    declared = credit.declare(detector, "detector")  # requires read once: every batch alike
+    detector = declared.reader
     prepare = getattr(detector, "prepare", None)
     if prepare is not None:  # a one-off setup (a classifier's training), before any batch
         prepare()
@@ -204,12 +207,12 @@ def detect_batches(
     kept_scores, kept_labels, kept_critical, kept_lengths = [], [], [], []
     cost = 0
     for i, batch in enumerate(batches):
-        check_detector_batch(detector, batch)
+        check_detector_batch(declared, batch)
         if batch.critical is None:
             raise ValueError("scoring a detector needs batches with the annotations (critical)")
         before = detector_cost(detector)
-        seen = batch_for(detector, batch)  # the privileged fields it declares only
-        detection = detector(seen)
+        seen = batch_for(declared, batch)  # the privileged fields it declares only
+        detection = declared(seen)
         if detection.scores.shape != (batch.num_steps,):
             raise ValueError(
                 f"detector {detector.name!r} returned {detection.scores.shape} scores for "

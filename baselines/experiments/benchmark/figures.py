@@ -5,12 +5,14 @@ writes them)."""
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from baselines.experiments.benchmark import scores
+from baselines.experiments.benchmark.privileged import method_labels
 from baselines.lib import plotting
 from baselines.lib.results import write_atomic
 from baselines.lib.tables import pyplot
@@ -71,12 +73,18 @@ def panel_titles(records: list[Record]) -> dict[tuple[str, int], str]:
 
 
 def plot_curves(
-    method: str, records: list[Record], references: dict[str, list[Record]], path: Path
+    method: str,
+    records: list[Record],
+    references: dict[str, list[Record]],
+    path: Path,
+    privileged: Mapping[str, Sequence[str]] | None = None,
 ) -> None:
     """IQM learning curves, one panel per (setting, density) titled with both, the method bold
     beside the references; each method keeps its colour and line style in every panel and one
     legend under the figure names them all (a reference whose curve equals another's in a panel
-    says so there)."""
+    says so there). ``privileged`` (method -> the privileged fields it reads,
+    :func:`~.privileged.privileged_of`): every name carries its mark,
+    ``oracle (privileged: state_ids)`` (:func:`~.privileged.method_label`)."""
     plt = pyplot()
     mine = curves_by(records)
     titles = panel_titles(records)
@@ -110,10 +118,11 @@ def plot_curves(
                 (line,) = ax.plot(*curve, lw=0.9, alpha=0.75, **styles[name])
                 handles.setdefault(name, line)
                 if name in same:  # drawn under the other: say so in the panel
+                    short = method_labels([name, same[name]], privileged, 24)
                     ax.text(
                         0.98,
                         0.04 + 0.09 * list(same).index(name),
-                        f"{name[:24]} = {same[name][:24]}",
+                        f"{short[name]} = {short[same[name]]}",
                         transform=ax.transAxes,
                         ha="right",
                         fontsize=5.5,
@@ -128,9 +137,10 @@ def plot_curves(
             if col == 0:
                 ax.set_ylabel("exact success probability\n(IQM over seeds)", fontsize=7)
     names = [method, *(n for n in ref_curves if n in handles)]
+    shown = method_labels(names, privileged, 48)
     fig.legend(
         [handles[n] for n in names],
-        [n[:48] + (" (this method)" if n == method else "") for n in names],
+        [shown[n] + (" (this method)" if n == method else "") for n in names],
         loc="lower center",
         ncol=min(len(names), 4),
         fontsize=7,
@@ -143,10 +153,16 @@ def plot_curves(
 
 
 def plot_against_rho(
-    method: str, mine: dict[str, Any], references: dict[str, dict[str, Any]], path: Path
+    method: str,
+    mine: dict[str, Any],
+    references: dict[str, dict[str, Any]],
+    path: Path,
+    privileged: Mapping[str, Sequence[str]] | None = None,
 ) -> None:
     """Steps to target (IQM, bootstrap bars; hollow markers: censored, a lower bound) against
-    rho, one panel per setting, the method beside the references."""
+    rho, one panel per setting, the method beside the references. ``privileged`` (method -> the
+    privileged fields it reads, :func:`~.privileged.privileged_of`): every name in the legend
+    carries its mark (:func:`~.privileged.method_label`)."""
     plt = pyplot()
     settings = sorted(mine["settings"])
     fig, axes = plt.subplots(1, len(settings), figsize=(4.6 * len(settings), 3.8), squeeze=False)
@@ -158,9 +174,10 @@ def plot_against_rho(
             for n, e in entries.items()
             if e is not None
         }
+        names = method_labels(shown, privileged, 40)
         same = plotting.same_as(
             {
-                n[:40]: ([r["rho"] for r in rs], [r["steps_iqm"] for r in rs])
+                names[n]: ([r["rho"] for r in rs], [r["steps_iqm"] for r in rs])
                 for n, rs in shown.items()
             }
         )
@@ -177,7 +194,7 @@ def plot_against_rho(
                 color="black" if bold else None,
                 capsize=2,
                 ms=4,
-                label=plotting.label(name[:40], same),
+                label=plotting.label(names[name], same),
                 **plotting.style(index),
             )
             for xi, r in zip(x, rows, strict=True):

@@ -21,6 +21,7 @@ from typing import Any
 
 from baselines.experiments.benchmark import merging
 from baselines.experiments.benchmark.manifest import LAB_FILE
+from baselines.experiments.benchmark.privileged import method_label
 from baselines.lib import protocol as protocols
 
 LAB_EPISODES = 2000
@@ -77,9 +78,10 @@ def write_reference_lab(
     rows = lab_rows(protocol, tier, methods, keyed=True)
     table = {r.pop("key"): r for r in rows if "snr" in r}
     for row in table.values():
-        row.pop(
-            "advantages_affine_to", None
-        )  # the probe runs live: it pairs with the card's method
+        for live in ("advantages_affine_to", "privileged", "label"):
+            # the probe runs live (it pairs with the card's method); the marks come from the
+            # estimators the card builds
+            row.pop(live, None)
     path = folder / LAB_FILE
     write_atomic(
         path, json.dumps({"rows": table}, indent=1, sort_keys=True, allow_nan=False) + "\n"
@@ -114,7 +116,10 @@ def lab_rows(
     setting, only those on ``env_ids`` when given; ``ppo``, a learned critic, has none): the
     advantage probe's relations (``advantages_affine_to``: ``{other: [c, d]}``, the others whose
     advantages are ``c * this + d`` with ``c > 0`` on the probe batch), whether the protocol
-    normalises its advantages per minibatch, whether it trains a critic, and with ``measure``
+    normalises its advantages per minibatch, whether it trains a critic, the privileged fields
+    it reads (``privileged``, its estimator's declared record) and its name with their mark
+    (``label``: ``oracle (privileged: state_ids)``, :func:`~.privileged.method_label`, what
+    the card's lab table names it by), and with ``measure``
     the gradient SNR per episode, relative bias and cosine at initialisation with their
     jackknife intervals (``measure=False``: the probe only, a fraction of a second per
     density). ``cache`` (:func:`read_lab`): rows measured before, used instead of measuring
@@ -153,7 +158,8 @@ def lab_rows(
                 if spec.target == "ppo":
                     continue
                 kwargs = estimator_arguments(protocol, setting.section, method)
-                estimators[method] = credit.build_estimator(spec.target, context, **kwargs)
+                built = credit.build_estimator(spec.target, context, **kwargs)
+                estimators[method] = credit.declare(built)  # requires read once
             if not estimators:
                 continue
             related = merging.probe_advantages(estimators, sampler, probs, values.v)
@@ -207,7 +213,9 @@ def lab_rows(
                             setting.section, check_method(name).target
                         ).get("normalize_advantage")
                     ),
-                    trains_critic=bool(getattr(estimator, "trains_critic", False)),
+                    trains_critic=estimator.trains_critic,
+                    privileged=list(estimator.privileged),
+                    label=method_label(name, estimator.privileged),
                 )
                 if keyed:
                     row["key"] = keys[name]

@@ -299,18 +299,19 @@ def probe_advantages(
 
     from routine_envs import credit
 
-    observations = any("observations" in est.requires for est in estimators.values())
+    declared = {name: credit.declare(est) for name, est in estimators.items()}  # read once
+    observations = any("observations" in est.requires for est in declared.values())
     rng = np.random.default_rng(seed)
     batch = sampler.sample(probs, PROBE_GROUPS, group_size, rng, observations=observations)
     batch = dataclasses.replace(batch, values=np.asarray(values)[batch.state_ids])
-    seen = {name: credit.batch_for(est, batch) for name, est in estimators.items()}
+    seen = {name: credit.batch_for(est, batch) for name, est in declared.items()}
     advantages = {
         name: (
             est(seen[name]).advantages
-            if credit.is_group_independent(est)
+            if est.group_independent
             else np.concatenate([est(group).advantages for group in seen[name].split_groups()])
         )
-        for name, est in estimators.items()
+        for name, est in declared.items()
     }
     return advantage_relations(advantages)
 

@@ -1,76 +1,51 @@
 """Which privileged batch fields each method of a leaderboard reads
 (:data:`routine_envs.episodes.PRIVILEGED_FIELDS`: ``critical``, ``state_ids``, ``turn_scores``,
-``values`` where exact), for its ``privileged`` column and for ranking label-free methods apart.
+``values`` where exact), for its ``privileged`` column, for ranking label-free methods apart and
+for marking it wherever it is named (:func:`method_label`).
 
-A method's fields are those its estimator declares (:func:`routine_envs.episodes.privileged_reads`),
-and it was given no others: every trainer calls an estimator on
-:func:`routine_envs.credit.batch_for` of its batch. The estimator is rebuilt from a run record as
-its trainer built it (the record's estimator name and arguments; the trainer's context: the SB3
-trainer offers a rollout policy, the batched one the exact-model sampler, which decides where
-``mc_rollout`` takes its rollouts from), on the record's environment.
+A method's fields are those its runs were given, as each run recorded them (``privileged_fields``
+of its row: its estimator's ``requires``, read once when it was built, is what every trainer
+gave it: :func:`routine_envs.credit.declare`). A row written before runs recorded them reads
+with its built-in method's (:func:`baselines.lib.records.upgrade`); for one of outside code the
+estimator is built again from the record as its trainer built it
+(:func:`baselines.lib.privileged.build_privileged`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
-
-import numpy as np
 
 Record = dict[str, Any]
 
 
-def _no_rollouts(observations: Any, infos: Any) -> np.ndarray:
-    """A rollout policy for building only: reading ``requires`` never calls it."""
-    raise RuntimeError("the leaderboard builds estimators to read requires, never to run them")
-
-
 def record_privileged(record: Record) -> tuple[str, ...]:
     """The privileged fields the method of run ``record`` read (``()``: label-free; ``ppo``, SB3's
-    own learned critic, reads none). ``ValueError`` naming the method where it cannot be built."""
-    import gymnasium as gym
+    own learned critic, reads none): its recorded ``privileged_fields``, else its estimator's,
+    built again. ``ValueError`` naming the method where it has to be built and cannot be."""
+    from baselines.lib.privileged import row_privileged
 
-    from baselines.lib.specs import parse_method
-    from baselines.lib.training_runs import trainer_of
-    from routine_envs import credit
-    from routine_envs.episodes import privileged_reads
-    from routine_envs.sampler import ModelSampler
-
-    estimator = record.get("estimator") or {}
-    name = estimator.get("name", record.get("method"))
-    if not isinstance(name, str):
-        raise ValueError(f"record of method {record.get('method')!r} names no estimator")
-    if parse_method(name).turn_level:
-        return ()
-    env = gym.make(record["env_id"], **dict(record.get("env_kwargs") or {})).unwrapped
-    table = np.full((env.num_states, env.num_actions), 1.0 / env.num_actions)
-    hyper = record.get("hyperparameters") or {}
-    batched = trainer_of(record) == "batched"
-    context = credit.EstimatorContext(
-        env=env,
-        policy_table=table,
-        gamma=hyper.get("gamma"),
-        gae_lambda=hyper.get("gae_lambda"),
-        rollout_policy=None if batched else _no_rollouts,
-        sampler=ModelSampler(env) if batched else None,
-        seed=int(record.get("seed", 0)),
-    )
-    try:
-        built = credit.build_estimator(name, context, **dict(estimator.get("kwargs") or {}))
-    except ValueError as err:
-        raise ValueError(f"method {record.get('method')!r}: {err}") from None
-    return privileged_reads(built)
+    return row_privileged(record)
 
 
 def privileged_of(references: Mapping[str, Sequence[Record]]) -> dict[str, tuple[str, ...]]:
     """Per method (the keys of ``references``, records by method), the privileged fields its runs
-    read: the union over its records' settings, in :data:`PRIVILEGED_FIELDS` order."""
+    read: the union over its records' recorded fields (a record that has none: over one such
+    record per setting, its estimator built again), in :data:`PRIVILEGED_FIELDS` order."""
+    from baselines.lib.privileged import FIELD
     from routine_envs.episodes import PRIVILEGED_FIELDS
 
     out: dict[str, tuple[str, ...]] = {}
     for method, records in references.items():
-        firsts = {r.get("setting", r.get("env_id")): r for r in records}  # one per setting
-        read = {f for r in firsts.values() for f in record_privileged(r)}
+        read: set[str] = set()
+        unrecorded: dict[Any, Record] = {}
+        for r in records:
+            if r.get(FIELD) is None:
+                unrecorded.setdefault(r.get("setting", r.get("env_id")), r)  # one per setting
+            else:
+                read.update(record_privileged(r))
+        for r in unrecorded.values():
+            read.update(record_privileged(r))
         out[method] = tuple(f for f in PRIVILEGED_FIELDS if f in read)
     return out
 
@@ -78,3 +53,31 @@ def privileged_of(references: Mapping[str, Sequence[Record]]) -> dict[str, tuple
 def privileged_text(fields: Sequence[str]) -> str:
     """``critical, state_ids``, or ``none`` (a label-free method)."""
     return ", ".join(fields) if fields else "none"
+
+
+PRIVILEGED_MARK = " (privileged"
+"""How a name that says it reads privileged fields says so: ``oracle (privileged: state_ids)``
+(a method's own label may carry one already: ``gigpo (privileged: state_id)``)."""
+
+
+def method_label(name: str, fields: Sequence[str] | None = None, width: int | None = None) -> str:
+    """How a method is named wherever it is shown (tables, the lab's rows, legends): ``name``
+    (cut to ``width`` characters where given) with its privileged mark, ``oracle (privileged:
+    state_ids)``, from ``fields`` (the privileged fields it reads: :func:`privileged_of`); a
+    label-free method (``fields`` empty or ``None``) as it is, and a name that carries a mark
+    already (``gigpo (privileged: state_id)``) not marked twice. The mark is never cut."""
+    at = name.find(PRIVILEGED_MARK)
+    base, own = (name[:at], name[at:]) if at >= 0 else (name, "")
+    if width is not None:
+        base = base[:width]
+    if own or not fields:
+        return base + own
+    return f"{base} (privileged: {privileged_text(fields)})"
+
+
+def method_labels(
+    names: Iterable[str], privileged: Mapping[str, Sequence[str]] | None, width: int | None = None
+) -> dict[str, str]:
+    """:func:`method_label` of each of ``names`` by name, its fields from ``privileged``
+    (method -> fields, :func:`privileged_of`; ``None``: no marks but the names' own)."""
+    return {n: method_label(n, (privileged or {}).get(n), width) for n in names}

@@ -155,7 +155,9 @@ def _check_supported(env_id: str, kwargs_json: str, method: str, hyper_json: str
             sampler=LazySampler(env),
             seed=0,
         )
-        estimator = credit.build_estimator(target, context, **settings.estimator_kwargs)
+        estimator = credit.declare(
+            credit.build_estimator(target, context, **settings.estimator_kwargs)
+        )
         check_estimator(estimator, env, env_id)
     finally:
         env.close()
@@ -228,6 +230,7 @@ def train_runs(
                 hyperparameters=hyper,
                 steps_trained=st.steps,
                 cpu_time=st.cpu_time,
+                privileged_fields=st.privileged,
             )
     if bar is not None:
         bar.close()

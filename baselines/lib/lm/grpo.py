@@ -140,8 +140,9 @@ def turn_advantages(
     batch, rows = mdp_batch(episodes)
     if batch is None:
         return [[invalid_advantage] * len(p.turns) for p in episodes]
+    estimator = credit.declare(estimator)  # its record when the trainer built it: as it is
     batch = credit.batch_for(estimator, batch)  # only the privileged fields it declares
-    if credit.is_group_independent(estimator):
+    if estimator.group_independent:
         adv = estimator(batch).advantages
     else:
         adv = np.concatenate([estimator(g).advantages for g in batch.split_groups()])
@@ -186,7 +187,8 @@ class GRPOTrainer:
             sampler=ModelSampler(base),
             seed=seed,
         )
-        self.estimator = credit.build_estimator(estimator, context)
+        # requires (and the rest) read once, here: every later use is of this record
+        self.estimator = credit.declare(credit.build_estimator(estimator, context))
         self.steps = 0
         self.cpu_seconds = 0.0
 
