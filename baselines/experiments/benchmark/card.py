@@ -75,12 +75,16 @@ def reads_of(
 
 
 def recorded_reads(records: Sequence[Record], claimed: Sequence[str] | None) -> tuple[str, ...]:
-    """The privileged fields outside code's runs say they read: the rows' ``privileged``
-    field where they record it (one value for every row, else ``ValueError``), else
+    """The privileged fields outside code's runs say they read: the rows' ``privileged_fields``
+    where they record them (one value for every row, else ``ValueError``), else
     ``claimed``."""
     from routine_envs.episodes import PRIVILEGED_FIELDS
 
-    found = {tuple(r["privileged"]) for r in records if isinstance(r.get("privileged"), list)}
+    found = {
+        tuple(r["privileged_fields"])
+        for r in records
+        if isinstance(r.get("privileged_fields"), list)
+    }
     if len(found) > 1:
         raise ValueError(f"the rows record different privileged fields: {sorted(found)}")
     read = set(found.pop() if found else claimed or ())
@@ -160,9 +164,12 @@ def write(
     ``scores.csv``, the drops manifest, the figures; on a tier that measures the paper's SNR,
     its ``paper_rows``, :func:`paper_rows`); the scores. The same inputs give the same bytes."""
     tier = protocol.tier(settings.tier)
+    head = header(protocol, settings, records, references, refs, reads, claims)
+    if head["method"] != settings.method and settings.method in reads:
+        reads = {**reads, head["method"]: reads[settings.method]}  # as the card names it
     return report.write_report(
         folder,
-        header(protocol, settings, records, references, refs, reads, claims),
+        head,
         records,
         references,
         lab,

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from baselines.experiments.benchmark import axes, drops, figures, merging, scores
+from baselines.experiments.benchmark.privileged import method_label
 from baselines.lib.results import write_atomic
 from baselines.lib.tables import write_csv
 
@@ -211,8 +212,7 @@ def markdown(
 
     def label(name: str) -> str:
         text = f"{name} (= {', '.join(aliases[name])})" if name in aliases else name
-        read = (privileged or {}).get(name)
-        return f"{text} (privileged: {', '.join(read)})" if read else text
+        return method_label(text, (privileged or {}).get(name))
 
     for setting in sorted(mine["settings"]):
         entry = mine["settings"][setting]
@@ -289,7 +289,7 @@ def markdown(
         for r in measured:
             snr = "inf (no variance)" if r["snr"] is None else num(r["snr"], ".3g")
             lines.append(
-                f"| {r['setting']} | {r['rho']:.3g} | {r['estimator']} | {snr} "
+                f"| {r['setting']} | {r['rho']:.3g} | {r.get('label', r['estimator'])} | {snr} "
                 f"[{num(r['snr_low'], '.3g')}, {num(r['snr_high'], '.3g')}] | "
                 f"{num(r['relative_bias'], '.3g')} "
                 f"[{num(r['relative_bias_low'], '.3g')}, {num(r['relative_bias_high'], '.3g')}] | "
@@ -380,11 +380,19 @@ def write_report(
         ]
     verified = "unverified" if "unverified references" in header else "verified"
     write_csv(folder / "scores.csv", [{**row, "references": verified} for row in rows])
-    figures.plot_curves(header["method"], records, references, folder / "learning_curves.png")
+    figures.plot_curves(
+        header["method"],
+        records,
+        references,
+        folder / "learning_curves.png",
+        privileged=privileged,
+    )
     write_csv(
         folder / "learning_curves.csv", figures.curve_rows(header["method"], records, references)
     )
-    figures.plot_against_rho(header["method"], mine, ref_scores, folder / "steps_vs_rho.png")
+    figures.plot_against_rho(
+        header["method"], mine, ref_scores, folder / "steps_vs_rho.png", privileged=privileged
+    )
     if drops_manifest is not None:
         write_csv(folder / "drops.csv", drops_manifest["runs"])
         write_atomic(folder / "drops.json", json.dumps(drops_manifest, indent=1))
@@ -500,17 +508,13 @@ def leaderboard(
                 lines += ["", f"### {title}", ""]
                 lines += _leaderboard_table(computed, setting, block, aliases, privileged)
     for axis in axes.all_axes(computed, decision_axes or []):
-        from baselines.experiments.benchmark.privileged import privileged_text
-
         order = [n for n in computed if n not in hidden]
         if privileged is not None:
             order.sort(key=lambda n: bool(privileged.get(n)))
         labels = {
-            n: (f"{n} (= {', '.join(aliases[n])})" if n in aliases else n)
-            + (
-                f" (privileged: {privileged_text(privileged[n])})"
-                if privileged is not None and privileged.get(n)
-                else ""
+            n: method_label(
+                f"{n} (= {', '.join(aliases[n])})" if n in aliases else n,
+                privileged.get(n) if privileged is not None else None,
             )
             for n in order
         }

@@ -23,6 +23,7 @@ code: they are kept as the submitter measured them, and said so.
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import subprocess
@@ -388,6 +389,22 @@ def rebuild_card(
     return rebuilt, checked, problems
 
 
+def same_numbers(a: Any, b: Any, rel: float = 1e-9) -> bool:
+    """Whether two JSON values are equal, floats within ``rel`` of each other: a measurement
+    rebuilt on another machine may differ in its last digits (BLAS kernels), never more."""
+    if isinstance(a, float) or isinstance(b, float):
+        return (
+            isinstance(a, int | float)
+            and isinstance(b, int | float)
+            and math.isclose(a, b, rel_tol=rel, abs_tol=1e-12)
+        )
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_numbers(a[k], b[k], rel) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_numbers(x, y, rel) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
 def check_lab(
     protocol: protocols.Protocol,
     method: str,
@@ -429,7 +446,9 @@ def check_lab(
             f"{len(mine)} (e.g. {sorted(set(bundled) ^ set(mine), key=str)[:1]})"
         )
     else:
-        differ = [c for c in mine if without_method(mine[c]) != without_method(bundled[c])]
+        differ = [
+            c for c in mine if not same_numbers(without_method(mine[c]), without_method(bundled[c]))
+        ]
         if differ:
             problems.append(
                 f"{len(differ)} lab rows differ from their rebuild with this checkout's code "
