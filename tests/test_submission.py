@@ -152,6 +152,9 @@ def edit_png(members):
 TAMPERS = {
     "method gigpo in the manifest": edit_manifest(method="gigpo"),
     "method of an installed module": edit_manifest(method="antigravity:X"),
+    "a built-in whose argument imports": edit_manifest(
+        method='detector_masked{"detector": "antigravity:X"}'
+    ),
     "trainer xyz": edit_manifest(trainer="xyz"),
     "env_ids Nope-v0": edit_manifest(env_ids=["Nope-v0"]),
     "another protocol file": edit_manifest(**{"protocol.sha256": "0" * 64}),
@@ -199,6 +202,8 @@ def test_every_edit_a_forger_can_make_is_refused(bundle, tmp_path, name):
     except submission.InvalidSubmission as err:
         assert "\n" not in str(err)
         return
+    finally:
+        assert "antigravity" not in sys.modules  # a module the manifest names is never imported
     assert not verdict.verified, (name, verdict)
     assert all("\n" not in p and len(p) < 600 for p in verdict.problems)
 
