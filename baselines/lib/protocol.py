@@ -36,9 +36,9 @@ a change is a new version."""
 REFERENCE_MANIFESTS: dict[str, dict[str, str]] = {
     "rb1": {"lite": "33ac3eb7776e2371b6b4922f32d000c069faa2b8ad236e7a75a9d57356655c1a"},
     "rb2": {
-        "lite": "98e754efd7c24ce59c14675a63fd9bd9ce079ad84c2007c8d475e2c39a82d125",
-        "paper": "7ecb7e7a2e6211ac53289da72a1e445bcbd2a02d0651865296f9e4ae9d1eae25",
-        "full": "7005f0c618e6e71d9b7bf6d0d25943cdccf0dfbd49eeb6d5fe6b280ba2e568d4",
+        "lite": "819480567c016ff9f04e210a4c301b449e0af9d9f57451c540389fb04b336883",
+        "paper": "158ab31adc2ab8029b281f34cd3e96f514fa71cbf5d8f1552121ab48a84e5945",
+        "full": "fffbba567e873e89bd96e92eb834a31ff7d9bd930f9d94c36d8c0a3536e7c3be",
     },
 }
 """SHA-256 of the manifest of each version's shipped reference tiers
