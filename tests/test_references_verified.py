@@ -341,3 +341,25 @@ def test_a_released_protocol_is_checked_against_its_pin_before_it_is_parsed(tmp_
     path.write_text("- an edited released file that is not even a mapping\n")
     with pytest.raises(ValueError, match="never changes"):
         protocol.load_protocol("rb1", path)
+
+
+@pytest.mark.parametrize("tier", ["lite", "full"])
+def test_the_shipped_lab_is_the_current_codes(tier):
+    """Every reference's lab row is found in the shipped ``LAB.json`` under the key the current
+    code computes: an edit of the lab's code (its key fingerprints it) that leaves the file
+    stale makes every card measure the references again, silently, for minutes."""
+    from baselines.experiments.benchmark import lab
+
+    loaded = protocol.load_protocol("rb2")
+    cache = lab.read_lab(manifest.shipped_folder("rb2", tier))
+    methods = [m for m in loaded.references_of(tier) if m != "ppo"]
+    missing = [
+        (setting.name, value, method)
+        for setting in loaded.tier(tier).settings
+        for value in sorted({min(setting.values), max(setting.values)})
+        for method in methods
+        if lab.lab_key(loaded, setting, value, method) not in cache
+    ]
+    assert not missing, f"{len(missing)} lab rows not shipped, e.g. {missing[0]}: rerun " + (
+        f"python -m baselines.benchmark references --write-manifest --tier {tier}"
+    )
