@@ -1,4 +1,4 @@
-"""``python -m baselines.experiments.benchmark.rerun RUNS.json``: train again some runs of a
+""":func:`main` of ``RUNS.json``: train again some runs of a
 submission (``verify-submission --rerun K``), in a process of their own whose path holds the
 bundle's method source: the only place a bundle's code runs, and only when the reviewer asks.
 
@@ -10,7 +10,6 @@ trained beside them)."""
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -58,13 +57,11 @@ def rerun(fields_: dict[str, Any], keys: list[str]) -> list[dict[str, Any]]:
     return rows
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Read ``RUNS.json`` (the one argument), write ``rows.json`` beside it."""
-    path = Path((argv if argv is not None else sys.argv[1:])[0])
-    todo = json.loads(path.read_text())
+def main(path: str) -> None:
+    """Read ``RUNS.json`` at ``path``, write ``rows.json`` beside it (what the verifier's
+    subprocess runs: ``python -c "from baselines.experiments.benchmark.rerun import main;
+    main(PATH)"``)."""
+    runs = Path(path)
+    todo = json.loads(runs.read_text())
     rows = rerun(todo["fields"], todo["keys"])
-    (path.parent / "rows.json").write_text(json.dumps(rows))
-
-
-if __name__ == "__main__":
-    main()
+    (runs.parent / "rows.json").write_text(json.dumps(rows))

@@ -598,11 +598,11 @@ def rerun_rows(
         path_entries = []
         sources = [n for n in members if n.startswith("method/")]
         if spec.is_import_path and sources:
-            code = root / "code"
-            target = code / module_path(spec.target, sources[0][len("method/") :])
+            source_root = root / "code"
+            target = source_root / module_path(spec.target, sources[0][len("method/") :])
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(members[sources[0]])
-            path_entries.append(str(code))
+            path_entries.append(str(source_root))
         jobs_file = root / "runs.json"
         jobs_file.write_text(
             json.dumps({"fields": dict(fields_), "keys": [r["key"] for r in chosen]})
@@ -610,7 +610,10 @@ def rerun_rows(
         env = dict(os.environ)
         package_root = str(Path(__file__).resolve().parents[3])
         env["PYTHONPATH"] = os.pathsep.join([*path_entries, package_root])
-        command = [sys.executable, "-m", "baselines.experiments.benchmark.rerun", str(jobs_file)]
+        program = (
+            f"from baselines.experiments.benchmark.rerun import main; main({str(jobs_file)!r})"
+        )
+        command = [sys.executable, "-c", program]
         try:
             done = subprocess.run(
                 command, cwd=folder, env=env, capture_output=True, text=True, timeout=timeout
