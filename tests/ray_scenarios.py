@@ -48,9 +48,12 @@ def tiny_compare(out: Path, **changes: Any) -> compare.SweepArgs:
 
 def slow_job(job: dict[str, Any]) -> dict[str, Any]:
     """A test run: marks its start (seed and process id) in ``job["marks"]``, sleeps, returns
-    its record; a job with ``die`` kills its own process every time (a crashing worker)."""
+    its record; a job with ``die`` kills its own process every time (a crashing worker), one
+    with ``divide`` raises ``ZeroDivisionError`` (a run that fails: its traceback is kept)."""
     if job.get("die"):
         os._exit(3)
+    if job.get("divide"):
+        return {"value": 1 / 0}
     marks = Path(job["marks"])
     (marks / f"{job['seed']}-{os.getpid()}").touch()
     time.sleep(job["seconds"])
@@ -137,12 +140,15 @@ def killed_driver(out: Path, address: str) -> dict[str, Any]:
 
 CLUSTER_JOBS = 4
 DYING_SEED = 99
+RAISING_SEED = 98
 
 
 def drive(out: Path, address: str) -> None:
-    """The driver of :func:`killed_worker`: four slow jobs and one whose worker always dies."""
+    """The driver of :func:`killed_worker`: four slow jobs, one whose worker always dies and
+    one that raises."""
     jobs = [{"seed": s, "seconds": 1.0, "marks": str(out / "marks")} for s in range(CLUSTER_JOBS)]
     jobs.append({"seed": DYING_SEED, "die": True, "seconds": 0.0, "marks": str(out / "marks")})
+    jobs.append({"seed": RAISING_SEED, "divide": True, "seconds": 0.0, "marks": str(out / "marks")})
     settings = BackendArgs(backend="ray", address=address, retries=1)
     try:
         run_resumable(

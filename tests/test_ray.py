@@ -86,8 +86,15 @@ def test_a_killed_worker_is_retried_and_a_dying_run_is_reported(cluster):
     # the run whose worker always dies: reported with its settings after its retries
     assert report["returncode"] == 1, report["stderr"]
     failure = report["stdout"].split("RunFailed: ", 1)[1]
-    assert failure.startswith(f"1 of {ray_scenarios.CLUSTER_JOBS + 1} run(s) failed")
-    assert f"seed {ray_scenarios.DYING_SEED}" in failure and "died 2 time(s)" in failure
+    assert failure.startswith(f"2 of {ray_scenarios.CLUSTER_JOBS + 2} run(s) failed")
+    assert "and 1 more run(s) failed" in failure and "tracebacks in" in failure
+    assert report["stdout"].count("Traceback (most recent call last)") == 1  # the first, whole
+    kept = {e["key"]: e for e in records(out / "results.failures.jsonl")}
+    dying = kept[f"seed {ray_scenarios.DYING_SEED}"]
+    assert "died 2 time(s)" in dying["error"] and dying["traceback"]  # Ray's account
+    raising = kept[f"seed {ray_scenarios.RAISING_SEED}"]  # raised inside a Ray worker
+    assert raising["error"].endswith("ZeroDivisionError: division by zero")
+    assert 'ray_scenarios.py", line' in raising["traceback"]
     # every other run exactly once, nothing rejected
     keys = [r["key"] for r in records(out / "results.jsonl")]
     assert sorted(keys) == sorted(f"seed {s}" for s in range(ray_scenarios.CLUSTER_JOBS))

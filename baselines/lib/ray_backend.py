@@ -112,11 +112,13 @@ def run_tasks(
     call: Callable[[Task], tuple[str, Any]],
     tasks: Sequence[Task],
     settings: BackendArgs,
-    lost: Callable[[dict[str, Any], str], Any],
+    lost: Callable[[dict[str, Any], str, str], Any],
 ) -> Iterator[tuple[str, Any]]:
     """``call(task)`` of every task as a Ray task, yielding ``(key, result)`` as they finish;
     a task that cannot finish (its worker died more than ``settings.retries`` times, or the
-    code check failed) yields ``(key, lost(job, why))``. Stopping early cancels the rest."""
+    code check failed) yields ``(key, lost(job, why, detail))``: ``why`` one line, ``detail``
+    Ray's whole account (the remote traceback where there is one). Stopping early cancels the
+    rest."""
     packages = packages_of(tasks[0][0]) if tasks else SUITE_PACKAGES
     digest = code_digest(packages)
     remote = ray.remote(execute).options(
@@ -136,7 +138,7 @@ def run_tasks(
             try:
                 result = ray.get(ready)
             except ray.exceptions.RayError as err:
-                result = task[1], lost(task[2], why_lost(err, settings.retries))
+                result = task[1], lost(task[2], why_lost(err, settings.retries), str(err))
             yield result
     finally:
         for ref in pending:

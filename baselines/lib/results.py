@@ -386,11 +386,19 @@ class ResultsFile:
             return False
         return True
 
-    def note_failure(self, key: str, error: str, report: Callable[[str], Any] = print) -> None:
-        """Keep the failure of run ``key`` (its ``error``) in ``<name>.failures.jsonl``, one JSON
-        line ``{"key", "error", "time"}``, so that what became of a planned run can be told
-        later (a benchmark's drops manifest); a file that cannot be written is reported."""
-        line = json.dumps({"key": key, "error": error, "time": time.time()}) + "\n"
+    def note_failure(
+        self,
+        key: str,
+        error: str,
+        report: Callable[[str], Any] = print,
+        traceback: str = "",
+    ) -> None:
+        """Keep the failure of run ``key`` (its ``error``, one line, and its ``traceback``) in
+        ``<name>.failures.jsonl``, one JSON line ``{"key", "error", "traceback", "time"}``, so
+        that what became of a planned run, and where it raised, can be told later (a benchmark's
+        drops manifest); a file that cannot be written is reported."""
+        entry = {"key": key, "error": error, "traceback": traceback, "time": time.time()}
+        line = json.dumps(entry) + "\n"
         try:
             with self.lock(), self.failures.open("a") as f:
                 f.write(line)

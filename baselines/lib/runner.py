@@ -11,6 +11,10 @@ With a :class:`Batching`, jobs of one group (e.g. the seeds and densities of one
 method for the batched trainer) go to one worker call together: each is still claimed, keyed,
 validated and written as its own record, all of them when the call returns (a call stopped
 halfway saves none of its runs).
+
+A run that raises is kept in ``<results>.failures.jsonl`` with its traceback (the last
+:data:`TRACEBACK_CHARS` characters); the console shows the first failure whole and counts the
+others in one line.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import queue
 import signal
 import threading
 import time
+import traceback
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -34,6 +39,9 @@ from routine_envs.cli import Interrupted as CommandInterrupted
 
 WAIT_SECONDS = 0.5
 """How often a runner looks again at the runs other processes hold (seconds)."""
+
+TRACEBACK_CHARS = 20_000
+"""The end of a failed run's traceback kept in the failures file (characters)."""
 
 Task = tuple[Callable[[Any], Any], str, Any]
 """``(worker, key, job)``; for a batch ``(batch worker, key of its first job, _BatchJob)``."""
@@ -79,8 +87,9 @@ def batch_sizes(groups: Sequence[str | None], workers: int, max_size: int) -> di
 
 
 class RunFailed(CommandFailed):
-    """Runs of a sweep failed; the message names each (env, kwargs, method, seed) and its
-    error. The runs that finished are in the results file."""
+    """Runs of a sweep failed; the message (one line) names the first (env, kwargs, method,
+    seed) and its error, counts the others and says which file keeps every traceback. The runs
+    that finished are in the results file."""
 
 
 class Interrupted(CommandInterrupted):
@@ -198,9 +207,33 @@ def run_resumable(
     if sweep.failures:
         raise RunFailed(
             f"{len(sweep.failures)} of {len(todo)} {unit}(s) failed (the {len(done)} done are "
-            f"kept in {store.path}; run again to retry the rest): " + " | ".join(sweep.failures)
+            f"kept in {store.path}; run again to retry the rest): "
+            + summarize_failures(sweep.failures, unit)
+            + f"; tracebacks in {store.failures}"
         )
     return [done[k] for k in keys if k in done]
+
+
+def summarize_failures(failures: Sequence[_Failure], unit: str = "run") -> str:
+    """The first failure's line, then the others counted in one clause: ``and 7 more run(s)
+    failed the same way`` (or by error when they differ, the three most frequent named)."""
+    first, rest = failures[0], failures[1:]
+    if not rest:
+        return first.message
+    counts = Counter(f.error for f in rest)
+    if list(counts) == [first.error]:
+        return f"{first.message}; and {len(rest)} more {unit}(s) failed the same way"
+    parts = [f"{counts.pop(first.error)} the same way"] if first.error in counts else []
+    parts += [f"{n} with {_clip(error, 200)}" for error, n in counts.most_common(3)]
+    others = sum(counts.values()) - sum(n for _, n in counts.most_common(3))
+    parts += [f"{others} with other errors"] if others else []
+    return f"{first.message}; and {len(rest)} more {unit}(s) failed: {', '.join(parts)}"
+
+
+def _clip(text: str, limit: int) -> str:
+    """``text`` on one line, cut to ``limit`` characters."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 class _Sweep:
@@ -223,7 +256,7 @@ class _Sweep:
         self.position: Position | None = None
         self.by_others = 0
         self.invalid: list[str] = []
-        self.failures: list[str] = []
+        self.failures: list[_Failure] = []
         self.batching: Batching | None = None
         self.group_of: dict[str, str | None] = {}  # a run's batch group (key -> group)
         self.batch_size: dict[str | None, int] = {None: 1}
@@ -316,9 +349,13 @@ class _Sweep:
         finished = False
         try:
             if isinstance(record, _Failure):
-                self.failures.append(record.message)
-                self.store.note_failure(job_key, record.message, report=self.bar.write)
-                self.bar.write(f"failed: {record.message}")
+                self.failures.append(record)
+                self.store.note_failure(
+                    job_key, record.message, report=self.bar.write, traceback=record.traceback
+                )
+                if len(self.failures) == 1:  # the first whole; the others counted at the end
+                    shown = record.traceback.rstrip() or "(no traceback)"
+                    self.bar.write(f"failed: {record.message}\n{shown}")
                 return
             if callable(getattr(record, "row", None)):
                 record = record.row()
@@ -354,7 +391,7 @@ class _Sweep:
                             (task,),
                             callback=finished.put,
                             error_callback=lambda err, t=task: finished.put(
-                                (t[1], _lost(t[2], f"{type(err).__name__}: {err}"))
+                                (t[1], _lost(t[2], _error_line(err), _traceback_of(err)))
                             ),
                         )
                     in_flight += 1
@@ -425,19 +462,44 @@ def _ignore_interrupts() -> None:
 
 
 class _Failure:
-    """What a worker returns instead of a record when its run raised."""
+    """What a worker returns instead of a record when its run raised: the run (``what``), its
+    error (one line) and the end of its traceback."""
 
-    def __init__(self, message: str) -> None:
-        self.message = message
+    def __init__(self, what: str, error: str, traceback_text: str = "") -> None:
+        self.what, self.error = what, error
+        self.traceback = _bounded(traceback_text)
+
+    @property
+    def message(self) -> str:
+        """``<the run>: <error>``, one line."""
+        return f"{self.what}: {self.error}"
 
 
-def _lost(job: Any, why: str) -> Any:
-    """The failure of a run that gave no result (its Ray worker died, retries spent); of each
-    run of a batch, as a batch's result."""
+def _bounded(text: str) -> str:
+    """The last :data:`TRACEBACK_CHARS` characters of ``text``, saying what was cut."""
+    if len(text) <= TRACEBACK_CHARS:
+        return text
+    return f"[{len(text) - TRACEBACK_CHARS} characters cut]\n" + text[-TRACEBACK_CHARS:]
+
+
+def _error_line(err: BaseException) -> str:
+    """``ZeroDivisionError: division by zero``, one line (bounded)."""
+    return _clip(f"{type(err).__name__}: {err}", 2_000)
+
+
+def _traceback_of(err: BaseException) -> str:
+    """The traceback of ``err`` with its causes (a pool's remote traceback is one)."""
+    return "".join(traceback.format_exception(err))
+
+
+def _lost(job: Any, why: str, detail: str = "") -> Any:
+    """The failure of a run that gave no result (its Ray worker died, retries spent; a pool
+    call that failed), ``detail`` its traceback or error text; of each run of a batch, as a
+    batch's result."""
     if isinstance(job, _BatchJob):
         pairs = zip(job.keys, job.jobs, strict=True)
-        return [(k, _Failure(f"{describe(j)}: {why}")) for k, j in pairs]
-    return _Failure(f"{describe(job)}: {why}")
+        return [(k, _Failure(describe(j), why, detail)) for k, j in pairs]
+    return _Failure(describe(job), why, detail)
 
 
 def _run_one(task: Task) -> tuple[str, Any]:
@@ -452,10 +514,11 @@ def _run_one(task: Task) -> tuple[str, Any]:
             if len(records) != len(job.jobs):
                 raise ValueError(f"{len(records)} records for {len(job.jobs)} runs of a batch")
         except Exception as err:
-            why = f"{type(err).__name__}: {err} (in a batch of {len(job.jobs)} runs)"
-            records = [_Failure(f"{describe(j)}: {why}") for j in job.jobs]
+            why = f"{_error_line(err)} (in a batch of {len(job.jobs)} runs)"
+            text = traceback.format_exc()
+            records = [_Failure(describe(j), why, text) for j in job.jobs]
         return job_key, list(zip(job.keys, records, strict=True))
     try:
         return job_key, worker(job)
     except Exception as err:
-        return job_key, _Failure(f"{describe(job)}: {type(err).__name__}: {err}")
+        return job_key, _Failure(describe(job), _error_line(err), traceback.format_exc())
