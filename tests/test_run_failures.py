@@ -6,6 +6,7 @@ use, and zero or a negative count is refused naming the flag."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -92,3 +93,29 @@ def test_different_errors_are_counted_apart(tmp_path):
         )
     message = str(failed.value)
     assert "and 2 more run(s) failed: 1 the same way, 1 with TypeError" in message
+
+
+# ------------------------------------------------------------------------------ --workers
+def test_workers_are_capped_at_the_cpus_this_process_may_use(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(runner, "usable_cpus", lambda: 2)
+    assert runner.pool_size(10**20, 50) == 2
+    assert runner.pool_size(10**20, 1) == 1  # never more workers than runs
+    assert runner.pool_size(1, 50) == 1
+    jobs = [{"d": 1, "seed": s} for s in range(3)]
+    run_resumable(jobs, lambda j: str(j["seed"]), divide, tmp_path / "r.jsonl", 10**20,
+                  required=("key", "value"), progress=False)  # fmt: skip
+    printed = capsys.readouterr().out
+    assert "--workers 100000000000000000000: capped at the 2 CPUs this process may use" in printed
+    assert "to do on 2 worker(s)" in printed
+
+
+@pytest.mark.parametrize("workers", [0, -3])
+def test_zero_or_negative_workers_are_refused_naming_the_flag(tmp_path, workers):
+    with pytest.raises(ValueError, match=f"--workers {workers}: must be >= 1"):
+        run_resumable([{"seed": 0}], str, divide, tmp_path / "r.jsonl", workers)
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_usable_cpus_is_what_the_scheduler_allows():
+    expected = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert runner.usable_cpus() == expected

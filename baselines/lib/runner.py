@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import multiprocessing as mp
+import os
 import queue
 import signal
 import threading
@@ -107,6 +108,28 @@ def describe(job: dict[str, Any]) -> str:
     return ", ".join(p for p in parts if p) or repr(job)[:200]
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the system has one)."""
+    counted = getattr(os, "process_cpu_count", None)  # Python 3.13
+    if counted is not None:
+        return max(1, counted() or 1)
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def check_workers(workers: int, flag: str = "--workers") -> None:
+    """``ValueError`` naming ``flag`` and the value unless ``workers`` is an int >= 1."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"{flag} {workers}: must be >= 1 (worker processes)")
+
+
+def pool_size(workers: int, runs: int) -> int:
+    """Worker processes for ``runs`` runs: ``workers``, but never more than the runs nor than
+    :func:`usable_cpus` (more processes than CPUs only cost memory)."""
+    return max(1, min(workers, runs, usable_cpus()))
+
+
 def run_resumable(
     jobs: list[dict[str, Any]],
     key: Callable[[dict[str, Any]], str],
@@ -143,6 +166,7 @@ def run_resumable(
     from tqdm import tqdm
 
     settings = backend if backend is not None else BackendArgs()
+    check_workers(workers)
     check_backend(settings)  # before any work: a bad backend setting names itself
     store = ResultsFile(path, required, check, upgrade)
     store.check_writable()  # before any work: a finished run must have somewhere to go
@@ -150,6 +174,12 @@ def run_resumable(
     done = {r["key"]: r for r in store.load()}
     todo = [(k, j) for k, j in zip(keys, jobs, strict=True) if k not in done]
     other = len(set(done) - set(keys))
+    if settings.address is None and min(workers, len(todo)) > usable_cpus():
+        print(
+            f"--workers {workers}: capped at the {usable_cpus()} CPUs this process may use",
+            flush=True,
+        )
+        workers = usable_cpus()
     where = f"{workers} worker(s)"
     if settings.backend == "ray" and todo:
         from baselines.lib import ray_backend
@@ -377,7 +407,7 @@ class _Sweep:
         ``workers`` runs claimed at a time."""
         pending = deque(todo)
         finished: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
-        size = min(workers, len(todo))
+        size = pool_size(workers, len(todo))
         pool = _start_pool(size) if size > 1 else None
         in_flight = 0
         try:
