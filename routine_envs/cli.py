@@ -34,6 +34,7 @@ import errno
 import importlib
 import inspect
 import json
+import math
 import shlex
 import sys
 import tempfile
@@ -101,21 +102,59 @@ def duplicates(values: Sequence[Any]) -> list[Any]:
     return twice
 
 
+def flag_of(name: str) -> str:
+    """The flag of the setting ``name`` (``routine_lengths`` -> ``--routine-lengths``); a name
+    that is a flag already is kept."""
+    return name if name.startswith("-") else "--" + name.replace("_", "-")
+
+
 def check_unique(name: str, values: Sequence[Any]) -> None:
-    """``ValueError`` naming the setting ``name`` when ``values`` holds a value twice."""
+    """``ValueError`` naming the flag of the setting ``name`` when ``values`` holds a value
+    twice."""
     twice = duplicates(values)
     if twice:
-        raise ValueError(f"{name}: duplicate values {twice}; give each value once")
+        raise ValueError(f"{flag_of(name)}: duplicate values {twice}; give each value once")
+
+
+def as_typed(value: Any) -> str:
+    """``value`` as it would be typed after its flag (quoted for a shell where needed):
+    ``nope``, ``0 -1``, ``'{"a": 1}'``, ``''``."""
+    if isinstance(value, (list, tuple)):
+        return " ".join(shlex.quote(str(v)) for v in value)
+    return shlex.quote(show(value))
+
+
+def name_the_flag(message: str, settings: Any) -> str:
+    """``message`` with a leading setting name of ``settings`` (a dataclass instance, or a
+    mapping of field values) replaced by its flag and the value given: ``statistic must be one
+    of [...]`` -> ``--statistic nope: must be one of [...]``; ``target_success: ...`` alike.
+    Other messages (one naming a flag already, or not starting with a setting's name followed by
+    ``must`` or a colon) are returned unchanged."""
+    if dataclasses.is_dataclass(settings) and not isinstance(settings, type):
+        values = {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)}
+    elif isinstance(settings, Mapping):
+        values = dict(settings)
+    else:
+        return message
+    for name, value in values.items():
+        for joint in (" must ", ": "):
+            if message.startswith(name + joint):
+                rest = message[len(name) :].removeprefix(":").strip()
+                return f"{flag_of(name)} {as_typed(value)}: {rest}"
+    return message
 
 
 def _bounded(kind: type, low: float | None, high: float | None) -> Any:
-    """An argparse type: a ``kind`` value within ``[low, high]`` (either bound optional)."""
+    """An argparse type: a ``kind`` value within ``[low, high]`` (either bound optional); a
+    float is never NaN."""
 
     def parse(text: str) -> Any:
         try:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"must be {kind.__name__}, got {text!r}") from None
+        if isinstance(value, float) and math.isnan(value):
+            raise argparse.ArgumentTypeError(f"must be a number, got {text!r}")
         if low is not None and value < low:
             raise argparse.ArgumentTypeError(f"must be >= {low}, got {text}")
         if high is not None and value > high:
@@ -235,13 +274,15 @@ def add_settings_arguments(
             args = [a for a in typing.get_args(kind) if a is not Ellipsis]
             item = args[0] if args else str
             nargs = argparse.REMAINDER if f.metadata.get("remainder") else "+"
-            options.update(nargs=nargs, type=_bounded(item, low, high) if bounded else item)
+            checked = bounded or item is float
+            options.update(nargs=nargs, type=_bounded(item, low, high) if checked else item)
             if not f.metadata.get("allow_duplicates") and nargs == "+":
                 options["action"] = _Unique
         elif origin is dict:
             options.update(type=json_object, metavar="JSON")
         elif origin in SCALARS:
-            options["type"] = _bounded(origin, low, high) if bounded else origin
+            checked = bounded or origin is float  # a float flag never takes NaN
+            options["type"] = _bounded(origin, low, high) if checked else origin
         else:
             raise ValueError(f"{settings_cls.__name__}.{f.name}: cannot parse type {kind!r}")
         if f.metadata.get("metavar"):
@@ -291,9 +332,16 @@ def settings_from(settings_cls: type[S], given: Mapping[str, Any], base: S | Non
         values[name] = tuple(value) if container is tuple else value
     if base is not None:
         return dataclasses.replace(base, **values)
+    missing = [
+        flag_of(f.name)
+        for f in dataclasses.fields(settings_cls)
+        if f.init and f.name not in values and field_default(f) is dataclasses.MISSING
+    ]
+    if missing:
+        raise ValueError(f"{settings_cls.__name__}: {', '.join(missing)} must be given")
     try:
         return settings_cls(**values)
-    except TypeError as err:  # a required field not given
+    except TypeError as err:
         raise ValueError(f"{settings_cls.__name__}: {err}") from None
 
 
@@ -481,8 +529,8 @@ def parse(tree: Group, argv: Sequence[str], prog: str | None = None) -> tuple[Co
     given = {k: v for k, v in given.items() if k in {f.name for f in dataclasses.fields(cls)}}
     try:
         settings = settings_from(cls, given, base)
-    except ValueError as err:
-        parser.error(str(err))
+    except ValueError as err:  # a settings check: its field named by its flag and value
+        parser.error(name_the_flag(str(err), given))
     if command.check is not None:
         load(command.check)(settings, parser)
     return command, settings
@@ -538,7 +586,9 @@ def os_error_line(err: OSError) -> str:
 def run_main(main: Callable[[Any], Any], args: Any) -> Any:
     """``main(args)`` for a command, with every way it can end as one line on stderr:
 
-    - bad settings (``ValueError``): ``error: <message>``, exit status 2 (:func:`fail`);
+    - bad settings (``ValueError``): ``error: <message>``, exit status 2 (:func:`fail`); a
+      message that starts with a setting's name names its flag and value instead
+      (:func:`name_the_flag`);
     - a failed command (:class:`CommandFailed`: a failed run of a sweep names itself), exit
       status 1 (what was done is kept);
     - a full disk or a permission error (``OSError``): ``error: <path>: <reason>``, exit status
@@ -548,7 +598,7 @@ def run_main(main: Callable[[Any], Any], args: Any) -> Any:
     try:
         return main(args)
     except ValueError as err:
-        fail(err)
+        fail(name_the_flag(str(err), args))
     except CommandFailed as err:
         raise SystemExit(f"error: {err}") from None
     except OSError as err:

@@ -226,7 +226,7 @@ def test_bad_input_fails_before_training(tmp_path):
     bad.write_text("methods:\n  grpo: {}\n")
     with pytest.raises(ValueError, match="unknown method 'grpo'"):
         load_hyperparameters("DilutedDoors-v0", "ppo", bad)
-    with pytest.raises(ValueError, match="no hyperparameter file"):
+    with pytest.raises(ValueError, match=r"--config .*missing\.yml: no hyperparameter file"):
         load_hyperparameters("DilutedDoors-v0", "ppo", tmp_path / "missing.yml")
     with pytest.raises(ValueError, match=r"needs info keys \['critical'\]"):
         TrajectoryAdvantagePPO(

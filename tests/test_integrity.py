@@ -142,9 +142,9 @@ def test_duplicate_values_in_list_flags_are_refused(capsys):
 def test_duplicate_values_in_settings_are_refused_before_any_run(tmp_path):
     with pytest.raises(ValueError, match=r"seeds.*duplicate.*\[0\]"):
         compare.plan(tiny(tmp_path, seeds=[0, 0, 1]))
-    with pytest.raises(ValueError, match=r"routine_lengths.*duplicate"):
+    with pytest.raises(ValueError, match=r"--routine-lengths: duplicate"):
         compare.plan(tiny(tmp_path, routine_lengths=[1, 1]))
-    with pytest.raises(ValueError, match=r"routine_lengths.*duplicate"):
+    with pytest.raises(ValueError, match=r"--routine-lengths: duplicate"):
         snr_lab.rho_law(snr_lab.LabArgs(out=tmp_path, routine_lengths=(2, 2, 3), episodes=400))
 
 
@@ -307,7 +307,7 @@ def test_train_refuses_eval_episodes_below_one():
     from baselines.lib.training import TrainArgs, build
 
     for bad in (0, -1):
-        with pytest.raises(ValueError, match="eval_episodes must be >= 1"):
+        with pytest.raises(ValueError, match=r"--eval-episodes -?[0-9]+: must be >= 1"):
             build(TrainArgs(env_id="CartPole-v1", eval_episodes=bad, progress=False))
 
 

@@ -147,7 +147,7 @@ def load_hyperparameters(
     method = spec.target
     layers = [_sections(DEFAULT_CONFIG, "the default config")]
     if path is not None and not path.exists():
-        raise ValueError(f"no hyperparameter file at {path}")
+        raise ValueError(f"--config {path}: no hyperparameter file there")
     path = path or config_path(env_id)
     if path.exists():
         layers.append(_sections(yaml.safe_load(path.read_text()) or {}, str(path)))

@@ -34,6 +34,7 @@ from baselines.lib.envs import check_env_kwargs, check_trainable
 from baselines.lib.stats import first_crossing
 from baselines.lib.training_runs import TRAINERS
 from baselines.lib.trajectory_ppo import TrajectoryAdvantagePPO, maskable_classes, policy_table
+from routine_envs.cli import flag_of
 
 gym.register_envs(routine_envs)
 th.set_num_threads(1)
@@ -244,13 +245,13 @@ def build(args: TrainArgs) -> tuple[Any, gym.Env, dict[str, Any]]:
     """
     check_env_kwargs(args.env_id, args.env_kwargs)  # the id, then the kwargs' names
     if args.seed < 0:
-        raise ValueError(f"--seed must be >= 0, got {args.seed}")
+        raise ValueError(f"--seed {args.seed}: must be >= 0")
     spec = check_method(args.method)
     for name in ("total_timesteps", "eval_every", "eval_episodes"):
         if getattr(args, name) < 1:
-            raise ValueError(f"{name} must be >= 1, got {getattr(args, name)}")
+            raise ValueError(f"{flag_of(name)} {getattr(args, name)}: must be >= 1")
     if not 0 < args.target_success <= 1:
-        raise ValueError(f"target_success must be in (0, 1], got {args.target_success}")
+        raise ValueError(f"--target-success {args.target_success}: must be in (0, 1]")
     if args.out is not None:
         check_output_folder(args.out)
     eval_env = gym.make(args.env_id, **args.env_kwargs)  # raises ValueError on bad kwargs
@@ -354,7 +355,7 @@ def main_batched(args: TrainArgs) -> RunResult:
         raise ValueError("--tensorboard is not supported by --trainer batched (it logs no SB3 run)")
     check_env_kwargs(args.env_id, args.env_kwargs)
     if args.eval_episodes < 1:
-        raise ValueError(f"eval_episodes must be >= 1, got {args.eval_episodes}")
+        raise ValueError(f"--eval-episodes {args.eval_episodes}: must be >= 1")
     if args.out is not None:
         check_output_folder(args.out)
     spec = RunSpec(
