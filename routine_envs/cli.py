@@ -165,6 +165,16 @@ def _bounded(kind: type, low: float | None, high: float | None) -> Any:
     return parse
 
 
+def path_text(text: str) -> Path:
+    """An argparse type: a path, never empty (``Path("")`` is the current folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"must be a path, got {text!r}")
+    return Path(text)
+
+
+path_text.__name__ = "path"
+
+
 def json_object(text: str) -> dict[str, Any]:
     """An argparse type: a JSON object (``'{"routine_length": 5}'``)."""
     example = "must be a JSON object such as '{\"routine_length\": 5}'"
@@ -275,14 +285,16 @@ def add_settings_arguments(
             item = args[0] if args else str
             nargs = argparse.REMAINDER if f.metadata.get("remainder") else "+"
             checked = bounded or item is float
-            options.update(nargs=nargs, type=_bounded(item, low, high) if checked else item)
+            item_type = path_text if item is Path else item
+            options.update(nargs=nargs, type=_bounded(item, low, high) if checked else item_type)
             if not f.metadata.get("allow_duplicates") and nargs == "+":
                 options["action"] = _Unique
         elif origin is dict:
             options.update(type=json_object, metavar="JSON")
         elif origin in SCALARS:
             checked = bounded or origin is float  # a float flag never takes NaN
-            options["type"] = _bounded(origin, low, high) if checked else origin
+            plain = path_text if origin is Path else origin  # a path flag never takes ""
+            options["type"] = _bounded(origin, low, high) if checked else plain
         else:
             raise ValueError(f"{settings_cls.__name__}.{f.name}: cannot parse type {kind!r}")
         if f.metadata.get("metavar"):
@@ -614,10 +626,26 @@ def run_main(main: Callable[[Any], Any], args: Any) -> Any:
         raise SystemExit(130) from None
 
 
-def check_output_folder(folder: Path, flag: str = "--out") -> None:
+def check_output_folder(
+    folder: Path | str, flag: str = "--out", allow_current: bool = False
+) -> None:
     """Make sure ``folder`` exists (created if need be), is a folder and can be written, before
-    any work or any file is written; ``ValueError`` naming ``flag`` and the path otherwise."""
+    any work or any file is written; ``ValueError`` naming ``flag`` and the path otherwise.
+
+    Refused before anything is made: an empty path, the root folder, and (unless
+    ``allow_current``, for the folder of an output file) the current folder itself, which would
+    mix a command's files with whatever is there."""
+    if not str(folder).strip():
+        raise ValueError(f"{flag} {as_typed(str(folder))}: give a folder (an empty path is none)")
     folder = Path(folder)
+    where = folder.resolve()
+    if where == Path(where.anchor):
+        raise ValueError(f"{flag} {folder}: the root folder; give a folder of its own")
+    if not allow_current and where == Path.cwd().resolve():
+        raise ValueError(
+            f"{flag} {folder}: the current folder itself; give a folder of its own "
+            "(e.g. results/NAME)"
+        )
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):

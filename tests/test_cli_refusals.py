@@ -101,3 +101,48 @@ def test_a_required_setting_not_given_is_named_by_its_flag():
 
     with pytest.raises(ValueError, match="Needs: --report, --poll-seconds must be given"):
         cli.settings_from(Needs, {})
+
+
+# ----------------------------------------------------------------- refused commands create nothing
+@pytest.mark.parametrize("trainer", ["sb3", "batched"])
+@pytest.mark.parametrize("num_floors", [-1, 10**9])
+def test_train_refuses_bad_env_kwargs_before_making_its_folder(tmp_path, capsys, num_floors,
+                                                               trainer):  # fmt: skip
+    out = tmp_path / "X"
+    argv = ["train", "--env-kwargs", f'{{"num_floors": {num_floors}}}', "--out", str(out)]
+    err = refused([*argv, "--trainer", trainer], capsys)
+    assert "num_floors" in err and "--env-kwargs" in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("out", ["", ".", "a_file"])  # "/": checked without training below
+def test_train_refuses_an_empty_or_unsafe_out(out, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a_file").write_text("")
+    err = refused(["train", "--total-timesteps", "10", "--out", out], capsys)
+    assert "--out" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]
+
+
+def test_check_output_folder_refuses_the_unsafe_places(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="--out '': give a folder"):
+        cli.check_output_folder("")
+    with pytest.raises(ValueError, match=r"--out \.: the current folder itself"):
+        cli.check_output_folder(Path("."))
+    with pytest.raises(ValueError, match=f"--out {tmp_path}: the current folder itself"):
+        cli.check_output_folder(tmp_path)
+    with pytest.raises(ValueError, match="--results /: the root folder"):
+        cli.check_output_folder(Path("/"), "--results")
+    (tmp_path / "f").write_text("")
+    with pytest.raises(ValueError, match="a file is in the way"):
+        cli.check_output_folder(tmp_path / "f")
+    cli.check_output_folder(Path("sub/deeper"))  # a folder below the current one is fine
+    assert (tmp_path / "sub" / "deeper").is_dir()
+    cli.check_output_folder(Path("."), allow_current=True)  # a file's folder may be here
+
+
+def test_an_empty_path_flag_is_refused_at_parse(capsys):
+    with pytest.raises(SystemExit):
+        commands.settings_of("train", ["--config", ""])
+    assert "argument --config: must be a path, got ''" in capsys.readouterr().err

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import csv
 import json
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -34,7 +33,7 @@ from baselines.lib.envs import check_env_kwargs, check_trainable
 from baselines.lib.stats import first_crossing
 from baselines.lib.training_runs import TRAINERS
 from baselines.lib.trajectory_ppo import TrajectoryAdvantagePPO, maskable_classes, policy_table
-from routine_envs.cli import flag_of
+from routine_envs.cli import check_output_folder, flag_of
 
 gym.register_envs(routine_envs)
 th.set_num_threads(1)
@@ -208,20 +207,13 @@ class ProgressBar(BaseCallback):
         self.bar.close()
 
 
-def check_output_folder(out: Path) -> None:
-    """Create ``out`` and make sure files can be written there, before any training;
-    ``ValueError`` naming ``--out`` otherwise."""
+def make_env(env_id: str, env_kwargs: dict[str, Any]) -> gym.Env:
+    """``gym.make(env_id, **env_kwargs)``; the environment's refusal of a keyword argument
+    (``num_floors must be >= 1``) as a ``ValueError`` naming ``--env-kwargs`` and the value."""
     try:
-        out.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        raise ValueError(f"--out {out}: a file is in the way (give a folder)") from None
-    except OSError as err:
-        raise ValueError(f"--out {out}: cannot create the folder: {err}") from None
-    try:
-        with tempfile.TemporaryFile(dir=out):
-            pass
-    except OSError as err:
-        raise ValueError(f"--out {out}: cannot write there: {err}") from None
+        return gym.make(env_id, **env_kwargs)
+    except ValueError as err:
+        raise ValueError(f"--env-kwargs {json.dumps(env_kwargs)}: {err}") from None
 
 
 def write_settings(args: TrainArgs, hyperparameters: dict[str, Any]) -> None:
@@ -252,15 +244,15 @@ def build(args: TrainArgs) -> tuple[Any, gym.Env, dict[str, Any]]:
             raise ValueError(f"{flag_of(name)} {getattr(args, name)}: must be >= 1")
     if not 0 < args.target_success <= 1:
         raise ValueError(f"--target-success {args.target_success}: must be in (0, 1]")
-    if args.out is not None:
-        check_output_folder(args.out)
-    eval_env = gym.make(args.env_id, **args.env_kwargs)  # raises ValueError on bad kwargs
+    eval_env = make_env(args.env_id, args.env_kwargs)  # bad kwargs: refused before --out is made
     try:  # a continuous action space or an observation the policy cannot read: refused here
         check_trainable(eval_env, args.env_id)
+        hyper = load_hyperparameters(args.env_id, args.method, args.config)
+        if args.out is not None:
+            check_output_folder(args.out)  # the last check: a refused run creates nothing
     except ValueError:
         eval_env.close()
         raise
-    hyper = load_hyperparameters(args.env_id, args.method, args.config)
     params = dict(hyper)
     if params.pop("policy", "mlp") != "mlp":
         raise ValueError("policy: transformer needs --trainer batched (SB3 trains the MLP only)")
@@ -356,8 +348,7 @@ def main_batched(args: TrainArgs) -> RunResult:
     check_env_kwargs(args.env_id, args.env_kwargs)
     if args.eval_episodes < 1:
         raise ValueError(f"--eval-episodes {args.eval_episodes}: must be >= 1")
-    if args.out is not None:
-        check_output_folder(args.out)
+    make_env(args.env_id, args.env_kwargs).close()  # bad kwargs: refused before --out is made
     spec = RunSpec(
         env_id=args.env_id,
         env_kwargs=dict(args.env_kwargs),
@@ -371,6 +362,7 @@ def main_batched(args: TrainArgs) -> RunResult:
     spec.check()
     hyper = spec.resolved_hyperparameters()
     if args.out is not None:
+        check_output_folder(args.out)  # after every check: a refused run creates nothing
         write_settings(args, hyper)
     (result,) = train_runs([spec], progress=args.progress)
     if args.out is not None:

@@ -49,7 +49,7 @@ def main(args: PolicyArgs) -> dict[str, Any]:
         raise ValueError(f"--out must end in .npy, got {args.out}")
     if args.out.is_dir():
         raise ValueError(f"--out {args.out}: a folder is in the way (give a .npy file)")
-    cli.check_output_folder(args.out.parent)  # before training
+    cli.check_output_folder(args.out.parent, allow_current=True)  # before training
     train = TrainArgs(
         env_id=args.env_id,
         env_kwargs=args.env_kwargs,
