@@ -363,3 +363,26 @@ def test_the_shipped_lab_is_the_current_codes(tier):
     assert not missing, f"{len(missing)} lab rows not shipped, e.g. {missing[0]}: rerun " + (
         f"python -m baselines.benchmark references --write-manifest --tier {tier}"
     )
+
+
+def test_the_equivalence_study_reads_the_references_through_the_manifest(
+    shipped_copy, tmp_path, capsys
+):
+    """Issue 36: ``equivalence --protocol rb1 --no-train`` parsed the rb1 references without
+    checking them (a one-byte edit gave ``Expecting value``); now the edited file is named."""
+    from baselines import commands
+
+    ppo = shipped_copy / "ppo.jsonl"
+    ppo.write_bytes(b" " + ppo.read_bytes()[1:])  # one byte: the first row is no JSON object
+    argv = ["equivalence", "--protocol", "rb1", "--tier", "lite", "--methods", "ppo"]
+    with pytest.raises(SystemExit) as end:
+        commands.main([*argv, "--no-train", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip()
+    assert end.value.code == 2, err
+    assert len(err.splitlines()) == 1 and f"{ppo}: changed" in err, err
+    assert "Expecting value" not in err
+    # the analysis reads the references it is handed, checked, and nothing else
+    from baselines.experiments.benchmark import equivalence_analysis as analysis
+
+    with pytest.raises(manifest.UnverifiedReferences, match=r"ppo\.jsonl: changed"):
+        analysis.load_references("rb1", "lite", ["ppo"])

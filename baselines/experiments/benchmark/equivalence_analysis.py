@@ -18,27 +18,37 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from baselines.experiments.benchmark.scores import ratio_to, setting_scores
 from baselines.lib.stats import bootstrap_ci, iqm
 
+if TYPE_CHECKING:
+    from baselines.experiments.benchmark.manifest import References
+
 BAND = (0.85, 1.18)
 """The interval of the ratio batched / SB3 must lie inside this band (and include 1)."""
 Record = dict[str, Any]
 
 
-def load_references(protocol: str, tier: str, methods: Sequence[str]) -> list[Record]:
+def load_references(
+    protocol: str, tier: str, methods: Sequence[str], refs: References | None = None
+) -> list[Record]:
     """The shipped reference runs of ``methods``, each tagged with its trainer (a row that
-    names none is SB3's: rb1's references)."""
-    from baselines.lib.protocol_runs import REFERENCE_DIR, method_slug
+    names none is SB3's: rb1's references), read from ``refs`` (default: the shipped folder
+    opened by :func:`~baselines.experiments.benchmark.manifest.open_references`, so checked
+    against the pinned manifest: a changed file is refused naming it before it is parsed)."""
+    from baselines.experiments.benchmark import manifest
+    from baselines.lib.protocol import load_protocol
     from baselines.lib.training_runs import trainer_of
 
+    if refs is None:
+        refs = manifest.open_references(load_protocol(protocol), tier)
     out = []
     for method in methods:
-        path = REFERENCE_DIR / protocol / tier / f"{method_slug(method)}.jsonl"
+        path = refs.path(method)
         for line in path.read_text().splitlines():
             if line.strip():
                 row = json.loads(line)
@@ -213,10 +223,12 @@ def analyse(
     tier: str,
     methods: Sequence[str],
     extra_sb3: Sequence[Record] = (),
+    refs: References | None = None,
 ) -> list[Record]:
     """Write the table and the curves (see the module docstring); return the table's rows.
-    ``extra_sb3``: SB3 runs of more seeds, scored with the shipped references."""
-    references = load_references(protocol, tier, methods)
+    ``extra_sb3``: SB3 runs of more seeds, scored with the shipped references (read from
+    ``refs``, checked by default: :func:`load_references`)."""
+    references = load_references(protocol, tier, methods, refs)
     references += [{**r, "trainer": "sb3"} for r in extra_sb3 if r["method"] in methods]
     settings = {r["setting"] for r in batched}
     references = [r for r in references if r["setting"] in settings]
