@@ -20,16 +20,17 @@ SMALL = {"DilutedDoors-v1": {"routine_length": 2}, "CodeFix-v1": {"routine_lengt
 
 
 def test_import_routine_envs_imports_no_llm_library() -> None:
-    import subprocess
     import sys
+
+    from tests import children
 
     code = (
         "import sys, routine_envs, routine_envs.text; "
         "bad = [m for m in ('trl', 'transformers', 'verifiers', 'skyrl_gym', 'openai', 'torch',"
         " 'openrlhf', 'gem', 'routine_envs.adapters') if m in sys.modules]; print(bad)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    out = children.run([sys.executable, "-c", code], timeout=120, check=True)
+    assert out.stdout.strip() == "[]", out.describe()
     assert routine_envs.__version__
 
 

@@ -24,11 +24,12 @@ def test_observation_anchor_is_stable_and_observation_only():
     code = "import numpy as np; from routine_envs import annotations as k; " + (
         "print(k.observation_anchor(np.array([0.0, 1.0, 0.5], dtype=np.float32)))"
     )
-    import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert int(out.stdout) == keys.observation_anchor(obs)
+    from tests import children
+
+    out = children.run([sys.executable, "-c", code], timeout=120, check=True)
+    assert int(out.stdout) == keys.observation_anchor(obs), out.describe()
 
 
 def test_decision_density_helper():

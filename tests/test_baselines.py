@@ -32,6 +32,7 @@ from baselines.lib.trajectory_ppo import (
 )
 from routine_envs import credit
 from routine_envs.envs import DilutedDoorsEnv
+from tests import children
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = dict(
@@ -180,7 +181,7 @@ def test_the_algorithm_gets_its_buffer_class_and_sb3_contrib_loads_lazily():
         "import sys, baselines.lib.trajectory_ppo, baselines.lib.training; "
         "assert 'sb3_contrib' not in sys.modules, 'sb3_contrib imported'"
     )
-    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+    children.run([sys.executable, "-c", code], cwd=ROOT, timeout=120, check=True)
 
 
 def test_maskable_variant_never_samples_masked_actions():
@@ -337,15 +338,17 @@ def test_sweep_killed_halfway_finishes_the_rest_without_duplicates(tmp_path):
         stderr=subprocess.PIPE,
     )
     results = out / "results.jsonl"
-    deadline = time.time() + 240
-    while time.time() < deadline and proc.poll() is None:
+    start = time.monotonic()
+    deadline = start + children.patience(240)
+    while time.monotonic() < deadline and proc.poll() is None:
         if results.exists() and results.read_text().count("\n") >= 2:
             break
         time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGKILL)  # the whole process group, workers included
     _, stderr = proc.communicate()  # reads and closes the pipe
     first = results.read_text().count("\n")
-    assert 2 <= first < 8, f"the kill should land mid-sweep; the runner said: {stderr[-2000:]!r}"
+    said = children.account("the sweep", proc.returncode, "", stderr, time.monotonic() - start)
+    assert 2 <= first < 8, f"the kill should land mid-sweep; {said}"
     # the rest in this process (one worker, no second pool to start): what is resumed, the
     # runs in the file skipped and the killed runner's claims taken over, is the runner's
     records = compare.run_sweep(sweep_args(out, workers=1), progress=False)

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import routine_envs
 from routine_envs import cli
 from routine_envs.policy_specs import parse_policy
+from tests import children
 
 gym.register_envs(routine_envs)
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,10 +38,9 @@ def test_loopback_watcher_refuses_to_start_outside_its_namespace(tmp_path):
         argv += ["--timeout", "5", "--poll", "0.1", "--", "true"]
         env = {k: v for k, v in os.environ.items() if k != "ROUTINE_ENVS_LOOPBACK_WATCHER"}
         for mark in ({}, {"ROUTINE_ENVS_LOOPBACK_WATCHER": "1"}):
-            done = subprocess.run(
-                argv, cwd=ROOT, env={**env, **mark}, capture_output=True, text=True, timeout=60
-            )
-            assert done.returncode != 0 and "only inside its own namespace" in done.stderr
+            done = children.run(argv, cwd=ROOT, env={**env, **mark}, timeout=60)
+            said = done.describe()
+            assert done.returncode != 0 and "only inside its own namespace" in done.stderr, said
             assert sibling.poll() is None  # still running
             assert not (tmp_path / "r.json").exists()
     finally:
@@ -76,9 +76,9 @@ def test_top_level_help_lists_every_command_one_line_each_and_imports_nothing_he
         "try:\n    commands.main(['--help'])\nexcept SystemExit:\n    pass\n"
         "print('HEAVY', sorted(m for m in ('torch', 'stable_baselines3') if m in sys.modules))"
     )
-    done = subprocess.run([PY, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = children.run([PY, "-c", code], cwd=ROOT, timeout=120, check=True)
     lines = done.stdout.splitlines()
-    assert lines[-1] == "HEAVY []"
+    assert lines[-1] == "HEAVY []", done.describe()
     listed = [line.split()[0] for line in lines if line.startswith("  ")]
     tops = list(dict.fromkeys(name.split()[0] for name, _ in commands()))
     assert listed == tops

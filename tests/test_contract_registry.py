@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import copy
 import inspect
-import subprocess
 import sys
 import textwrap
 from typing import Any
@@ -36,6 +35,7 @@ from hypothesis import strategies as st
 from routine_envs import annotations as keys
 from routine_envs.envs.validation import RenderModeError
 from routine_envs.registration import entry
+from tests import children
 from tests.test_contract import CASES, SMALL, SMALL_CONFIGS, case_id, is_team_adapter, make, same
 from tests.utils import all_env_ids, outside_ids, registry_ids
 
@@ -172,15 +172,13 @@ def test_import_is_quiet_cheap_and_registers():
                  if m in sys.modules]
         assert not heavy, heavy
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout == "" and out.stderr == ""
+    out = children.run([sys.executable, "-c", code], timeout=120, check=True)
+    assert out.stdout == "" and out.stderr == "", out.describe()
 
 
 def test_namespaced_make_works_without_prior_import():
     code = 'import gymnasium as gym; gym.make("routine_envs:DilutedDoors-v1").reset(seed=0)'
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    assert out.returncode == 0, out.stderr
+    children.run([sys.executable, "-c", code], timeout=120, check=True)
 
 
 def test_registration_is_idempotent():

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from routine_envs import registration
 from routine_envs.diagnose import diagnose
 from routine_envs.envs.model_vector import ModelVectorEnv
 from routine_envs.text import make_text_env
+from tests import children
 from tests.contributed.key_corridor import KeyCorridorDynamics
 from tests.test_contract import CASES
 
@@ -132,9 +132,8 @@ def test_diagnose_command_line_imports_the_module_of_the_id(tmp_path):
         "tests.contributed.key_corridor:KeyCorridor-v0", "--env-kwargs", '{"length": 2}',
         "--states", "30", "--rollouts", "24", "--json", str(path), "--no-progress",
     ]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert 'Agreement with info["critical"]' in done.stdout
+    done = children.run(command, cwd=ROOT, timeout=300, check=True)
+    assert 'Agreement with info["critical"]' in done.stdout, done.describe()
     assert 0 < json.loads(path.read_text())["rho"] < 1
 
 
@@ -174,15 +173,8 @@ def test_snr_lab_command_line_imports_the_module_of_the_id(tmp_path):
         "--estimators", "trajectory_mc", "--episodes", "400", "--group-size", "4",
         "--workers", "1", "--out", str(tmp_path),
     ]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=600)
-    assert done.returncode == 0, done.stderr
+    children.run(command, cwd=ROOT, timeout=600, check=True)
     rows = (tmp_path / "measure.csv").read_text().splitlines()
     assert len(rows) == 2 and "trajectory_mc" in rows[1]
-    bad = subprocess.run(
-        [*command[:5], "nowhere.module:X-v0", *command[6:]],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=600,
-    )
-    assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr
+    bad = children.run([*command[:5], "nowhere.module:X-v0", *command[6:]], cwd=ROOT, timeout=600)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.describe()

@@ -251,21 +251,17 @@ def test_entropy_detector_sees_nothing_under_the_uniform_policy(doors):
 
 
 def test_core_import_does_not_pull_the_extras():
-    import subprocess
+    from tests import children
 
     code = (
         "import sys, routine_envs.detectors, routine_envs.credit;"
         "routine_envs.credit.estimator_class('detector_masked');"
         "print(any(m in sys.modules for m in ('sklearn', 'scipy', 'torch')))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=Path(__file__).resolve().parents[1],
+    out = children.run(
+        [sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1], check=True
     )
-    assert out.stdout.strip() == "False"
+    assert out.stdout.strip() == "False", out.describe()
 
 
 # ------------------------------------------------------------------------ the command

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 import sys
 import textwrap
 import threading
@@ -31,6 +30,7 @@ from routine_envs.diagnose import (
     reading,
     with_action_mask,
 )
+from tests import children
 
 gym.register_envs(routine_envs)
 ROOT = Path(__file__).resolve().parents[1]
@@ -312,31 +312,22 @@ def test_cli(tmp_path):
         "--env-kwargs", '{"routine_length": 2, "reward": "fraction"}',
         "--states", "12", "--rollouts", "9", "--seed", "0", "--json", str(path),
     ]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert "rho (critical share of steps)  0.3333" in done.stdout
+    done = children.run(command, cwd=ROOT, timeout=120, check=True)
+    assert "rho (critical share of steps)  0.3333" in done.stdout, done.describe()
     assert 'Agreement with info["critical"]' in done.stdout
     assert "Reading" in done.stdout
     assert json.loads(path.read_text())["rho"] == pytest.approx(1 / 3)
 
-    bad = subprocess.run(
-        [*command[:5], "--kwargs", "{oops"], capture_output=True, text=True, cwd=ROOT, timeout=120
-    )
-    assert bad.returncode == 2 and "--kwargs: must be a JSON object" in bad.stderr
-    old = subprocess.run(  # the deprecated spelling still works, with a notice
-        [*command[:5], "--kwargs", command[6], *command[7:11]],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-    )
-    assert old.returncode == 0 and "rho (critical share of steps)  0.3333" in old.stdout
-    assert "warning: --kwargs is deprecated: use --env-kwargs" in old.stderr
-    few = subprocess.run(
-        [*command[:5], "--rollouts", "4"], capture_output=True, text=True, cwd=ROOT, timeout=120
-    )
-    assert few.returncode != 0 and "use num_rollouts >= 9" in few.stderr
-    assert "Traceback" not in few.stderr
+    bad = children.run([*command[:5], "--kwargs", "{oops"], cwd=ROOT, timeout=120)
+    assert bad.returncode == 2 and "--kwargs: must be a JSON object" in bad.stderr, bad.describe()
+    # the deprecated spelling still works, with a notice
+    old = children.run([*command[:5], "--kwargs", command[6], *command[7:11]], cwd=ROOT,
+                       timeout=120, check=True)  # fmt: skip
+    assert "rho (critical share of steps)  0.3333" in old.stdout, old.describe()
+    assert "warning: --kwargs is deprecated: use --env-kwargs" in old.stderr, old.describe()
+    few = children.run([*command[:5], "--rollouts", "4"], cwd=ROOT, timeout=120)
+    assert few.returncode != 0 and "use num_rollouts >= 9" in few.stderr, few.describe()
+    assert "Traceback" not in few.stderr, few.describe()
 
 
 def test_progress_bar_on_stderr(capsys):
@@ -375,11 +366,8 @@ def test_core_package_does_not_need_the_diagnose_extra():
             print(error)
         """
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120
-    )
-    assert done.returncode == 0, done.stderr
-    assert 'pip install "routine-envs[diagnose]"' in done.stdout
+    done = children.run([sys.executable, "-c", code], cwd=ROOT, timeout=120, check=True)
+    assert 'pip install "routine-envs[diagnose]"' in done.stdout, done.describe()
     assert "scipy" in done.stdout
 
 

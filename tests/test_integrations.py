@@ -11,7 +11,6 @@ import importlib.util
 import json
 import os
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ import numpy as np
 import pytest
 
 import routine_envs
+from tests import children
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "integrations.md"
@@ -55,15 +55,14 @@ def commands(text: str) -> list[list[str]]:
     return [shlex.split(line) for line in lines if line.strip()]
 
 
-def run_python(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    """``python ARGS`` with this interpreter, importing this checkout's ``routine_envs``."""
+def run_python(args: list[str], cwd: Path, timeout: float = 300) -> children.Child:
+    """``python ARGS`` with this interpreter, importing this checkout's ``routine_envs``
+    (:func:`tests.children.run`: its output, exit status and time kept for a failure)."""
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
     }
-    return subprocess.run(
-        [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
-    )
+    return children.run([sys.executable, *args], cwd=cwd, env=env, timeout=timeout)
 
 
 def with_option(args: list[str], flag: str, value: str) -> list[str]:
@@ -78,7 +77,8 @@ def test_import_routine_envs_imports_none_of_these_libraries() -> None:
         "import sys, routine_envs; print([m for m in ('torch', 'torchrl', 'tensordict', "
         "'supersuit', 'rl_zoo3', 'pettingzoo', 'stable_baselines3') if m in sys.modules])"
     )
-    assert run_python(["-c", code], ROOT).stdout.strip() == "[]"
+    done = run_python(["-c", code], ROOT)
+    assert done.stdout.strip() == "[]", done.describe()
 
 
 # --------------------------------------------------------------------- time limit, render
@@ -131,7 +131,7 @@ def test_rl_zoo3_train_and_enjoy(tmp_path: Path) -> None:
     enjoy = with_option(enjoy, "-f", logs)[3:]
     refused = with_option(train, "--env", "routine_envs:DilutedDoors-v1")
     done = run_python(["-c", RL_ZOO3_DRIVER, json.dumps([train, enjoy, refused])], ROOT)
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, done.describe()
     assert list((tmp_path / "logs" / "ppo").glob("DilutedDoors-v1_*/DilutedDoors-v1.zip"))
     assert "Diluted Doors  step 0" in done.stdout  # enjoy: the human render mode's picture
     assert "Episode Reward" in done.stdout
@@ -153,7 +153,7 @@ def test_cleanrl_pieces_and_the_silent_return_logging() -> None:
     env_id = command[command.index("--env-id") + 1]
     code = f"import gymnasium as gym; print(gym.make({env_id!r}).unwrapped.spec.id)"
     fresh = run_python(["-c", code], ROOT)  # gym.make imports the module named before the id
-    assert fresh.stdout.strip() == "DilutedDoors-v1", fresh.stderr
+    assert fresh.stdout.strip() == "DilutedDoors-v1", fresh.describe()
     logged: list[tuple[str, float, int]] = []
 
     class Writer:
@@ -187,7 +187,7 @@ def test_cleanrl_ppo_script(tmp_path: Path) -> None:
     args = [str(Path(script).resolve()), *command[2:]]
     args = [*with_option(args, "--total-timesteps", "512"), "--num-envs", "2", "--num-steps", "64"]
     done = run_python([*args, "--no-cuda"], tmp_path, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, done.describe()
     assert "SPS:" in done.stdout
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -18,6 +17,7 @@ import routine_envs
 from baselines.lib import config, provenance
 from routine_envs import credit, plugins, snr
 from routine_envs.sampler import ModelSampler
+from tests import children
 
 gym.register_envs(routine_envs)
 ROOT = Path(__file__).resolve().parents[1]
@@ -284,9 +284,7 @@ def run(args: list[str], cwd: Path, extra_path: Path | None = None, timeout: int
     env = dict(os.environ)
     paths = [str(p) for p in (extra_path, ROOT) if p is not None]
     env["PYTHONPATH"] = os.pathsep.join([*paths, env.get("PYTHONPATH", "")])
-    return subprocess.run(
-        [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
-    )
+    return children.run([sys.executable, *args], cwd=cwd, env=env, timeout=timeout)
 
 
 def test_lab_measures_an_outside_estimator_on_codefix_under_a_saved_policy(tmp_path, outside):
@@ -318,7 +316,7 @@ def test_lab_measures_an_outside_estimator_on_codefix_under_a_saved_policy(tmp_p
         cwd=tmp_path,
         extra_path=outside,
     )
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.returncode == 0, proc.describe()
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert [r["density_value"] for r in records] == [2]
     assert records[0]["policy"]["sha256"]
@@ -336,12 +334,12 @@ def test_lab_measures_an_outside_estimator_on_codefix_under_a_saved_policy(tmp_p
         cwd=tmp_path,
         extra_path=outside,
     )
-    assert other.returncode == 2 and "a table of shape" in other.stderr
+    assert other.returncode == 2 and "a table of shape" in other.stderr, other.describe()
     bad = run(
         ["-m", "baselines.snr_lab", "measure", "--policy", "nope.txt", "--out", str(out)],
         cwd=tmp_path,
     )
-    assert bad.returncode == 2 and "--policy" in bad.stderr
+    assert bad.returncode == 2 and "--policy" in bad.stderr, bad.describe()
 
 
 def test_outside_estimator_trains_through_compare_from_the_docs_example(tmp_path):
@@ -359,7 +357,7 @@ def test_outside_estimator_trains_through_compare_from_the_docs_example(tmp_path
     args = [*words[2:], "--budget-episodes", "40", "--min-budget-steps", "1100"]
     args += ["--eval-points", "2", "--workers", "2"]
     proc = run(args, cwd=tmp_path, extra_path=tmp_path, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.returncode == 0, proc.describe()
     records = [
         json.loads(line)
         for line in (tmp_path / "results/compare/mine/results.jsonl").read_text().splitlines()

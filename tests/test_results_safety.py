@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from baselines.lib.results import ResultsFile
+from tests import children
 
 ROOT = Path(__file__).resolve().parents[1]
 APPENDERS, ROWS_EACH = 4, 500
@@ -85,11 +86,10 @@ def test_concurrent_appends_and_repairing_loads_lose_no_row(tmp_path):
         python(tmp_path, APPENDER, str(path), str(i), str(ROWS_EACH)) for i in range(APPENDERS)
     ]
     for p in appenders:
-        assert p.wait(timeout=600) == 0, p.stderr.read()
+        children.communicate(p, timeout=600, what="an appender").check()
     stop.touch()
-    out, err = loader.communicate(timeout=600)
-    assert loader.returncode == 0, err
-    assert int(out) > 0  # it did load (and repair) while the appends went on
+    loaded = children.communicate(loader, timeout=600, what="the loader").check()
+    assert int(loaded.stdout) > 0, loaded.describe()  # it loaded (and repaired) meanwhile
     keys = [r["key"] for r in ResultsFile(path).load(report=lambda m: None)]
     expected = {f"w{i}-{j}" for i in range(APPENDERS) for j in range(ROWS_EACH)}
     lost = (expected | {"seed-0", "seed-1"}) - set(keys)
@@ -178,9 +178,9 @@ def test_two_runners_on_one_results_file_never_train_the_same_run(tmp_path, monk
     runs, go, path = 30, tmp_path / "go", tmp_path / "results.jsonl"
     runners = [python(tmp_path, RUNNER, str(path), w, str(runs), str(go)) for w in ("2", "1")]
     go.touch()
-    outputs = [p.communicate(timeout=600) for p in runners]
-    for p, (out, err) in zip(runners, outputs, strict=True):
-        assert p.returncode == 0, err
+    outputs = [children.communicate(p, timeout=600, what="a runner") for p in runners]
+    for done in outputs:
+        out = done.check().stdout
         result = json.loads(out.split("RESULT ", 1)[1])
         assert result == [f"run-{s}" for s in range(runs)]
     seeds = trained(log)
@@ -238,7 +238,7 @@ def test_a_run_claimed_by_another_process_is_waited_for_and_not_trained(
     assert holder.stdout.readline().strip() == "claimed"
     threading.Timer(1.5, release.touch).start()  # after the runner did the others
     records = run_fast_sweep(tmp_path, 6)
-    assert holder.wait(timeout=60) == 0
+    children.communicate(holder, timeout=60, what="the holder").check()
     assert sorted(trained(log)) == [0, 1, 2, 4, 5]  # run 3 was the other process's
     assert [r["key"] for r in records] == [f"run-{s}" for s in range(6)]
     assert records[3]["value"] == -1  # its record, read from the file
@@ -456,13 +456,23 @@ if __name__ == "__main__":  # spawned pool workers import this file too
 
 def interrupt_when(proc: subprocess.Popen, ready: object, timeout: float = 300) -> tuple[str, str]:
     """Send Ctrl-C (SIGINT to the process group, as a terminal does) once ``ready()``."""
-    deadline = time.monotonic() + timeout
+    start = time.monotonic()
+    deadline = start + children.patience(timeout)
     while not ready():
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline
+        if proc.poll() is not None:
+            done = children.communicate(proc, what="the command to interrupt")
+            raise AssertionError(done.describe("it ended before it was ready to be interrupted"))
+        if time.monotonic() > deadline:
+            proc.kill()
+            out, err = proc.communicate()
+            raise AssertionError(children.account(
+                "the command to interrupt", None, out, err, time.monotonic() - start,
+                f"never ready within {children.patience(timeout):.0f} s",
+            ))  # fmt: skip
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGINT)
-    return proc.communicate(timeout=120)
+    done = children.communicate(proc, timeout=120, what="the interrupted command")
+    return done.stdout, done.stderr
 
 
 def saved_lines(path: Path) -> int:

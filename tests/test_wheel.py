@@ -16,13 +16,14 @@ import json
 import os
 import shutil
 import site
-import subprocess
 import sys
 import sysconfig
 import zipfile
 from pathlib import Path
 
 import pytest
+
+from tests import children
 
 pytestmark = pytest.mark.wheel
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,9 +55,7 @@ class HalfMC:
 
 
 def run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float = 600) -> str:
-    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    assert done.returncode == 0, f"{argv}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    return done.stdout
+    return children.run(argv, cwd=cwd, env=env, timeout=timeout, check=True).stdout
 
 
 @pytest.fixture(scope="module")

@@ -10,10 +10,12 @@ checks that no connection had a peer outside 127.0.0.0/8.
 namespace, where the kernel allows it) and runs this file inside it as a watcher: it brings
 ``lo`` up, runs the command, reads ``ss -tuanH`` every ``poll`` seconds while it runs and once
 after, ends every process still in the namespace (Ray's daemons: the namespace dies with them)
-and writes what it saw to a report file. The watcher (``python -m baselines.lib.loopback``, its
-flags from :mod:`routine_envs.cli`) refuses to start outside a namespace :func:`run` made
-(:func:`own_namespace`): ending every process of its namespace anywhere else would end every
-process of the machine.
+and writes what it saw to a report file. A command still running at ``timeout`` is killed and
+the watcher says so on stderr (its exit status is then ``-9``, 247 to a shell); Python children
+run unbuffered, so what they printed before is kept. The watcher
+(``python -m baselines.lib.loopback``, its flags from :mod:`routine_envs.cli`) refuses to start
+outside a namespace :func:`run` made (:func:`own_namespace`): ending every process of its
+namespace anywhere else would end every process of the machine.
 """
 
 from __future__ import annotations
@@ -96,10 +98,29 @@ class Outcome:
     """Every distinct peer (``host:port``) seen."""
     interfaces: list[str] = field(default_factory=list)
     ended: int = 0
+    seconds: float = 0.0
+    """Wall time of the whole run (namespace, command and clean-up)."""
+    timed_out: bool = False
+    """The command ran past its timeout and was killed."""
 
     def outside(self) -> list[str]:
         """The peers outside 127.0.0.0/8 (the rule: none)."""
         return [p for p in self.peers if not is_loopback(p.rpartition(":")[0])]
+
+    def describe(self, limit: int = 4000) -> str:
+        """How the command ended, its wall time and the end of both output streams."""
+        how = f"exit status {self.returncode}" + (
+            " (killed at its timeout)" if self.timed_out else ""
+        )
+
+        def end(text: str) -> str:
+            text = text.rstrip()
+            return (text[-limit:] if len(text) > limit else text) or "(empty)"
+
+        return (
+            f"{how} after {self.seconds:.1f} s; {self.ended} process(es) of the namespace ended"
+            f"\n--- stdout ---\n{end(self.stdout)}\n--- stderr ---\n{end(self.stderr)}"
+        )
 
 
 def run(
@@ -125,6 +146,8 @@ def run(
         base = dict(os.environ if env is None else env)
         base["PYTHONPATH"] = os.pathsep.join(p for p in (root, base.get("PYTHONPATH")) if p)
         base[WATCHER_MARK] = "1"
+        base.setdefault("PYTHONUNBUFFERED", "1")  # output printed before a kill is kept
+        start = time.monotonic()
         proc = subprocess.run(
             ["unshare", *flags, "--", *watcher, "--", *argv],
             cwd=cwd,
@@ -141,6 +164,8 @@ def run(
         peers=seen.get("peers", []),
         interfaces=seen.get("interfaces", []),
         ended=seen.get("ended", 0),
+        seconds=time.monotonic() - start,
+        timed_out=bool(seen.get("timed_out", False)),
     )
 
 
@@ -209,13 +234,24 @@ def _watch(report: Path, timeout: float, poll: float, argv: list[str]) -> int:
     while child.poll() is None and time.monotonic() < deadline:
         seen |= peers(subprocess.run(["ss", "-tuanH"], capture_output=True, text=True).stdout)
         time.sleep(poll)
-    if child.poll() is None:
+    timed_out = child.poll() is None
+    if timed_out:
         child.kill()
+        print(
+            f"loopback watcher: the command was still running after its timeout of {timeout} s: "
+            f"killed ({' '.join(argv)[:200]})",
+            file=sys.stderr,
+            flush=True,
+        )
     returncode = child.wait()
     seen |= peers(subprocess.run(["ss", "-tuanH"], capture_output=True, text=True).stdout)
     ended = _end_namespace()
     names = [line.split(":")[1].strip() for line in interfaces.splitlines() if ":" in line]
-    report.write_text(json.dumps({"peers": sorted(seen), "interfaces": names, "ended": ended}))
+    report.write_text(
+        json.dumps(
+            {"peers": sorted(seen), "interfaces": names, "ended": ended, "timed_out": timed_out}
+        )
+    )
     return returncode
 
 
