@@ -5,12 +5,17 @@ watcher that says when it killed its command (the Ray cluster test once failed w
 
 from __future__ import annotations
 
+import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
 from baselines.lib import loopback
 from tests import children
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_a_failed_child_reports_its_output_status_and_time():
@@ -55,6 +60,41 @@ def test_the_loopback_watcher_says_when_it_killed_its_command():
     outcome = loopback.run([sys.executable, "-c", code], timeout=2)
     assert outcome.timed_out and outcome.returncode != 0
     assert "started" in outcome.stdout  # what it printed before the kill is kept
-    assert "killed" in outcome.stderr and "timeout of 2" in outcome.stderr
+    assert "killed" in outcome.stderr and "its timeout of 2" in outcome.stderr
     said = outcome.describe()
     assert "killed at its timeout" in said and "started" in said and " s;" in said
+
+
+def test_a_watcher_whose_starter_dies_still_ends_its_namespace(tmp_path):
+    """A killed test run (its ``loopback.run`` process SIGKILLed) once left Ray's daemons
+    running in their namespace; the watcher now dies with its starter and ends them."""
+    reason = loopback.unavailable()
+    if reason:
+        pytest.skip(f"needs a loopback-only network namespace: {reason}")
+    pids = tmp_path / "pids"
+    command = ["sh", "-c", f"sleep 300 & echo $! > {pids}; sleep 300"]
+    starter = subprocess.Popen(
+        [sys.executable, "-c", f"from baselines.lib import loopback; loopback.run({command!r})"],
+        cwd=ROOT,
+    )
+    try:
+        deadline = time.monotonic() + children.patience(60)
+        while not (pids.exists() and pids.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        daemon = int(pids.read_text())
+        assert Path(f"/proc/{daemon}").exists()
+    finally:
+        starter.kill()
+        starter.wait()
+    deadline = time.monotonic() + children.patience(30)
+    while alive(daemon) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(daemon), f"process {daemon} of the namespace outlived its watcher"
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for its parent does not count)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -20,6 +20,7 @@ namespace anywhere else would end every process of the machine.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
 import os
@@ -217,13 +218,34 @@ def own_namespace() -> str | None:
     return None
 
 
+class _Stopped(Exception):
+    """The watcher was asked to stop (SIGTERM or SIGHUP, or its parent died)."""
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise _Stopped(signal.Signals(signum).name)
+
+
+def _die_with_parent() -> None:
+    """Have Linux send this process SIGTERM when the process that started it dies
+    (``prctl(PR_SET_PDEATHSIG)``), so a killed test run still ends the namespace."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):  # no Linux libc: the timeout bounds it
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+
+
 def _watch(report: Path, timeout: float, poll: float, argv: list[str]) -> int:
     """The watcher, inside the namespace: ``lo`` up, run ``argv``, collect the peers. Refuses
     (``RuntimeError``) outside a namespace of its own (:func:`own_namespace`), before it starts
-    anything or ends anything."""
+    anything or ends anything. Stopped (SIGTERM, SIGHUP, its parent's death) or at
+    ``timeout``, it kills the command, says so on stderr, and still ends the namespace."""
     why = own_namespace()
     if why is not None:
         raise RuntimeError(f"the loopback watcher runs only inside its own namespace: {why}")
+    _die_with_parent()
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _stop)
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     interfaces = subprocess.run(
         ["ip", "-o", "link", "show", "up"], capture_output=True, text=True
@@ -231,18 +253,27 @@ def _watch(report: Path, timeout: float, poll: float, argv: list[str]) -> int:
     seen: set[str] = set()
     child = subprocess.Popen(argv)
     deadline = time.monotonic() + timeout
-    while child.poll() is None and time.monotonic() < deadline:
-        seen |= peers(subprocess.run(["ss", "-tuanH"], capture_output=True, text=True).stdout)
-        time.sleep(poll)
-    timed_out = child.poll() is None
-    if timed_out:
+    stopped = None
+    try:
+        while child.poll() is None and time.monotonic() < deadline:
+            seen |= peers(subprocess.run(["ss", "-tuanH"], capture_output=True, text=True).stdout)
+            time.sleep(poll)
+    except _Stopped as err:
+        stopped = str(err)
+    for signum in (signal.SIGTERM, signal.SIGHUP):  # the clean-up below runs to its end
+        signal.signal(signum, signal.SIG_IGN)
+    timed_out = child.poll() is None and stopped is None
+    if child.poll() is None:
         child.kill()
-        print(
-            f"loopback watcher: the command was still running after its timeout of {timeout} s: "
-            f"killed ({' '.join(argv)[:200]})",
-            file=sys.stderr,
-            flush=True,
-        )
+        reason = f"the watcher got {stopped}" if stopped else f"its timeout of {timeout} s"
+        # stderr may be a pipe whose reader is gone (a killed test run): clean up anyway
+        with contextlib.suppress(OSError):
+            print(
+                f"loopback watcher: the command was still running at {reason}: killed "
+                f"({' '.join(argv)[:200]})",
+                file=sys.stderr,
+                flush=True,
+            )
     returncode = child.wait()
     seen |= peers(subprocess.run(["ss", "-tuanH"], capture_output=True, text=True).stdout)
     ended = _end_namespace()
