@@ -165,11 +165,14 @@ def run(
     return child.check() if check else child
 
 
-def communicate(proc: subprocess.Popen, timeout: float = 300, what: str = "") -> Child:
+def communicate(
+    proc: subprocess.Popen, timeout: float = 300, what: str = "", started: float | None = None
+) -> Child:
     """Wait for a started child (its output piped) at most :func:`patience` of ``timeout``
-    seconds; on a timeout kill it and raise :class:`ChildTimedOut` with what it printed."""
+    seconds; on a timeout kill it and raise :class:`ChildTimedOut` with what it printed.
+    ``started``: its ``time.monotonic()`` at start, for the elapsed time (default: now)."""
     argv = [str(a) for a in proc.args] if isinstance(proc.args, (list, tuple)) else [str(proc.args)]
-    start = time.monotonic()
+    start = time.monotonic() if started is None else started
     limit = patience(timeout)
     try:
         stdout, stderr = proc.communicate(timeout=limit)

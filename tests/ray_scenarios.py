@@ -146,6 +146,7 @@ def killed_worker(out: Path, address: str) -> dict[str, Any]:
     marks = out / "marks"
     marks.mkdir(parents=True)
     argv = [sys.executable, "-m", "tests.ray_scenarios", "drive", str(out), address]
+    launched = time.monotonic()
     driver = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     killed = None
     deadline = time.monotonic() + children.patience(120)
@@ -156,7 +157,7 @@ def killed_worker(out: Path, address: str) -> dict[str, Any]:
             os.kill(int(pid), signal.SIGKILL)  # a worker process dies during its run
             killed = int(seed)
         time.sleep(0.05)
-    done = children.communicate(driver, timeout=180, what="the driver of killed_worker")
+    done = children.communicate(driver, 180, "the driver of killed_worker", launched)
     report = {"killed": killed, "stdout": done.stdout, "stderr": done.stderr[-3000:]}
     report["returncode"] = driver.returncode
     report["marks"] = sorted(p.name for p in marks.iterdir())
