@@ -23,7 +23,7 @@ from routine_envs.envs.base import RoutineEnv
 from routine_envs.envs.diluted_doors_v1 import PathDoorsDynamics
 from routine_envs.envs.model_vector import ModelVectorEnv
 from routine_envs.registration import make_model_vector_env
-from tests.test_vector_env import assert_fills_on_first_visit, assert_same
+from tests.test_vector_env import assert_expands_on_first_visit, assert_same
 from tests.utils import register_contributed_example
 
 V0 = "DilutedDoors-v0"
@@ -211,8 +211,8 @@ CONFIGS = [
     (V0, {"routine_length": 0}),
     (V0, {"num_floors": 1, "num_doors": 2, "routine_length": (2, 4)}),
     (V0, {"num_floors": 4, "num_doors": 5, "routine_length": (1, 3), "layout_seed": 7}),
-    # more reachable states than EAGER_STATES (36k): the observation table is filled on first
-    # visit; 118 routine lengths to draw from; episodes of up to 242 steps (all end in 250)
+    # 36k reachable states, expanded as visited; 118 routine lengths to draw from; episodes of
+    # up to 242 steps (all end in 250)
     (V0, {"num_floors": 2, "routine_length": (3, 120)}),
     (V1, {}),
     (V1, {"observation": "actions", "routine_length": (1, 3)}),
@@ -242,7 +242,7 @@ def test_same_as_sync_vector_env_step_by_step(case):
     env_id, kwargs = case
     reference, native = make_pair(env_id, 6, **kwargs)
     if kwargs.get("routine_length") == (3, 120):  # what the case is for, still true
-        assert_fills_on_first_visit(native)
+        assert_expands_on_first_visit(native)
         assert native.dynamics.max_episode_length <= 250  # every sub-env crosses a reset
     rng = np.random.default_rng(0)
     ended = run_both(reference, native, 250, 11, rng)
@@ -291,15 +291,12 @@ def test_time_limit_semantics_differ_from_the_step_budget():
     assert truncated.all() and not terminated.any() and keys.SUCCESS not in infos
 
 
-@pytest.mark.parametrize("bound", ["per_step", "lazy"])
+@pytest.mark.parametrize("bound", ["per_step", "midway"])
 @pytest.mark.parametrize("case", [CONFIGS[7], CONFIGS[12], CONFIGS[14]], ids=config_id)
 def test_observations_and_masks_without_a_full_table(case, bound, monkeypatch):
-    """Above the memory bound rows are computed at every step; below it but above the eager
-    size they are filled on first visit: the same values either way."""
-    if bound == "per_step":
-        monkeypatch.setattr(model_vector, "MAX_TABLE_BYTES", 0)
-    else:
-        monkeypatch.setattr(model_vector, "EAGER_STATES", 0)
+    """Above the memory bound rows are computed at every step (from the first, or once the
+    visited states' rows pass it): the same values either way."""
+    monkeypatch.setattr(model_vector, "MAX_TABLE_BYTES", 0 if bound == "per_step" else 2048)
     env_id, kwargs = case
     reference, native = make_pair(env_id, 6, AutoresetMode.SAME_STEP, **kwargs)
     ended = run_both(reference, native, 200, 5, np.random.default_rng(2))
@@ -310,7 +307,7 @@ def test_observations_and_masks_without_a_full_table(case, bound, monkeypatch):
 def test_draws_without_the_shared_distribution_shortcut(case, monkeypatch):
     """Where random (state, action)s have different probabilities a vectorized binary search
     picks the outcome: forced here on configurations of 2 to 6 outcomes."""
-    monkeypatch.setattr(model_vector, "_common_cumulative", lambda *_: None)
+    monkeypatch.setattr(model_vector, "SHARED_DISTRIBUTION_SHORTCUT", False)
     env_id, kwargs = case
     reference, native = make_pair(env_id, 6, **kwargs)
     assert run_both(reference, native, 200, 8, np.random.default_rng(4)) >= 6
@@ -452,3 +449,53 @@ def test_disabled_autoreset_requires_a_masked_reset():
         envs.step(np.zeros(3, dtype=np.int64))
     envs.reset(options={"reset_mask": terminated | truncated})
     envs.step(np.zeros(3, dtype=np.int64))
+
+
+# ------------------------------------------------------------------ bounds and lazy expansion
+def test_num_envs_past_the_limit_is_refused_before_any_allocation():
+    """Issue 36: ``num_envs=10**9`` was numpy's MemoryError; now a ValueError naming it."""
+    limit = model_vector.MAX_NUM_ENVS
+    with pytest.raises(ValueError, match=f"num_envs must be <= {limit}, got 1000000000"):
+        gym.make_vec("DilutedDoors-v1", num_envs=10**9)
+    with pytest.raises(ValueError, match="num_envs"):
+        ModelVectorEnv(WalkDynamics(), limit + 1)
+
+
+def test_the_vector_env_expands_only_what_its_episodes_visit(monkeypatch):
+    """Issue 36: 500 floors of Diluted Doors v0 (2.8 million states) cost 11 s of CPU to build
+    as a vector env (the whole model, its optimal values and per-state tables); now nothing is
+    built ahead: the model is never asked for, and the states expanded are those reached."""
+    from routine_envs.envs.diluted_doors import DoorsDynamics
+
+    def no_model(self):
+        raise AssertionError("the vector env asked for the whole model")
+
+    monkeypatch.setattr(DoorsDynamics, "model", no_model)
+    envs = gym.make_vec("DilutedDoors-v0", num_envs=4, num_floors=500)
+    assert envs.visited_states == 1  # the start only
+    envs.reset(seed=0)
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        envs.step(rng.integers(envs.single_action_space.n, size=4))
+    assert 1 < envs.visited_states < 5_000 < envs.dynamics.num_states
+
+
+@pytest.mark.parametrize("case", [CONFIGS[5], CONFIGS[8]], ids=config_id)
+def test_deep_copies_share_what_was_expanded(case):
+    """A branch made mid-episode expands into the same tables: both give SyncVectorEnv's
+    numbers for the same actions (checked against one reference each)."""
+    env_id, kwargs = case
+    reference, native = make_pair(env_id, 4, **kwargs)
+    twin_reference, _ = make_pair(env_id, 4, **kwargs)
+    rng = np.random.default_rng(1)
+    assert_same(reference.reset(seed=2), native.reset(seed=2), "reset")
+    twin_reference.reset(seed=2)
+    for t in range(20):
+        actions = rng.integers(native.single_action_space.n, size=4)
+        assert_same(reference.step(actions), native.step(actions), f"step {t}")
+        twin_reference.step(actions)
+    twin = copy.deepcopy(native)
+    for t in range(80):
+        a, b = rng.integers(native.single_action_space.n, size=(2, 4))
+        assert_same(reference.step(a), native.step(a), f"original, step {t}")
+        assert_same(twin_reference.step(b), twin.step(b), f"branch, step {t}")

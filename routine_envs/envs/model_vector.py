@@ -1,8 +1,11 @@
-"""A native numpy vector env for any environment of the suite, driven by its exact model.
+"""A native numpy vector env for any environment of the suite, driven by its dynamics.
 
-:class:`ModelVectorEnv` steps ``N`` sub-environments of one configuration as arrays of state ids,
-reading transitions, rewards, terminations, ``critical``, success, ``turn_score`` and the optional
-info keys from tables built once from ``dynamics.model()``. For the same seeds and actions it
+:class:`ModelVectorEnv` steps ``N`` sub-environments of one configuration as arrays of state
+indices, reading transitions, rewards, terminations, ``critical``, success, ``turn_score`` and the
+optional info keys from tables that grow as the episodes visit states: a state's row and a
+``(state, action)``'s outcomes are computed once, on first visit, with the calls the single env
+makes (``dynamics.outcomes``, ``is_critical``, ``turn_score``, ...), so building it costs nothing
+and it never expands more of the model than its episodes reach. For the same seeds and actions it
 returns what ``gym.make_vec(id, N, vectorization_mode="sync", ...)`` returns over single
 environments, bit for bit (``tests/test_model_vector.py`` checks it step by step): the same
 draws from the same per-sub-environment generators, the same info keys and masks, the same time
@@ -16,7 +19,7 @@ Every id registered with :func:`~routine_envs.registration.register_dynamics` ha
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -30,13 +33,17 @@ from routine_envs.dynamics import Dynamics
 from routine_envs.envs import validation
 from routine_envs.envs.base import InvalidActionError, branch_copy
 
-#: largest table of per-state rows (observations, action masks) kept, in bytes (64 MiB). Above
-#: it the rows of the states the sub-environments are in are computed at every step with
-#: ``dynamics.observe`` / ``dynamics.action_mask`` (slower, same values).
+#: largest table of per-state rows (observations, action masks) kept, in bytes (64 MiB). Once
+#: the visited states' rows would pass it, the rows of the states the sub-environments are in
+#: are computed at every step with ``dynamics.observe`` / ``dynamics.action_mask`` (slower, same
+#: values).
 MAX_TABLE_BYTES = 64 << 20
-#: tables of at most this many reachable states are filled when the env is built; larger ones
-#: are filled on first visit of each state (so building stays cheap).
-EAGER_STATES = 20_000
+#: most sub-environments of one vector env (a documented limit, checked before anything is
+#: allocated: each costs a few hundred bytes plus its observation).
+MAX_NUM_ENVS = 1 << 20
+#: draw with one sorted search while every random ``(state, action)`` seen has the same outcome
+#: probabilities (the tests turn it off to check the general search gives the same draws).
+SHARED_DISTRIBUTION_SHORTCUT = True
 #: uniforms drawn ahead per sub-environment at a time (only when some outcome is random).
 DRAW_BLOCK = 32
 #: single-env wrappers that change nothing the vector env returns (``gym.make``'s defaults).
@@ -95,14 +102,18 @@ class ModelVectorEnv(gym.vector.VectorEnv):
 
     ## Tables and memory
 
-    The model's transitions are used in place (copied once sorted if some ``(state, action)``'s
-    outcomes are not contiguous); the env adds per transition a ``critical`` flag (and a
-    cumulative probability when some outcome is random), per ``(state, action)`` the first
-    transition (and the number of outcomes). Observations and action masks are tables by
-    state id when they fit :data:`MAX_TABLE_BYTES` (64 MiB), filled at construction up to
-    :data:`EAGER_STATES` reachable states and on first visit above; beyond the bound they are
-    computed at every step for the states the sub-environments are in. Observation spaces that
-    do not batch into one array (``Dict``, ``Text``, ...) are always computed per step.
+    Nothing of the model is built in advance (``dynamics.model()`` is never called by the env
+    itself). States get an index when an episode first reaches them (or an outcome of a visited
+    ``(state, action)`` leads to them), with the keys the single env reports about a state
+    (``state_id``, ``anchor``, ``critical``, ``action_gap``, ``action_mask``, ``turn_score``,
+    from the dynamics' shared memo); a ``(state, action)``'s outcomes are listed when a
+    sub-environment first takes it, each with its next state, reward, termination, ``critical``
+    flag and cumulative probability. Success is asked of a state when an episode ends there.
+    Observations and action masks are rows by visited state while they fit
+    :data:`MAX_TABLE_BYTES` (64 MiB), computed per step for the states the sub-environments are
+    in beyond it; observation spaces that do not batch into one array (``Dict``, ``Text``, ...)
+    are always computed per step. ``num_envs`` is at most :data:`MAX_NUM_ENVS`. Deep copies
+    share what was expanded.
     """
 
     metadata: dict[str, Any] = {  # noqa: RUF012 (defaults, as VectorEnv declares it)
@@ -119,7 +130,7 @@ class ModelVectorEnv(gym.vector.VectorEnv):
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         render_mode: str | None = None,
     ) -> None:
-        self.num_envs = validation.integer("num_envs", num_envs, minimum=1)
+        self.num_envs = validation.integer("num_envs", num_envs, 1, MAX_NUM_ENVS)
         if max_episode_steps is not None:
             max_episode_steps = validation.integer("max_episode_steps", max_episode_steps, 1)
         mode = autoreset_mode_of(autoreset_mode)
@@ -150,7 +161,11 @@ class ModelVectorEnv(gym.vector.VectorEnv):
         self.single_action_space = gym.spaces.Discrete(dynamics.num_actions)
         self.observation_space = batch_space(space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
-        self._build_tables(dynamics)
+        self._num_actions = dynamics.num_actions
+        self._reports_gap = bool(dynamics.reports_action_gap)
+        #: what the episodes visited so far (shared by deep copies).
+        self._visited = _Visited(dynamics, self.single_observation_space)
+        self._initial_ids, self._initial_cumulative = self._visited.initial()
 
         shape = (self.num_envs,)
         self._state = np.zeros(shape, dtype=np.int64)
@@ -161,91 +176,14 @@ class ModelVectorEnv(gym.vector.VectorEnv):
         self._ended = np.zeros(shape, dtype=bool)  # finished on the last step (NEXT_STEP)
         self._has_reset = False
         self._generators: list[np.random.Generator | None] = [None] * self.num_envs
-        self._uniforms = np.zeros((self.num_envs, DRAW_BLOCK)) if self._random else None
+        self._uniforms = np.zeros((self.num_envs, DRAW_BLOCK))
         self._next_uniform = np.full(shape, DRAW_BLOCK, dtype=np.int64)
 
-    # ----------------------------------------------------------------------------- tables
-    def _build_tables(self, dynamics: Dynamics) -> None:
-        model = dynamics.model()
-        num_states, num_actions = model.num_states, model.num_actions
-        self._num_actions = num_actions
-        self._states: Mapping[int, Any] = model.states
-        sa = model.state * num_actions + model.action
-        # each (state, action)'s outcomes, contiguous and in the model's (= outcomes') order
-        starts = np.flatnonzero(np.concatenate(([True], sa[1:] != sa[:-1]))) if sa.size else sa
-        order = None
-        seen = np.zeros(num_states * num_actions, dtype=bool)
-        seen[sa[starts]] = True  # a (state, action) starting twice collapses: not contiguous
-        if int(np.count_nonzero(seen)) != starts.size:  # then sort, stably
-            order = np.argsort(sa, kind="stable")
-            sa = sa[order]
-            starts = np.flatnonzero(np.concatenate(([True], sa[1:] != sa[:-1])))
-
-        def column(values: np.ndarray) -> np.ndarray:
-            return values if order is None else values[order]
-
-        prob = column(model.prob)
-        self._next_state = column(model.next_state)
-        self._reward = column(model.reward)
-        self._terminated = column(model.terminated)
-        critical = dynamics.critical_table()
-        #: ``critical`` reached by each transition (never on a terminated one).
-        self._next_critical = critical.take(self._next_state) & ~self._terminated
-        counts = np.diff(np.append(starts, sa.size))
-        #: first transition of each (state, action) (0 where there is none: never used).
-        self._first = np.zeros(num_states * num_actions, dtype=np.int64)
-        self._first[sa[starts]] = starts
-        self._random = bool(counts.size) and int(counts.max()) > 1
-        self._count: np.ndarray | None = None
-        self._cumulative: np.ndarray | None = None
-        #: the cumulative probabilities (all but the last) when every random (state, action)
-        #: has the same outcome probabilities (Diluted Doors: the routine lengths), else None.
-        self._one_cumulative: np.ndarray | None = None
-        if self._random:
-            self._count = np.zeros(num_states * num_actions, dtype=np.int32)
-            self._count[sa[starts]] = counts
-            self._cumulative = _accumulate(prob, starts, counts)
-            self._one_cumulative = _common_cumulative(self._cumulative, starts, counts)
-
-        # the initial distribution in the order of initial_outcomes(), not by id
-        initial = dynamics.initial_outcomes()
-        self._initial_ids = np.array([dynamics.state_id(s) for _, s in initial], dtype=np.int64)
-        acc, cumulative = 0.0, []
-        for p, _ in initial:
-            acc += p  # as base.sample_item
-            cumulative.append(acc)
-        self._initial_cumulative = np.array(cumulative[:-1])
-        self._random = self._random or len(initial) > 1
-
-        self._critical_table = critical
-        self._success_table = dynamics.success_table()
-        self._success_cache: dict[int, bool] = {}
-        self._gaps = dynamics.action_gaps() if dynamics.reports_action_gap else None
-        #: ``turn_score`` of every state id (the single env's per-state scores).
-        self._turn_scores = dynamics.turn_score_table()
-        reachable, states = model.reachable, self._states
-        self._observations: _RowTable | None = None
-        probe = create_empty_array(self.single_observation_space, 1)
-        if isinstance(probe, np.ndarray):
-            self._observations = _RowTable(
-                self._compute_observations, num_states, probe.shape[1:], probe.dtype, reachable
-            )
-        self._masks: _RowTable | None = None
-        if dynamics.has_action_masks:
-            mask = np.asarray(dynamics.action_mask(states[int(self._initial_ids[0])]))
-            self._masks = _RowTable(
-                self._compute_masks, num_states, mask.shape, mask.dtype, reachable
-            )
-
-    def _compute_observations(self, ids: np.ndarray) -> Any:
-        """Observations of the states ``ids``, batched as ``SyncVectorEnv`` batches them."""
-        space, observe, states = self.single_observation_space, self.dynamics.observe, self._states
-        out = create_empty_array(space, len(ids))
-        return concatenate(space, [observe(states[i]) for i in ids.tolist()], out)
-
-    def _compute_masks(self, ids: np.ndarray) -> np.ndarray:
-        """Action masks of the states ``ids``, shape ``(len(ids), num_actions)``."""
-        return np.stack([self.dynamics.action_mask(self._states[i]) for i in ids.tolist()])
+    @property
+    def visited_states(self) -> int:
+        """How many states the episodes reached so far (with the outcomes of the ``(state,
+        action)`` pairs they took): all of the model this env has expanded."""
+        return len(self._visited.states)
 
     # ------------------------------------------------------------------------ Gymnasium API
     def reset(
@@ -265,11 +203,10 @@ class ModelVectorEnv(gym.vector.VectorEnv):
             raise ValueError("the first reset() must reset every sub-environment: no reset_mask")
         else:
             index = np.flatnonzero(self._check_reset_mask(mask))
-        if self._random:
-            for i in index.tolist():
-                if seeds[i] is not None or self._generators[i] is None:
-                    self._generators[i] = seeding.np_random(seeds[i])[0]
-                    self._next_uniform[i] = DRAW_BLOCK
+        for i in index.tolist():  # some outcome may be random (known only once visited)
+            if seeds[i] is not None or self._generators[i] is None:
+                self._generators[i] = seeding.np_random(seeds[i])[0]
+                self._next_uniform[i] = DRAW_BLOCK
         self._reset_envs(index)
         self._ended[index] = False
         self._has_reset = True
@@ -301,29 +238,36 @@ class ModelVectorEnv(gym.vector.VectorEnv):
             )
 
         # the transition of every sub-environment (garbage for those restarting, replaced)
+        visited = self._visited
         sa = self._state * self._num_actions
         sa += a
-        t = self._first.take(sa)
-        if self._count is not None:
-            count = self._count.take(sa)
+        t = visited.first.take(sa)
+        if t.min() < 0:  # (state, action)s taken for the first time: list their outcomes
+            new = t < 0
+            if any_restart:
+                new &= ~restart
+            visited.expand(np.unique(sa[new]))
+            t = visited.first.take(sa)
+        if visited.random:
+            count = visited.count.take(sa)
             drawing = count > 1
             if any_restart:
                 drawing &= ~restart
             index = np.flatnonzero(drawing)
             if index.size:
-                t[index] = self._choose(t[index], count[index], self._draw(index))
-        state = self._next_state.take(t)
-        rewards = self._reward.take(t)
-        terminated = self._terminated.take(t)
+                t[index] = visited.choose(t[index], count[index], self._draw(index))
+        state = visited.next_state.take(t)
+        rewards = visited.reward.take(t)
+        terminated = visited.terminated.take(t)
         invalid = None
         if self._mask_now is not None:
             invalid = ~self._mask_now[np.arange(self.num_envs), a]
         self._episode_length += 1
         self._num_critical += self._critical
         self._state = state
-        self._critical = self._next_critical.take(t)
-        if self._masks is not None:
-            self._mask_now = self._masks.rows(state)
+        self._critical = visited.next_critical.take(t)
+        if visited.masks is not None:
+            self._mask_now = visited.masks.rows(state)
         if any_restart:
             index = np.flatnonzero(restart)
             self._reset_envs(index)
@@ -385,31 +329,31 @@ class ModelVectorEnv(gym.vector.VectorEnv):
             self._state[index] = self._initial_ids[0]
         self._episode_length[index] = 0
         self._num_critical[index] = 0
-        self._critical[index] = self._critical_table.take(self._state[index])
-        if self._masks is not None:
+        visited = self._visited
+        self._critical[index] = visited.critical.take(self._state[index])
+        if visited.masks is not None:
             if self._mask_now is None:
-                self._mask_now = self._masks.rows(self._state)
+                self._mask_now = visited.masks.rows(self._state)
             else:
-                self._mask_now[index] = self._masks.rows(self._state[index])
+                self._mask_now[index] = visited.masks.rows(self._state[index])
 
     def _observe(self, state: np.ndarray) -> Any:
-        if self._observations is not None:
-            return self._observations.rows(state)
-        return self._compute_observations(state)
+        return self._visited.observations.rows(state)
 
     def _step_infos(
         self, state: np.ndarray, invalid: np.ndarray | None, set_mask: np.ndarray | None
     ) -> dict[str, Any]:
         """``critical``, ``state_id`` and the optional keys of ``state`` (the current states),
         set where ``set_mask`` (everywhere when ``None``; unset entries are 0)."""
+        visited = self._visited
         values: dict[str, np.ndarray] = {
             keys.CRITICAL: self._critical.copy(),
-            keys.STATE_ID: state.copy(),
-            keys.ANCHOR: self.dynamics.anchors_of(state),
-            keys.TURN_SCORE: self._turn_scores.take(state),
+            keys.STATE_ID: visited.state_id.take(state),
+            keys.ANCHOR: visited.anchor.take(state),
+            keys.TURN_SCORE: visited.turn_score.take(state),
         }
-        if self._gaps is not None:
-            values[keys.ACTION_GAP] = self._gaps.take(state)
+        if self._reports_gap:
+            values[keys.ACTION_GAP] = visited.action_gap.take(state)
         if self._mask_now is not None:
             values[keys.ACTION_MASK] = self._mask_now.copy()
             values[keys.INVALID_ACTION] = (
@@ -429,9 +373,9 @@ class ModelVectorEnv(gym.vector.VectorEnv):
         self, state: np.ndarray, terminated: np.ndarray, ended: np.ndarray
     ) -> dict[str, np.ndarray]:
         """The episode-end keys of the sub-environments ``ended`` (which end in ``state``)."""
-        success = self._success_table.take(state) & ended
-        for i in np.flatnonzero(ended & ~terminated).tolist():  # truncated by the env's budget
-            success[i] = self._is_success(int(state[i]))
+        success = np.zeros(self.num_envs, dtype=bool)
+        index = np.flatnonzero(ended)
+        success[index] = self._visited.success(state[index])
         episode_length = np.where(ended, self._episode_length, 0)
         num_critical = np.where(ended, self._num_critical, 0)
         values = keys.episode_end_info(success, num_critical, episode_length, ended=ended)
@@ -439,31 +383,6 @@ class ModelVectorEnv(gym.vector.VectorEnv):
         for key, value in values.items():
             infos[key], infos["_" + key] = value, ended.copy()
         return infos
-
-    def _is_success(self, state_id: int) -> bool:
-        """``dynamics.is_success`` of a (non-terminal) state, remembered."""
-        if state_id not in self._success_cache:
-            self._success_cache[state_id] = bool(self.dynamics.is_success(self._states[state_id]))
-        return self._success_cache[state_id]
-
-    def _choose(self, first: np.ndarray, count: np.ndarray, u: np.ndarray) -> np.ndarray:
-        """The transition ``base.sample_item`` picks with the uniforms ``u``: the first of the
-        ``count`` outcomes from ``first`` whose cumulative probability exceeds ``u``, else the
-        last. Cumulative probabilities never decrease, so the outcomes passed over are a prefix:
-        its length is found by binary lifting (``log2`` of the most outcomes, vectorized)."""
-        if self._one_cumulative is not None:  # one distribution: one sorted search
-            return first + np.searchsorted(self._one_cumulative, u, side="right")
-        cumulative, candidates = self._cumulative, count - 1
-        chosen = first.copy()
-        step = 1 << (int(candidates.max()).bit_length() - 1)
-        while step:
-            probe = chosen + step
-            # within the first ``count - 1`` outcomes and passed over (padded: never past the end)
-            passed = probe <= first + candidates
-            passed &= cumulative.take(probe - 1) <= u
-            chosen += passed * step
-            step >>= 1
-        return chosen
 
     def _draw(self, index: np.ndarray) -> np.ndarray:
         """One uniform for each sub-environment of ``index`` from its own generator, in stream
@@ -539,84 +458,276 @@ class ModelVectorEnv(gym.vector.VectorEnv):
         )
 
 
-#: read-only attributes that deep copies share (the rest, episodes and generators, is copied).
-# fmt: off
+#: attributes that deep copies share: the dynamics, the spaces' source and what was visited (a
+#: cache of fixed values); the rest, episodes and generators, is copied.
 _SHARED_ATTRIBUTES = (
-    "dynamics", "single_env", "spec", "_states", "_next_state", "_reward", "_terminated",
-    "_next_critical", "_first", "_count", "_cumulative", "_one_cumulative", "_initial_ids",
-    "_initial_cumulative", "_critical_table", "_success_table", "_gaps", "_turn_scores",
-    "_observations", "_masks",
+    "dynamics",
+    "single_env",
+    "spec",
+    "_visited",
+    "_initial_ids",
+    "_initial_cumulative",
 )
-# fmt: on
 
 
-class _RowTable:
-    """Rows ``compute(ids)`` (shape ``(len(ids), *row_shape)``) of states by id: a table filled
-    at once or on first visit when it fits :data:`MAX_TABLE_BYTES`, else computed per call for
-    the distinct ids asked for. Shared by deep copies (a cache of fixed values)."""
+class _Column:
+    """A 1-d array that grows (capacity doubling); :attr:`data` is the whole buffer, so that
+    ``data.take(indices)`` reads it with no copy (entries past :attr:`size` hold ``fill``).
+    Values are appended to a list (:meth:`append`) and written in one go by :meth:`flush`."""
+
+    def __init__(self, dtype: Any, fill: Any = 0, capacity: int = 64) -> None:
+        self.fill = fill
+        self.data = np.full(capacity, fill, dtype=dtype)
+        self.size = 0
+        self.pending: list[Any] = []
+
+    def __len__(self) -> int:
+        return self.size + len(self.pending)
+
+    def append(self, value: Any) -> None:
+        self.pending.append(value)
+
+    def flush(self) -> None:
+        """Write the appended values into :attr:`data`."""
+        if self.pending:
+            self.extend(self.pending)
+            self.pending = []
+
+    def reserve(self, size: int) -> None:
+        """Room for ``size`` entries."""
+        if size > self.data.size:
+            grown = np.full(max(size, 2 * self.data.size), self.fill, dtype=self.data.dtype)
+            grown[: self.size] = self.data[: self.size]
+            self.data = grown
+
+    def extend(self, values: Sequence[Any] | np.ndarray) -> None:
+        self.reserve(self.size + len(values))
+        self.data[self.size : self.size + len(values)] = values
+        self.size += len(values)
+
+    def take(self, indices: np.ndarray) -> np.ndarray:
+        return self.data.take(indices)
+
+
+class _Rows:
+    """Rows ``compute(states)`` (observations or action masks, shape ``(n, *row_shape)``) of
+    visited states by index, each computed on first use and kept while the table fits
+    :data:`MAX_TABLE_BYTES`; past it (or for rows that do not batch into one array) computed
+    per call for the distinct indices asked for."""
 
     def __init__(
         self,
-        compute: Callable[[np.ndarray], np.ndarray],
-        num_states: int,
-        row_shape: tuple[int, ...],
-        dtype: np.dtype,
-        reachable: np.ndarray,
+        compute: Callable[[list[Any]], Any],
+        states: list[Any],
+        row_shape: tuple[int, ...] | None,
+        dtype: Any = None,
     ) -> None:
-        self.compute = compute
+        self.compute, self.states = compute, states
         self.table: np.ndarray | None = None
-        size = num_states * int(np.prod(row_shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-        if size > MAX_TABLE_BYTES:
-            return
-        self.table = np.zeros((num_states, *row_shape), dtype=dtype)
-        self.filled = np.zeros(num_states, dtype=bool)
-        self.missing = int(reachable.sum())
-        if self.missing <= EAGER_STATES:
-            self._fill(np.flatnonzero(reachable))
+        self.filled = np.zeros(0, dtype=bool)
+        if row_shape is not None:
+            self.row_bytes = int(np.prod(row_shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+            self.table = np.zeros((0, *row_shape), dtype=dtype)
 
-    def rows(self, ids: np.ndarray) -> np.ndarray:
+    def rows(self, ids: np.ndarray) -> Any:
         table = self.table
+        if table is not None and ids.size and int(ids.max()) >= len(table):
+            table = self._grow(int(ids.max()) + 1)
         if table is None:
             distinct, inverse = np.unique(ids, return_inverse=True)
-            return self.compute(distinct).take(inverse, axis=0)
-        if self.missing:
-            new = ids[~self.filled.take(ids)]
-            if new.size:
-                self._fill(np.unique(new))
+            return _take_rows(self.compute([self.states[i] for i in distinct.tolist()]), inverse)
+        new = ids[~self.filled.take(ids)]
+        if new.size:
+            new = np.unique(new)
+            table[new] = self.compute([self.states[i] for i in new.tolist()])
+            self.filled[new] = True
         return table.take(ids, axis=0)  # take: much faster than [...]
 
-    def _fill(self, ids: np.ndarray) -> None:
-        if ids.size:
-            self.table[ids] = self.compute(ids)
-            self.filled[ids] = True
-            self.missing -= int(ids.size)
+    def _grow(self, size: int) -> np.ndarray | None:
+        """The table with room for ``size`` states, or ``None`` (dropped) past the bound."""
+        size = max(size, 2 * len(self.table))
+        if size * self.row_bytes > MAX_TABLE_BYTES:
+            size = MAX_TABLE_BYTES // max(self.row_bytes, 1)
+            if size < len(self.states):
+                self.table = None
+                return None
+        old = self.table
+        self.table = np.zeros((size, *old.shape[1:]), dtype=old.dtype)
+        self.table[: len(old)] = old
+        filled = np.zeros(size, dtype=bool)
+        filled[: len(self.filled)] = self.filled
+        self.filled = filled
+        return self.table
 
 
-def _accumulate(prob: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Cumulative probability of each transition within its ``(state, action)``, accumulated
-    left to right in float64 as ``base.sample_item`` does (``acc += p``); padded with
-    ``max(counts)`` infinities so that probes past the last group stay in the array."""
-    most = int(counts.max())
-    cumulative = np.concatenate([prob.astype(np.float64), np.full(most, np.inf)])
-    groups = np.flatnonzero(counts > 1)
-    for k in range(1, most):
-        groups = groups[counts[groups] > k]
-        at = starts[groups] + k
-        cumulative[at] = cumulative[at - 1] + prob[at]
-    return cumulative
+def _take_rows(rows: Any, index: np.ndarray) -> Any:
+    """``rows`` (an array, or a dict/tuple of them, batched) at ``index``."""
+    if isinstance(rows, dict):
+        return {key: _take_rows(value, index) for key, value in rows.items()}
+    if isinstance(rows, tuple):
+        return tuple(_take_rows(value, index) for value in rows)
+    return rows.take(index, axis=0)
 
 
-def _common_cumulative(
-    cumulative: np.ndarray, starts: np.ndarray, counts: np.ndarray
-) -> np.ndarray | None:
-    """The cumulative probabilities but the last shared by every ``(state, action)`` with
-    several outcomes, or ``None`` when they differ."""
-    random = counts > 1
-    most = int(counts.max())
-    if not np.all(counts[random] == most):
-        return None
-    rows = cumulative[starts[random][:, None] + np.arange(most - 1)]
-    return rows[0].copy() if np.all(rows == rows[0]) else None
+class _Visited:
+    """What the sub-environments of a :class:`ModelVectorEnv` (and its deep copies) visited:
+    states by index, in the order they were reached, with the keys the single env reports of
+    them; the outcomes of every ``(state, action)`` taken. Everything is computed on first
+    visit with the single env's own calls, so the values are the single env's."""
+
+    def __init__(self, dynamics: Dynamics, space: gym.spaces.Space) -> None:
+        self.dynamics = dynamics
+        self.num_actions = dynamics.num_actions
+        self.memo = dynamics.step_key_cache()  # shared with the single envs of this config
+        self.masked = bool(dynamics.has_action_masks)
+        self.reports_gap = bool(dynamics.reports_action_gap)
+        self.index: dict[Any, int] = {}
+        self.states: list[Any] = []
+        # per state
+        self.state_id, self.anchor = _Column(np.int64), _Column(np.int64)
+        self.critical, self.turn_score = _Column(bool), _Column(np.float64)
+        self.action_gap = _Column(np.float64)
+        self.success_known = _Column(np.int8, fill=-1)  # -1 not asked yet, else 0 / 1
+        # per (state, action): the first outcome (-1: not listed yet) and how many
+        self.first = _Column(np.int64, fill=-1)
+        self.count = _Column(np.int32)
+        # per outcome: next state, reward, termination, critical flag, cumulative probability
+        self.next_state, self.reward = _Column(np.int64), _Column(np.float64)
+        self.terminated, self.next_critical = _Column(bool), _Column(bool)
+        self.cumulative = _Column(np.float64, fill=np.inf)
+        self.most = 1  # most outcomes of one (state, action)
+        self.random = False  # some (state, action) taken has several outcomes
+        self.columns = (
+            self.state_id, self.anchor, self.critical, self.turn_score, self.action_gap,
+            self.next_state, self.reward, self.terminated, self.next_critical, self.cumulative,
+        )  # fmt: skip
+        #: the cumulative probabilities (all but the last) shared by every random (state,
+        #: action) so far (Diluted Doors: the routine lengths), ``None`` once two differ.
+        self.common: np.ndarray | None = None
+        self.common_holds = True
+        probe = create_empty_array(space, 1)
+        shape = probe.shape[1:] if isinstance(probe, np.ndarray) else None
+        dtype = probe.dtype if isinstance(probe, np.ndarray) else None
+        self.space = space
+        self.observations = _Rows(self._observe, self.states, shape, dtype)
+        self.masks: _Rows | None = None
+        if self.masked:
+            self.masks = _Rows(self._mask_rows, self.states, (self.num_actions,), bool)
+
+    # ------------------------------------------------------------------- states
+    def add(self, state: Any) -> int:
+        """The index of ``state``, its keys computed on first visit."""
+        found = self.index.get(state)
+        if found is not None:
+            return found
+        known = self.memo.get(state)
+        if known is None:
+            dynamics = self.dynamics
+            known = self.memo[state] = (
+                dynamics.state_id(state),
+                dynamics.anchor(state),
+                bool(dynamics.is_critical(state)),
+                dynamics.action_gap(state) if self.reports_gap else None,
+                dynamics.action_mask(state) if self.masked else None,
+                float(dynamics.turn_score(state)),
+            )
+        found = self.index[state] = len(self.states)
+        self.states.append(state)
+        self.state_id.append(known[0])
+        self.anchor.append(known[1])
+        self.critical.append(known[2])
+        self.action_gap.append(known[3] if self.reports_gap else 0.0)
+        self.turn_score.append(known[5])
+        return found
+
+    def flush(self) -> None:
+        """Write what :meth:`add` and :meth:`expand` appended into the arrays steps read."""
+        new = len(self.states) - self.success_known.size
+        self.success_known.extend(np.full(new, -1, dtype=np.int8))
+        self.first.extend(np.full(new * self.num_actions, -1, dtype=np.int64))
+        self.count.extend(np.zeros(new * self.num_actions, dtype=np.int32))
+        for column in self.columns:
+            column.flush()
+
+    def initial(self) -> tuple[np.ndarray, np.ndarray]:
+        """The initial states' indices in the order of ``initial_outcomes()`` and their
+        cumulative probabilities but the last (accumulated as ``base.sample_item`` does)."""
+        initial = self.dynamics.initial_outcomes()
+        ids = np.array([self.add(s) for _, s in initial], dtype=np.int64)
+        self.flush()
+        acc, cumulative = 0.0, []
+        for p, _ in initial:
+            acc += p
+            cumulative.append(acc)
+        return ids, np.array(cumulative[:-1])
+
+    def success(self, states: np.ndarray) -> np.ndarray:
+        """``dynamics.is_success`` of the states (indices), each asked once."""
+        known = self.success_known.take(states)
+        for i in np.unique(states[known < 0]).tolist():
+            self.success_known.data[i] = bool(self.dynamics.is_success(self.states[i]))
+        return self.success_known.take(states).astype(bool)
+
+    def _observe(self, states: list[Any]) -> Any:
+        """Observations of ``states``, batched as ``SyncVectorEnv`` batches them."""
+        out = create_empty_array(self.space, len(states))
+        return concatenate(self.space, [self.dynamics.observe(s) for s in states], out)
+
+    def _mask_rows(self, states: list[Any]) -> np.ndarray:
+        return np.stack([self.memo[s][4] for s in states])
+
+    # ------------------------------------------------------------------ outcomes
+    def expand(self, pairs: np.ndarray) -> None:
+        """List the outcomes of the ``(state, action)`` pairs (``state * num_actions +
+        action``, not listed yet), in the order of ``dynamics.outcomes``."""
+        memo = self.memo
+        for sa in pairs.tolist():
+            state, action = divmod(sa, self.num_actions)
+            outcomes = self.dynamics.outcomes(self.states[state], action)
+            start, n = len(self.next_state), len(outcomes)
+            acc = 0.0
+            for p, nxt, reward, terminated in outcomes:
+                self.next_state.append(self.add(nxt))
+                self.reward.append(float(reward))
+                self.terminated.append(bool(terminated))
+                self.next_critical.append(memo[nxt][2] and not terminated)
+                acc += p  # as base.sample_item
+                self.cumulative.append(acc)
+            self.first.data[sa], self.count.data[sa] = start, n
+            if n > 1:
+                self.random = True
+                self.most = max(self.most, n)
+                self._note_distribution(np.array(self.cumulative.pending[-n:-1]))
+        self.flush()
+        # room for the probes of choose past the last outcome (never read as passed over)
+        self.cumulative.reserve(self.cumulative.size + self.most)
+
+    def _note_distribution(self, cumulative: np.ndarray) -> None:
+        if not self.common_holds:
+            return
+        if self.common is None:
+            self.common = cumulative
+        elif self.common.shape != cumulative.shape or not np.array_equal(self.common, cumulative):
+            self.common, self.common_holds = None, False
+
+    def choose(self, first: np.ndarray, count: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """The outcome ``base.sample_item`` picks with the uniforms ``u``: the first of the
+        ``count`` outcomes from ``first`` whose cumulative probability exceeds ``u``, else the
+        last. Cumulative probabilities never decrease, so the outcomes passed over are a prefix:
+        its length is found by binary lifting (``log2`` of the most outcomes, vectorized)."""
+        if SHARED_DISTRIBUTION_SHORTCUT and self.common_holds and self.common is not None:
+            return first + np.searchsorted(self.common, u, side="right")
+        cumulative, candidates = self.cumulative.data, count - 1
+        chosen = first.copy()
+        step = 1 << (int(candidates.max()).bit_length() - 1)
+        while step:
+            probe = chosen + step
+            # within the first ``count - 1`` outcomes and passed over (room reserved past the end)
+            passed = probe <= first + candidates
+            passed &= cumulative.take(probe - 1) <= u
+            chosen += passed * step
+            step >>= 1
+        return chosen
 
 
 def _row(rows: Any, j: int) -> Any:

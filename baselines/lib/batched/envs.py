@@ -4,9 +4,9 @@ decision states and their observations for the exact evaluation, and a model sam
 first use.
 
 Runs of one ``(env_id, env_kwargs)`` never build a second model: the vector env is built from
-the single env (:class:`routine_envs.envs.model_vector.ModelVectorEnv` reads the model cached on
-its dynamics), the evaluation reads the same dynamics, and estimators get the same
-``env.unwrapped``.
+the single env (:class:`routine_envs.envs.model_vector.ModelVectorEnv` expands the states its
+episodes visit, with the keys memo of the same dynamics), the evaluation reads the model cached
+on those dynamics, and estimators get the same ``env.unwrapped``.
 """
 
 from __future__ import annotations
