@@ -146,3 +146,23 @@ def test_an_empty_path_flag_is_refused_at_parse(capsys):
     with pytest.raises(SystemExit):
         commands.settings_of("train", ["--config", ""])
     assert "argument --config: must be a path, got ''" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["compare", "--target-success", "2.0"], "--target-success 2.0: must be in (0, 1]"),
+        (["compare", "--budget-episodes", "0"], "--budget-episodes: must be >= 1, got 0"),
+        (["compare", "--seeds", "0", "-1"], "--seeds: must be >= 0, got -1"),
+    ],
+)
+def test_a_sweeps_refusals_name_each_flag(tmp_path, capsys, argv, message):
+    """A sweep refused ``--target-success 2.0`` nowhere, and named three flags in one message."""
+    out = tmp_path / "out"
+    assert message in refused([*argv, "--out", str(out)], capsys)
+    assert not out.exists()
+
+
+def test_leaderboard_refuses_an_empty_out(capsys):
+    """``leaderboard --out ''`` wrote into ``rb2/<tier>`` of the current folder."""
+    assert "--out" in refused(["benchmark", "leaderboard", "--tier", "lite", "--out", ""], capsys)

@@ -240,13 +240,20 @@ def check_sweep(args: SweepArgs, density_kwarg: str) -> None:
     check_lists(args)
     check_trainer(args.trainer)
     if args.statistic not in STATISTICS:
-        raise ValueError(f"statistic must be one of {sorted(STATISTICS)}")
+        raise ValueError(f"--statistic {args.statistic}: must be one of {sorted(STATISTICS)}")
     if any(seed < 0 for seed in args.seeds):
-        raise ValueError(f"seeds must be >= 0, got {args.seeds}")
+        raise ValueError(f"--seeds {args.seeds}: must be >= 0")
     for method in args.methods:
         load_hyperparameters(args.env_id, method, args.config)  # a bad key fails here
-    if args.budget_episodes < 1 or args.eval_points < 1 or args.workers < 1:
-        raise ValueError("budget_episodes, eval_points and workers must be >= 1")
+    for flag, value in (
+        ("--budget-episodes", args.budget_episodes),
+        ("--eval-points", args.eval_points),
+        ("--workers", args.workers),
+    ):
+        if value < 1:
+            raise ValueError(f"{flag} {value}: must be >= 1")
+    if not 0 < args.target_success <= 1:
+        raise ValueError(f"--target-success {args.target_success}: must be in (0, 1]")
     check_overrides(args, density_kwarg)
 
 

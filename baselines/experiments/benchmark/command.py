@@ -430,6 +430,7 @@ def write_leaderboard(args: BenchmarkArgs, protocol: protocols.Protocol) -> Path
     """Write the leaderboard of the tier's references to
     ``<out>/<version>/<tier>/LEADERBOARD.md``; its path."""
     refs = open_references(args, protocol, args.tier)
+    cli.check_output_folder(args.out)  # --out itself: '' or / refused before a subfolder
     folder = args.out / protocol.version / args.tier
     cli.check_output_folder(folder)
     with tempfile.TemporaryDirectory() as configs:
