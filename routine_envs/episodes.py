@@ -177,6 +177,11 @@ class UndeclaredField:
     def __repr__(self) -> str:
         return f"<batch.{self._field} hidden from {self._reader}: not declared in requires>"
 
+    def hides_from(self, reader: str) -> bool:
+        """Whether this sentinel hides its field from ``reader`` (a method, so it answers where
+        every other use raises)."""
+        return self._reader == reader
+
     def __copy__(self) -> UndeclaredField:
         return self
 
@@ -200,11 +205,6 @@ class UndeclaredField:
     __pow__ = __rpow__ = __ipow__ = __lshift__ = __rlshift__ = __ilshift__ = _refuse
     __rshift__ = __rrshift__ = __irshift__ = __and__ = __rand__ = __iand__ = _refuse
     __or__ = __ror__ = __ior__ = __xor__ = __rxor__ = __ixor__ = _refuse
-
-
-def _hidden_from(value: Any, reader: str) -> bool:
-    """Whether ``value`` is already the sentinel of ``reader``."""
-    return isinstance(value, UndeclaredField) and value._reader == reader
 
 
 def stack_observations(observations: Sequence[Any]) -> np.ndarray:
@@ -378,7 +378,10 @@ class EpisodeBatch:
             for f in PRIVILEGED_FIELDS
             if f not in declared
             and getattr(self, f) is not None
-            and not _hidden_from(getattr(self, f), reader)
+            and not (
+                isinstance(getattr(self, f), UndeclaredField)
+                and getattr(self, f).hides_from(reader)
+            )
         }
         return replace(self, **hidden) if hidden else self
 
