@@ -308,6 +308,9 @@ def test_a_rerun_of_a_genuine_bundle_matches_bit_for_bit(bundle, tmp_path):
     assert len(verdict.reruns) == 2
     chosen = verification.chosen_runs(rows(members_of(bundle)), 2, 7)
     assert verdict.reruns == [verification.short_id(r["key"]) for r in chosen]
+    card = verdict.write_card(tmp_path / "verified", "abc123").read_text()
+    assert card.startswith(members_of(bundle)["report/report.md"].decode())
+    assert f"matched their rows bit for bit: {', '.join(verdict.reruns)}" in card
 
 
 @settings(

@@ -574,6 +574,11 @@ def verify_submission(args: BenchmarkArgs) -> verification.Verdict:
         )
     reruns = f"; reruns matched: {', '.join(verdict.reruns)}" if verdict.reruns else ""
     print(f"verified: every part rebuilds from the rows{reruns}")
+    if args.out is not None and str(args.out):
+        folder = args.out / "verified" / Path(args.bundle).resolve().parent.name
+        cli.check_output_folder(folder)
+        path = verdict.write_card(folder, report.git_commit(Path(__file__).parent))
+        print(f"the verified card: {path}")
     return verdict
 
 

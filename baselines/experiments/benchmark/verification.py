@@ -56,10 +56,34 @@ class Verdict:
     checked: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     reruns: list[str] = field(default_factory=list)
+    card: dict[str, bytes] = field(default_factory=dict)
+    """The card rebuilt from the rows (``report/<file>``: its bytes), where it was rebuilt."""
 
     @property
     def verified(self) -> bool:
         return not self.problems
+
+    def write_card(self, folder: Path, checkout: str) -> Path:
+        """Write the rebuilt card of a verified bundle into ``folder``, its ``report.md``
+        ending with how it was verified (by this ``checkout``'s git commit, the reruns that
+        matched by id); the path of ``report.md``."""
+        if not self.verified or not self.card:
+            raise ValueError("only a verified bundle's card is written")
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, data in self.card.items():
+            (folder / name[len("report/") :]).write_bytes(data)
+        reruns = (
+            f"{len(self.reruns)} runs trained again matched their rows bit for bit: "
+            + ", ".join(self.reruns)
+            if self.reruns
+            else "no run was trained again (verify-submission --rerun K)"
+        )
+        text = (folder / "report.md").read_text() + (
+            f"\n## Verification\n\nVerified by checkout {checkout}: every part of the bundle "
+            f"rebuilds from its rows; {reruns}.\n"
+        )
+        (folder / "report.md").write_text(text)
+        return folder / "report.md"
 
 
 def strip_working_folder() -> None:
@@ -519,6 +543,7 @@ def verify(
     rebuilt, checked, problems = rebuild_card(protocol, fields_, records, jobs, failed, members)
     verdict.checked += checked
     verdict.problems += problems
+    verdict.card = dict(rebuilt)
     if rebuilt and not problems:
         check_manifest(protocol, fields_, records, members, rebuilt, verdict)
     if rerun and verdict.verified:
