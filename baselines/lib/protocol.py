@@ -36,9 +36,9 @@ a change is a new version."""
 REFERENCE_MANIFESTS: dict[str, dict[str, str]] = {
     "rb1": {"lite": "33ac3eb7776e2371b6b4922f32d000c069faa2b8ad236e7a75a9d57356655c1a"},
     "rb2": {
-        "lite": "819480567c016ff9f04e210a4c301b449e0af9d9f57451c540389fb04b336883",
-        "paper": "158ab31adc2ab8029b281f34cd3e96f514fa71cbf5d8f1552121ab48a84e5945",
-        "full": "fffbba567e873e89bd96e92eb834a31ff7d9bd930f9d94c36d8c0a3536e7c3be",
+        "lite": "e6ef4e47c4d85ad5e8c634d524364735ffd455637a8efb798a40ab37468690a5",
+        "paper": "9fc2d82576cdb179a4f2c85e4fbe67285534232b7556f91fa2555cca96f9a356",
+        "full": "0fcd62f046100cfb800d0ce0fc9267076e8728861d237beeeb8a9bc3091da887",
     },
 }
 """SHA-256 of the manifest of each version's shipped reference tiers
