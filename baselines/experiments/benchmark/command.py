@@ -567,6 +567,8 @@ def verify_submission(args: BenchmarkArgs) -> verification.Verdict:
         print(f"ok: {line}")
     for line in verdict.problems:
         print(f"PROBLEM: {line}")
+    for line in verdict.notes:
+        print(f"note: {line}")
     if not verdict.verified:
         print("NOT verified")
         raise CommandFailed(

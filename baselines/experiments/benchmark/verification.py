@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from baselines.experiments.benchmark import card, drops, manifest, submission
+from baselines.experiments.benchmark import card, drops, manifest, report, submission
 from baselines.experiments.benchmark import lab as benchmark_lab
 from baselines.experiments.benchmark.reading import load_references
 from baselines.lib import protocol as protocols
@@ -56,6 +56,8 @@ class Verdict:
     checked: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     reruns: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What explains a problem without being one (the bundle made at another commit)."""
     card: dict[str, bytes] = field(default_factory=dict)
     """The card rebuilt from the rows (``report/<file>``: its bytes), where it was rebuilt."""
 
@@ -540,6 +542,13 @@ def verify(
     verdict.problems += problems
     if problems:
         return verdict
+    made_at = str(submission.json_member(members, "SUBMISSION.json").get("git_commit"))
+    here = report.git_commit(Path(__file__).parent)
+    if made_at.removesuffix("+dirty") != here.removesuffix("+dirty"):
+        verdict.notes.append(
+            f"made at commit {made_at[:50]}, checked at {here}: a card rebuilds byte for byte "
+            "with the release it was made with"
+        )
     rebuilt, checked, problems = rebuild_card(protocol, fields_, records, jobs, failed, members)
     verdict.checked += checked
     verdict.problems += problems
