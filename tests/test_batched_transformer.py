@@ -11,7 +11,6 @@ import pytest
 import torch
 
 from baselines.lib.batched import RunSpec, train_runs
-from baselines.lib.batched.api import schedule
 from baselines.lib.batched.envs import EnvConfig
 from baselines.lib.batched.transformer import (
     DEFAULTS,
@@ -22,6 +21,7 @@ from baselines.lib.batched.transformer import (
     TransformerTrainer,
     initial_policy,
 )
+from baselines.lib.trainers import schedule
 
 DOORS = "DilutedDoors-v1"
 CONFIGS = [

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from baselines.experiments.benchmark import command, cost
 from baselines.experiments.compare import sweep as compare
-from baselines.lib import protocol, protocol_runs, training_runs
+from baselines.lib import protocol, protocol_runs, trainers, training_runs
 from baselines.lib.results import ResultsFile
 from baselines.lib.runner import Batching, RunFailed, batch_sizes, run_resumable
 
@@ -143,8 +143,8 @@ def test_sb3_keys_are_as_before_and_batched_keys_apart(tmp_path):
     row = {k: sb3[0][k] for k in ("env_id", "env_kwargs", "method", "seed", "budget", "target")}
     row |= {"density_kwarg": "routine_length", "density_value": 0, "rho": 1.0}
     record = training_runs.TrainingRecord.from_row({**row, "timesteps": [0], "success": [0.5]})
-    assert training_runs.trainer_of(record.row()) == "sb3"
-    assert training_runs.trainer_of({**record.row(), "trainer": "batched"}) == "batched"
+    assert trainers.trainer_of(record.row()) == "sb3"
+    assert trainers.trainer_of({**record.row(), "trainer": "batched"}) == "batched"
 
 
 def test_benchmark_keys_sb3_as_shipped_and_batched_apart(tmp_path):

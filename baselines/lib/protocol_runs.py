@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from baselines.lib import data, training_runs
+from baselines.lib import data, trainers, training_runs
 from baselines.lib.backend import BackendArgs
 from baselines.lib.protocol import Protocol, Tier
 from baselines.lib.records import upgrade
@@ -40,8 +40,8 @@ def run_key(job: dict[str, Any]) -> str:
     changes (a released file never changes)."""
     fields = {k: job[k] for k in KEY_FIELDS}
     fields["protocol"] = job["protocol"]["version"]
-    if training_runs.trainer_of(job) != training_runs.DEFAULT_TRAINER:
-        fields["trainer"] = training_runs.trainer_of(job)
+    if trainers.trainer_of(job) != trainers.DEFAULT_TRAINER:
+        fields["trainer"] = trainers.trainer_of(job)
     return json.dumps(fields, sort_keys=True)
 
 
@@ -89,11 +89,11 @@ def plan(
     method: str,
     config_folder: Path,
     env_ids: list[str] | None = None,
-    trainer: str = training_runs.DEFAULT_TRAINER,
+    trainer: str = trainers.DEFAULT_TRAINER,
     code: str | None = None,
 ) -> list[dict[str, Any]]:
     """Every run of ``method`` in ``tier`` (or only its settings on ``env_ids``) on ``trainer``
-    (:data:`~baselines.lib.training_runs.TRAINERS`), validated before any training: the method
+    (:data:`~baselines.lib.trainers.TRAINERS`), validated before any training: the method
     resolves (outside code is imported here), the hyperparameters the trainer will read equal
     the protocol's, the trainer can train it (one line naming ``--trainer``).
 

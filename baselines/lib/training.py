@@ -31,7 +31,7 @@ import routine_envs
 from baselines.lib.config import TURN_LEVEL_METHODS, check_method, load_hyperparameters
 from baselines.lib.envs import check_env_kwargs, check_trainable
 from baselines.lib.stats import first_crossing
-from baselines.lib.training_runs import TRAINERS
+from baselines.lib.trainers import TRAINERS, RunResult, schedule
 from baselines.lib.trajectory_ppo import TrajectoryAdvantagePPO, maskable_classes, policy_table
 from routine_envs.cli import check_output_folder, flag_of
 
@@ -76,36 +76,8 @@ class TrainArgs:
     )
 
 
-@dataclass
-class RunResult:
-    """What a run measured: the success curve at the evaluation grid and its summaries."""
-
-    timesteps: list[int]
-    success: list[float]
-    steps_to_target: float | None
-    wall_time: float
-    hyperparameters: dict[str, Any]
-    steps_trained: int = 0
-    """Environment steps the learner consumed (whole rollouts: may exceed the budget)."""
-    cpu_time: float | None = None
-    """CPU seconds of the run (process time; for a batched run its share of the batch's)."""
-    privileged_fields: tuple[str, ...] = ()
-    """The privileged batch fields its estimator was given (its ``requires``, read once when it
-    was built: :func:`routine_envs.credit.declare`); ``()`` for ``ppo`` and label-free methods."""
-
-    @property
-    def final_success(self) -> float:
-        return self.success[-1]
-
-
 def has_action_masks(env: gym.Env) -> bool:
     return callable(getattr(env.unwrapped, "action_masks", None))
-
-
-def schedule(budget: int, eval_every: int) -> list[int]:
-    """The evaluation points of a run: 0 and every multiple of ``eval_every`` up to the budget
-    (never past it, whatever the rollout size)."""
-    return list(range(0, budget + 1, eval_every))
 
 
 class SuccessCurve(BaseCallback):

@@ -24,13 +24,7 @@ from baselines.lib.backend import BackendArgs
 from baselines.lib.records import Record, upgrade
 from baselines.lib.runner import Batching
 from baselines.lib.stats import STATISTICS
-
-TRAINERS = ("sb3", "batched")
-"""What trains a run: ``sb3`` (SB3's PPO / ``TrajectoryAdvantagePPO``, one process per run, the
-default and the references') or ``batched`` (:mod:`baselines.lib.batched`: the same algorithm,
-the runs of one environment and method in one process)."""
-DEFAULT_TRAINER = "sb3"
-"""The trainer of a row that names none (every row written before the field existed)."""
+from baselines.lib.trainers import DEFAULT_TRAINER, TRAINERS, check_trainer, trainer_of
 
 KEY_FIELDS = (
     "env_id",
@@ -50,11 +44,6 @@ evaluation schedule, the target, the resolved hyperparameters, the estimator (na
 code fingerprint) and the package versions. A rerun with any of them changed is a new run."""
 
 
-def trainer_of(row: dict[str, Any]) -> str:
-    """The trainer of a job or row (:data:`DEFAULT_TRAINER` when it names none)."""
-    return row.get("trainer") or DEFAULT_TRAINER
-
-
 def run_key(job: dict[str, Any]) -> str:
     """The identity of a run: every field of :data:`KEY_FIELDS`, and the trainer unless it is
     :data:`DEFAULT_TRAINER` (so SB3 runs keep the keys they had before the trainer was
@@ -63,12 +52,6 @@ def run_key(job: dict[str, Any]) -> str:
     if trainer_of(job) != DEFAULT_TRAINER:
         fields_["trainer"] = trainer_of(job)
     return json.dumps(fields_, sort_keys=True)
-
-
-def check_trainer(trainer: str) -> None:
-    """``ValueError`` naming ``--trainer`` unless it is one of :data:`TRAINERS`."""
-    if trainer not in TRAINERS:
-        raise ValueError(f"--trainer must be one of {list(TRAINERS)}, got {trainer!r}")
 
 
 @dataclass

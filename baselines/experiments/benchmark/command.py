@@ -54,7 +54,7 @@ from baselines.experiments.benchmark.reading import (
     load_references,
     planned_records,
 )
-from baselines.lib import cli, protocol_runs, training_runs
+from baselines.lib import cli, protocol_runs, trainers
 from baselines.lib import protocol as protocols
 from baselines.lib.backend import BackendArgs
 from baselines.lib.results import write_atomic
@@ -173,7 +173,7 @@ class BenchmarkArgs(BackendArgs):
             "docs/batched.md); default: the protocol's, the references' trainer (rb1: sb3, rb2: "
             "batched). Recorded in every row and part of its key; runs on the other trainer go "
             "to <out>/<version>/<tier>/<method>+<trainer>/",
-            "choices": list(training_runs.TRAINERS),
+            "choices": list(trainers.TRAINERS),
         },
     )
 

@@ -42,7 +42,7 @@ def load_references(
     against the pinned manifest: a changed file is refused naming it before it is parsed)."""
     from baselines.experiments.benchmark import manifest
     from baselines.lib.protocol import load_protocol
-    from baselines.lib.training_runs import trainer_of
+    from baselines.lib.trainers import trainer_of
 
     if refs is None:
         refs = manifest.open_references(load_protocol(protocol), tier)

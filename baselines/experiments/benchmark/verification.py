@@ -39,7 +39,7 @@ from baselines.experiments.benchmark import card, drops, manifest, report, submi
 from baselines.experiments.benchmark import lab as benchmark_lab
 from baselines.experiments.benchmark.reading import load_references
 from baselines.lib import protocol as protocols
-from baselines.lib import protocol_runs, training_runs
+from baselines.lib import protocol_runs, trainers
 from routine_envs import plugins
 
 Record = dict[str, Any]
@@ -166,9 +166,9 @@ def check_plan_settings(fields_: Mapping[str, Any]) -> tuple[protocols.Protocol 
     if fields_["tier"] not in protocol.tiers:
         problems.append(f"unknown tier {fields_['tier'][:40]!r} of {version}")
         return None, problems
-    if fields_["trainer"] not in training_runs.TRAINERS:
+    if fields_["trainer"] not in trainers.TRAINERS:
         problems.append(
-            f"unknown trainer {fields_['trainer'][:40]!r} (known: {list(training_runs.TRAINERS)})"
+            f"unknown trainer {fields_['trainer'][:40]!r} (known: {list(trainers.TRAINERS)})"
         )
     tier_envs = {s.env_id for s in protocol.tier(fields_["tier"]).settings}
     unknown = sorted(set(fields_["env_ids"] or []) - tier_envs)

@@ -13,7 +13,7 @@ process, the native vector envs, the exact models and every matrix product.
     specs = [RunSpec("DilutedDoors-v1", {"num_floors": 2, "routine_length": L}, "ppo", seed,
                      total_timesteps=15_000, eval_every=750, hyperparameters=hyper)
              for L in (0, 3, 9, 29) for seed in range(10)]
-    results = train_runs(specs)   # one baselines.lib.training.RunResult per spec, in order
+    results = train_runs(specs)   # one baselines.lib.trainers.RunResult per spec, in order
 
 - :class:`RunSpec`: one run, the fields of ``baselines.lib.training.TrainArgs`` that matter
   (env id and kwargs, method spec, seed, budget, evaluation step, target, resolved

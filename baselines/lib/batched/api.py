@@ -163,19 +163,13 @@ def _check_supported(env_id: str, kwargs_json: str, method: str, hyper_json: str
         env.close()
 
 
-def schedule(budget: int, eval_every: int) -> list[int]:
-    """``baselines.lib.training.schedule``: 0 and every multiple of ``eval_every`` up to the
-    budget."""
-    return list(range(0, budget + 1, eval_every))
-
-
 def train_runs(
     runs: Sequence[RunSpec],
     max_batch: int = DEFAULT_MAX_BATCH,
     progress: bool = False,
 ) -> list[Any]:
     """Train every run of ``runs`` (batched by :func:`group_runs`) and return one
-    :class:`baselines.lib.training.RunResult` per run, in order.
+    :class:`baselines.lib.trainers.RunResult` per run, in order.
 
     Each result has the success curve at the run's evaluation grid (exact success probability
     of the current stochastic policy), ``steps_to_target`` (first crossing, interpolated;
@@ -186,7 +180,7 @@ def train_runs(
     Raises:
         ValueError: a bad setting of any run, before any training.
     """
-    from baselines.lib.training import RunResult
+    from baselines.lib.trainers import RunResult, schedule
 
     runs = list(runs)
     for spec in runs:  # every run checked before any training
