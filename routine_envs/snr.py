@@ -273,7 +273,11 @@ class SNRResult:
 
 
 def _jackknife(values: np.ndarray, full: float) -> tuple[float, float]:
-    """95% interval from delete-one-block values (normal approximation)."""
+    """95% interval from delete-one-block values (normal approximation); undefined (NaN) where
+    a block's value is not finite (an infinite SNR: a gradient without variance), as the
+    arithmetic would give, without its warning."""
+    if not np.all(np.isfinite(values)):
+        return math.nan, math.nan
     j = len(values)
     se = math.sqrt((j - 1) / j * np.sum((values - values.mean()) ** 2))
     return full - 1.96 * se, full + 1.96 * se
