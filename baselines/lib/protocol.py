@@ -36,9 +36,9 @@ a change is a new version."""
 REFERENCE_MANIFESTS: dict[str, dict[str, str]] = {
     "rb1": {"lite": "33ac3eb7776e2371b6b4922f32d000c069faa2b8ad236e7a75a9d57356655c1a"},
     "rb2": {
-        "lite": "e6ef4e47c4d85ad5e8c634d524364735ffd455637a8efb798a40ab37468690a5",
-        "paper": "9fc2d82576cdb179a4f2c85e4fbe67285534232b7556f91fa2555cca96f9a356",
-        "full": "0fcd62f046100cfb800d0ce0fc9267076e8728861d237beeeb8a9bc3091da887",
+        "lite": "a8a9b5cedaec4c96c5b2ddebe2c0a9501e7418c1e8da1ff5c0d96cddfbd7b1ef",
+        "paper": "fbe036026f68b081b847a63a3913b15cdaa807f55b4fb6d573025ca878b669d4",
+        "full": "5d04e5225d3a4c25aff151f29e16c42924e6d0dd5376ced9089b327b5162ae30",
     },
 }
 """SHA-256 of the manifest of each version's shipped reference tiers
