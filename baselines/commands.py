@@ -151,6 +151,12 @@ SNR_LAB = Group(
             "baselines.experiments.snr_lab.measure:MeasureArgs",
             "baselines.experiments.snr_lab.measure:main",
         ),
+        Command(
+            "turn-bias",
+            "the exact bias of per-turn-index normalisation on SearchOrAnswer-v0",
+            "baselines.experiments.snr_lab.turn_bias:TurnBiasSettings",
+            "baselines.experiments.snr_lab.turn_bias:run",
+        ),
     ),
     default="all",
     description='Reproducing "Drowning in Routine" (docs/reproducing.md), and the open lab.',
@@ -225,6 +231,12 @@ BASELINES: tuple[Command | Group, ...] = (
         "baselines.experiments.compare.sweep:CompareCommand",
         "baselines.experiments.compare.sweep:main",
         base="baselines.experiments.compare.sweep:named_sweep",
+    ),
+    Command(
+        "turn_methods",
+        "short batched runs of the turn-level methods beside ppo and trajectory_mc",
+        "baselines.experiments.compare.turn_methods:TurnMethodsSettings",
+        "baselines.experiments.compare.turn_methods:run",
     ),
     Command(
         "multiagent",

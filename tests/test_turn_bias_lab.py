@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from baselines import commands
 from baselines.experiments.snr_lab import turn_bias
 from baselines.experiments.snr_lab.measure import MeasureArgs
 from baselines.experiments.snr_lab.measure import main as measure
@@ -57,7 +58,7 @@ def test_the_trained_policy_reads_only_the_observation_and_learns():
 
 def test_the_experiment_writes_measured_and_closed_forms(tmp_path, monkeypatch):
     monkeypatch.setattr(turn_bias, "ENV_KWARGS", {**KWARGS, "find_probability": 0.7})
-    rows = turn_bias.cli_main(["--episodes", "4000", "--out", str(tmp_path)])
+    rows = commands.main(["snr_lab", "turn-bias", "--episodes", "4000", "--out", str(tmp_path)])
     assert {r["policy"] for r in rows} == {"uniform", "trained"} and len(rows) == 6
     for r in rows:
         if r["estimator"] == "rloo":
@@ -71,4 +72,4 @@ def test_the_experiment_writes_measured_and_closed_forms(tmp_path, monkeypatch):
     assert (tmp_path / "turn_bias.png").stat().st_size > 10_000
     assert (tmp_path / "turn_bias.csv").read_text().count("\n") == 7
     with pytest.raises(SystemExit):
-        turn_bias.cli_main(["--episodes", "3"])
+        commands.main(["snr_lab", "turn-bias", "--episodes", "3"])

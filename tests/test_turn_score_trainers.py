@@ -85,11 +85,12 @@ def test_tables_mark_a_method_that_reads_a_privileged_field():
 
 
 def test_the_turn_methods_sweep_writes_runs_and_summary(tmp_path, monkeypatch):
+    from baselines import commands
     from baselines.experiments.compare import turn_methods
 
     monkeypatch.setattr(turn_methods, "SETTINGS", (("DilutedDoors-v1", {"num_floors": 1}, 480),))
     monkeypatch.setattr(turn_methods, "METHODS", ("trajectory_mc", "turn_index_norm"))
-    summary = turn_methods.cli_main(["--seeds", "0", "1", "--out", str(tmp_path)])
+    summary = commands.main(["turn_methods", "--seeds", "0", "1", "--out", str(tmp_path)])
     assert [r["method"] for r in summary] == ["trajectory_mc", "turn_index_norm"]
     with (tmp_path / "runs.csv").open() as f:
         runs = list(csv.DictReader(f))

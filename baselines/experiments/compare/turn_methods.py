@@ -2,7 +2,7 @@
 batched trainer (:mod:`baselines.lib.batched`: the same algorithm as SB3's, many runs per
 process), on Diluted Doors v1 at two densities and on SearchOrAnswer-v0.
 
-``python -m baselines.experiments.compare.turn_methods [--seeds 0 1 2 3] [--out DIR]`` trains
+``python -m baselines turn_methods [--seeds 0 1 2 3] [--out DIR]`` trains
 every (setting, method, seed) with the environment's hyperparameters
 (``baselines/configs/<env id>.yml``, defaults where there is none), evaluates the exact success
 probability 12 times per run, and writes ``runs.csv`` (one row per run: steps to the 0.9 target,
@@ -107,13 +107,6 @@ class TurnMethodsSettings:
     )
 
 
-def cli_main(argv: list[str] | None = None) -> list[dict[str, Any]]:
-    """The command line (see the module docstring); a bad flag exits 2 with one line."""
-    from routine_envs.cli import parse_settings
-
-    args = parse_settings(TurnMethodsSettings, argv)
-    return main(list(args.seeds), args.out)
-
-
-if __name__ == "__main__":
-    cli_main()
+def run(settings: TurnMethodsSettings) -> list[dict[str, Any]]:
+    """``python -m baselines turn_methods``: :func:`main` of ``settings``."""
+    return main(list(settings.seeds), settings.out)

@@ -1,6 +1,6 @@
 """The exact bias of per-turn-index normalisation where the agent decides when to stop.
 
-``python -m baselines.experiments.snr_lab.turn_bias [--episodes N] [--out DIR]`` measures, in
+``python -m baselines snr_lab turn-bias [--episodes N] [--out DIR]`` measures, in
 the open lab (:mod:`baselines.experiments.snr_lab.measure`), ``rloo``, ``turn_index_norm`` and
 ``turn_index_norm{"fix": true}`` on ``SearchOrAnswer-v0`` under two policies: the uniform one
 and a *trained* one (:func:`train_by_exact_ascent`: exact policy-gradient ascent from uniform
@@ -192,13 +192,6 @@ class TurnBiasSettings:
     out: Path = field(default=Path("results/snr/turn_bias"), metadata={"help": "output folder"})
 
 
-def cli_main(argv: list[str] | None = None) -> list[dict[str, Any]]:
-    """The command line (see the module docstring); a bad flag exits 2 with one line."""
-    from routine_envs.cli import parse_settings
-
-    args = parse_settings(TurnBiasSettings, argv)
-    return main(args.episodes, args.out, args.seed)
-
-
-if __name__ == "__main__":
-    cli_main()
+def run(settings: TurnBiasSettings) -> list[dict[str, Any]]:
+    """``python -m baselines snr_lab turn-bias``: :func:`main` of ``settings``."""
+    return main(settings.episodes, settings.out, settings.seed)
