@@ -20,7 +20,7 @@ from baselines.lib import protocol_runs
 
 def rerun(fields_: dict[str, Any], keys: list[str]) -> list[dict[str, Any]]:
     """The rows of the runs whose keys are ``keys`` (the bundle's), trained again here: each is
-    the plan's run of the same setting, density and seed."""
+    the plan's run with that key (but for the package versions, this checkout's)."""
     protocol = protocols.load_protocol(fields_["version"])
     env_ids = fields_["env_ids"] or None
     with tempfile.TemporaryDirectory() as configs:
@@ -32,23 +32,19 @@ def rerun(fields_: dict[str, Any], keys: list[str]) -> list[dict[str, Any]]:
             env_ids,
             fields_["trainer"],
         )
-        by_cell = {(j["setting"], j["density_value"], j["seed"]): j for j in jobs}
         rows = []
         for key in keys:
-            settings = json.loads(key)
+            versions = json.loads(key).get("versions")  # the submitter's: a fact of their runs
             wanted = next(
                 (
                     job
-                    for job in by_cell.values()
-                    if all(
-                        settings.get(k) == job.get(k)
-                        for k in ("env_id", "env_kwargs", "seed", "budget", "method")
-                    )
+                    for job in jobs
+                    if protocol_runs.run_key({**job, "versions": versions}) == key
                 ),
                 None,
             )
             if wanted is None:
-                raise ValueError(f"no planned run has the settings of {key[:200]}")
+                raise ValueError(f"no planned run has the key {key[:200]}")
             if fields_["trainer"] == "batched":
                 record = protocol_runs.run_benchmark_batch([wanted])[0]
             else:
