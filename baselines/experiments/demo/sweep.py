@@ -30,7 +30,7 @@ import routine_envs
 from baselines.lib import cli
 from baselines.lib.backend import BackendArgs, backend_fields
 from baselines.lib.tables import write_csv
-from routine_envs.envs.diluted_doors_v1 import DilutedDoorsV1Env as DilutedDoorsEnv
+from routine_envs.envs.diluted_doors_v1 import DilutedDoorsV1Env
 
 gym.register_envs(routine_envs)
 
@@ -135,7 +135,7 @@ def measure_rho(args: DemoArgs) -> list[dict[str, float]]:
             "theory_1_over_1_plus_L": 1 / (1 + length),
         }
         for reward in ("fraction", "success"):
-            env = DilutedDoorsEnv(routine_length=length, reward=reward)
+            env = DilutedDoorsV1Env(routine_length=length, reward=reward)
             rng = np.random.default_rng(args.seed)
             critical = steps = 0
             for ep in range(args.episodes):
@@ -157,7 +157,7 @@ def oracle_advantages() -> list[dict[str, float]]:
     """Largest |A^pi(s, a)| of the uniform policy over critical and over routine states."""
     rows = []
     for reward in ("success", "fraction"):
-        env = DilutedDoorsEnv(routine_length=10, reward=reward)
+        env = DilutedDoorsV1Env(routine_length=10, reward=reward)
         values = env.oracle(np.full((env.num_states, env.num_doors), 1 / env.num_doors))
         model = env.model()
         decide = np.flatnonzero(model.decision_states)
