@@ -57,6 +57,7 @@ __all__ = [
     "one_line",
     "parse_spec",
     "raised",
+    "text_fingerprint",
 ]
 
 MAX_SPEC_CHARS = 10_000
@@ -133,6 +134,12 @@ def code_fingerprint(obj: Any) -> str:
         text = inspect.getsource(obj)
     except (OSError, TypeError):
         text = f"{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', repr(obj))}"
+    return text_fingerprint(text)
+
+
+def text_fingerprint(text: str) -> str:
+    """The 16 hex digits :func:`code_fingerprint` gives the source ``text`` (what a verifier
+    computes from a file it must not import)."""
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

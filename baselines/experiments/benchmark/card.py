@@ -37,6 +37,26 @@ class CardSettings:
     lab: bool = True
 
 
+def references_of(
+    protocol: protocols.Protocol,
+    settings: CardSettings,
+    refs: manifest.References,
+    configs: Path,
+) -> dict[str, list[Record]]:
+    """The reference runs a card of ``settings`` sets its method beside: the shipped ones of its
+    tier from ``refs`` (opened), but the method's own, on its settings' env ids only; a method
+    with no run there left out."""
+    from baselines.experiments.benchmark.reading import load_references
+
+    found = load_references(protocol, settings.tier, refs, configs, skip=settings.method)
+    env_ids = settings.env_ids
+    return {
+        name: kept
+        for name, recs in found.items()
+        if (kept := [r for r in recs if env_ids is None or r["env_id"] in env_ids])
+    }
+
+
 def claims_now(started: float) -> dict[str, Any]:
     """This machine's claims (:data:`CLAIMS`) for a card made by a command that started at
     ``started`` (``time.perf_counter()``)."""

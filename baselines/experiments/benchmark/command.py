@@ -228,9 +228,7 @@ def make_report(
             f"no runs of {args.method!r} under protocol {protocol.version} tier {args.tier}'s "
             f"current settings in {folder}: run it first"
         )
-    references = references_on(
-        load_references(protocol, args.tier, refs, configs, skip=args.method), settings.env_ids
-    )
+    references = card.references_of(protocol, settings, refs, configs)
     lab = benchmark_lab.lab_rows(
         protocol,
         tier,
@@ -259,17 +257,6 @@ def card_settings(args: BenchmarkArgs, protocol: protocols.Protocol) -> card.Car
     """What the card of ``args`` is of."""
     env_ids = tuple(args.env_id) if args.env_id else None
     return card.CardSettings(args.method, args.tier, trainer_of(args, protocol), env_ids, args.lab)
-
-
-def references_on(
-    references: dict[str, list[dict[str, Any]]], env_ids: tuple[str, ...] | None
-) -> dict[str, list[dict[str, Any]]]:
-    """The references' runs on ``env_ids`` (all where ``None``), methods without any left out."""
-    return {
-        name: kept
-        for name, recs in references.items()
-        if (kept := [r for r in recs if env_ids is None or r["env_id"] in env_ids])
-    }
 
 
 def list_references(

@@ -37,7 +37,6 @@ from typing import Any
 
 from baselines.experiments.benchmark import card, drops, manifest, report, submission
 from baselines.experiments.benchmark import lab as benchmark_lab
-from baselines.experiments.benchmark.reading import load_references
 from baselines.lib import protocol as protocols
 from baselines.lib import protocol_runs, trainers
 from routine_envs import plugins
@@ -71,20 +70,20 @@ class Verdict:
         matched by id); the path of ``report.md``."""
         if not self.verified or not self.card:
             raise ValueError("only a verified bundle's card is written")
-        folder.mkdir(parents=True, exist_ok=True)
-        for name, data in self.card.items():
-            (folder / name[len("report/") :]).write_bytes(data)
         reruns = (
             f"{len(self.reruns)} runs trained again matched their rows bit for bit: "
             + ", ".join(self.reruns)
             if self.reruns
             else "no run was trained again (verify-submission --rerun K)"
         )
-        text = (folder / "report.md").read_text() + (
+        section = (
             f"\n## Verification\n\nVerified by checkout {checkout}: every part of the bundle "
             f"rebuilds from its rows; {reruns}.\n"
         )
-        (folder / "report.md").write_text(text)
+        files = {**self.card, "report/report.md": self.card["report/report.md"] + section.encode()}
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, data in files.items():
+            (folder / name[len("report/") :]).write_bytes(data)
         return folder / "report.md"
 
 
@@ -95,18 +94,11 @@ def strip_working_folder() -> None:
     sys.path[:] = [p for p in sys.path if p not in ("", ".") and os.path.realpath(p or ".") != here]
 
 
-def source_text(data: bytes) -> str:
-    """A Python source file's text as ``inspect.getsource`` gives it for a module (universal
-    newlines), for its code fingerprint."""
-    text = data.decode("utf-8", errors="replace")
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
 def fingerprint(data: bytes) -> str:
-    """:func:`routine_envs.plugins.code_fingerprint` of a module whose file holds ``data``."""
-    import hashlib
-
-    return hashlib.sha256(source_text(data).encode()).hexdigest()[:16]
+    """:func:`routine_envs.plugins.code_fingerprint` of a module whose file holds ``data``
+    (its text as ``inspect.getsource`` gives it: universal newlines), never importing it."""
+    text = data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+    return plugins.text_fingerprint(text)
 
 
 def short_id(key: str) -> str:
@@ -383,18 +375,13 @@ def rebuild_card(
     if not isinstance(lab, list) or not all(isinstance(r, dict) for r in lab):
         raise submission.InvalidSubmission("report/scores.json: its lab rows are not a list")
     env_ids = tuple(fields_["env_ids"]) if fields_["env_ids"] else None
-    tier = fields_["tier"]
-    refs = manifest.open_references(protocol, tier)
-    with tempfile.TemporaryDirectory() as configs:
-        references = {
-            n: kept
-            for n, recs in load_references(
-                protocol, tier, refs, Path(configs), skip=fields_["method"]
-            ).items()
-            if (kept := [r for r in recs if env_ids is None or r["env_id"] in env_ids])
-        }
     measured = any("snr" in r for r in lab)
-    settings = card.CardSettings(fields_["method"], tier, fields_["trainer"], env_ids, lab=measured)
+    settings = card.CardSettings(
+        fields_["method"], fields_["tier"], fields_["trainer"], env_ids, lab=measured
+    )
+    refs = manifest.open_references(protocol, settings.tier)
+    with tempfile.TemporaryDirectory() as configs:
+        references = card.references_of(protocol, settings, refs, Path(configs))
     claimed = (bundled.get("privileged_fields") or {}).get(fields_["method"])
     try:
         reads = card.reads_of(fields_["method"], records, references, claimed, resolve=False)
