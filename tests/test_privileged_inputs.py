@@ -25,6 +25,7 @@ from routine_envs.episodes import (
     privileged_reads,
 )
 from routine_envs.sampler import ModelSampler
+from tests.utils import tiny_training_run
 
 ENV_ID, KWARGS = "DilutedDoors-v1", {"num_floors": 1, "routine_length": 2}
 SEEN: list[np.ndarray | UndeclaredField | None] = []
@@ -156,27 +157,16 @@ def test_every_built_in_detector_declares_every_field_it_reads(doors, name):
 # ---------------------------------------------------------------- the trainers and the lab
 @pytest.mark.parametrize("trainer", ["sb3", "batched"])
 def test_the_trainers_hide_an_undeclared_privileged_field(trainer, tmp_path):
-    from baselines.lib.training import TrainArgs, main
-
-    def args(method: str) -> TrainArgs:
-        return TrainArgs(
-            env_id=ENV_ID,
-            env_kwargs=KWARGS,
-            method=f"tests.test_privileged_inputs:{method}",
-            total_timesteps=400,
-            eval_every=200,
-            out=tmp_path / method,
-            progress=False,
-            trainer=trainer,
-        )
+    def run(method: str) -> None:
+        tiny_training_run(f"tests.test_privileged_inputs:{method}", trainer, tmp_path / method)
 
     SEEN.clear()
     with pytest.raises(UndeclaredFieldError, match=r"'undeclared_critical' read batch\.critical"):
-        main(args("UndeclaredCritical"))
+        run("UndeclaredCritical")
     # the env fills critical; the estimator got the sentinel
     assert len(SEEN) == 1 and isinstance(SEEN[0], UndeclaredField)
     SEEN.clear()
-    main(args("DeclaredCritical"))
+    run("DeclaredCritical")
     assert SEEN and all(s is not None and s.dtype == bool for s in SEEN)
     assert sum(len(s) for s in SEEN) >= 400 and any(s.any() for s in SEEN)
 

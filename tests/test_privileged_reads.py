@@ -26,6 +26,7 @@ from routine_envs.episodes import (
     UndeclaredFieldError,
 )
 from routine_envs.sampler import ModelSampler
+from tests.utils import tiny_training_run
 
 ENV_ID, KWARGS = "DilutedDoors-v1", {"num_floors": 1, "routine_length": 2}
 
@@ -214,20 +215,8 @@ class LyingRequires(RLOO):
 
 def train(method: str, trainer: str, tmp_path, **more):
     """A tiny training run of ``tests.test_privileged_reads:<method>`` on ``trainer``."""
-    from baselines.lib.training import TrainArgs, main
-
-    return main(
-        TrainArgs(
-            env_id=ENV_ID,
-            env_kwargs=KWARGS,
-            method=f"tests.test_privileged_reads:{method}",
-            total_timesteps=400,
-            eval_every=200,
-            out=tmp_path / method,
-            progress=False,
-            trainer=trainer,
-            **more,
-        )
+    return tiny_training_run(
+        f"tests.test_privileged_reads:{method}", trainer, tmp_path / method, **more
     )
 
 

@@ -233,3 +233,23 @@ def register_outside_envs() -> list[str]:
         importlib.import_module(f"tests.contributed.{path.stem}")
     register_contributed_example()
     return outside_ids()
+
+
+def tiny_training_run(method: str, trainer: str, out: Path, **more: Any) -> Any:
+    """A 400-step training run of ``method`` (a spec: ``tests.module:Class``) on ``trainer``
+    on one-floor Diluted Doors v1 with routine length 2, into ``out``; its result."""
+    from baselines.lib.training import TrainArgs, main
+
+    return main(
+        TrainArgs(
+            env_id="DilutedDoors-v1",
+            env_kwargs={"num_floors": 1, "routine_length": 2},
+            method=method,
+            total_timesteps=400,
+            eval_every=200,
+            out=out,
+            progress=False,
+            trainer=trainer,
+            **more,
+        )
+    )
