@@ -104,6 +104,18 @@ class DictWalkDynamics(WalkDynamics):
         return {"cell": state, "parity": np.array([state % 2], dtype=np.float32)}
 
 
+class TextWalkDynamics(WalkDynamics):
+    """The walk with a ``Text`` observation (a batch of them is a tuple of strings, which
+    ``Tuple``'s handling once took apart: ``'str' object has no attribute 'take'``)."""
+
+    @property
+    def observation_space(self):
+        return gym.spaces.Text(8, charset="cell0123456789")
+
+    def observe(self, state):
+        return f"cell{state}"
+
+
 @dataclass(frozen=True)
 class InterleavedWalkDynamics(WalkDynamics):
     """The walk with its model's transitions interleaved across ``(state, action)``s (each one's
@@ -124,9 +136,17 @@ class InterleavedWalkDynamics(WalkDynamics):
 
 class WalkEnv(RoutineEnv):
     def __init__(
-        self, size=6, slip=0.25, dict_obs=False, max_steps=None, render_mode=None, mixed=False
+        self,
+        size=6,
+        slip=0.25,
+        dict_obs=False,
+        max_steps=None,
+        render_mode=None,
+        mixed=False,
+        text_obs=False,
     ):
         kind = DictWalkDynamics if dict_obs else InterleavedWalkDynamics if mixed else WalkDynamics
+        kind = TextWalkDynamics if text_obs else kind
         super().__init__(kind(size, slip), render_mode, max_steps)
 
 
@@ -224,6 +244,7 @@ CONFIGS = [
     (BUTTON, {"num_buttons": 2, "payout": 1.0, "length": 2}),
     (WALK, {}),
     (WALK, {"dict_obs": True, "slip": 0.5}),
+    (WALK, {"text_obs": True, "slip": 0.5}),
     (WALK, {"mixed": True, "size": 9}),
 ]
 

@@ -76,6 +76,8 @@ def assert_same(expected: Any, actual: Any, where: str) -> None:
                 assert a is None, f"{where}[{i}]"
             else:
                 assert_same(e, a, f"{where}[{i}]")
+    elif isinstance(expected, str):  # a Text observation
+        assert isinstance(actual, str) and actual == expected, f"{where}: {actual!r}"
     else:
         assert isinstance(actual, np.ndarray), f"{where}: {type(actual).__name__}"
         assert actual.dtype == expected.dtype, f"{where}: {actual.dtype} != {expected.dtype}"

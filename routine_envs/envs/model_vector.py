@@ -525,6 +525,7 @@ class _Rows:
         self.compute, self.states = compute, states
         self.table: np.ndarray | None = None
         self.filled = np.zeros(0, dtype=bool)
+        self.row_bytes: int | None = None
         if row_shape is not None:
             self.row_bytes = int(np.prod(row_shape, dtype=np.int64)) * np.dtype(dtype).itemsize
             self.table = np.zeros((0, *row_shape), dtype=dtype)
@@ -533,9 +534,11 @@ class _Rows:
         table = self.table
         if table is not None and ids.size and int(ids.max()) >= len(table):
             table = self._grow(int(ids.max()) + 1)
-        if table is None:
+        if table is None and self.row_bytes is None:  # Dict, Tuple, Text: computed per step
+            return self.compute([self.states[i] for i in ids.tolist()])
+        if table is None:  # an array table dropped past its bound: each distinct state once
             distinct, inverse = np.unique(ids, return_inverse=True)
-            return _take_rows(self.compute([self.states[i] for i in distinct.tolist()]), inverse)
+            return self.compute([self.states[i] for i in distinct.tolist()]).take(inverse, axis=0)
         new = ids[~self.filled.take(ids)]
         if new.size:
             new = np.unique(new)
@@ -558,15 +561,6 @@ class _Rows:
         filled[: len(self.filled)] = self.filled
         self.filled = filled
         return self.table
-
-
-def _take_rows(rows: Any, index: np.ndarray) -> Any:
-    """``rows`` (an array, or a dict/tuple of them, batched) at ``index``."""
-    if isinstance(rows, dict):
-        return {key: _take_rows(value, index) for key, value in rows.items()}
-    if isinstance(rows, tuple):
-        return tuple(_take_rows(value, index) for value in rows)
-    return rows.take(index, axis=0)
 
 
 class _Visited:
