@@ -244,7 +244,7 @@ def help_text(f: dataclasses.Field, owner: str) -> str:
 
 def flags_of(f: dataclasses.Field) -> list[str]:
     """The option strings of a field: ``--env-kwargs`` and its ``aliases``."""
-    return ["--" + f.name.replace("_", "-"), *f.metadata.get("aliases", ())]
+    return [flag_of(f.name), *f.metadata.get("aliases", ())]
 
 
 def add_settings_arguments(

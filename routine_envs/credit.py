@@ -722,7 +722,6 @@ def declare(reader: Any, kind: str = "estimator") -> Declared:
     requires = reader.requires  # the one read of requires
     plugins.check_requires(requires, BATCH_FIELDS, where)  # a collection of names
     frozen = frozenset(requires)
-    plugins.check_requires(frozen, BATCH_FIELDS, where)
     record = DeclaredEstimator if kind == "estimator" else Declared
     return record(
         reader,

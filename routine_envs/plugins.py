@@ -57,6 +57,7 @@ __all__ = [
     "one_line",
     "parse_spec",
     "raised",
+    "strings_in",
     "text_fingerprint",
 ]
 
@@ -135,6 +136,18 @@ def code_fingerprint(obj: Any) -> str:
     except (OSError, TypeError):
         text = f"{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', repr(obj))}"
     return text_fingerprint(text)
+
+
+def strings_in(value: Any) -> list[str]:
+    """Every string inside a JSON value (keys and values, depth first): where a spec's arguments
+    may name outside code (``detector_masked{"detector": "pkg.mod:Det"}``)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (*strings_in(k), *strings_in(v))]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in strings_in(v)]
+    return []
 
 
 def text_fingerprint(text: str) -> str:

@@ -19,17 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from baselines.lib.runner import usable_cpus
+
 PATIENCE_VARIABLE = "ROUTINE_ENVS_TEST_PATIENCE"
 """A factor on every timeout of the tests' children (e.g. 3 on a slow machine)."""
 SHOWN_CHARS = 4000
 """The end of each output stream shown in a failure message."""
-
-
-def usable_cpus() -> int:
-    """The CPUs this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)
 
 
 def load_factor() -> float:

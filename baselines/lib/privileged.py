@@ -16,6 +16,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from baselines.lib.trainers import trainer_of
+
 FIELD = "privileged_fields"
 """The row field: the privileged batch fields the run's estimator was given."""
 
@@ -76,7 +78,7 @@ def build_privileged(row: Row) -> tuple[str, ...]:
     env = gym.make(row["env_id"], **dict(row.get("env_kwargs") or {})).unwrapped
     table = np.full((env.num_states, env.num_actions), 1.0 / env.num_actions)
     hyper = row.get("hyperparameters") or {}
-    batched = row.get("trainer") == "batched"
+    batched = trainer_of(row) == "batched"
     context = credit.EstimatorContext(
         env=env,
         policy_table=table,
@@ -109,8 +111,8 @@ def is_outside(name: str, kwargs: Mapping[str, Any]) -> bool:
     the estimator or as a text argument: ``detector_masked``'s ``detector``)."""
     from routine_envs import plugins
 
-    texts = [name, *(v for v in kwargs.values() if isinstance(v, str))]
-    return any(plugins.is_import_path(t.split("{", 1)[0].strip()) for t in texts)
+    target = plugins.parse_spec(name, "estimator").target
+    return any(map(plugins.is_import_path, [target, *plugins.strings_in(kwargs)]))
 
 
 def builtin_privileged(row: Row) -> list[str] | None:
@@ -126,7 +128,7 @@ def builtin_privileged(row: Row) -> list[str] | None:
     if outside:
         return None
     key = json.dumps(
-        [name, kwargs, row.get("trainer") == "batched", row.get("env_id")],
+        [name, kwargs, trainer_of(row) == "batched", row.get("env_id")],
         sort_keys=True,
         default=str,
     )

@@ -174,12 +174,10 @@ def run_resumable(
     done = {r["key"]: r for r in store.load()}
     todo = [(k, j) for k, j in zip(keys, jobs, strict=True) if k not in done]
     other = len(set(done) - set(keys))
-    if settings.address is None and min(workers, len(todo)) > usable_cpus():
-        print(
-            f"--workers {workers}: capped at the {usable_cpus()} CPUs this process may use",
-            flush=True,
-        )
-        workers = usable_cpus()
+    cpus = usable_cpus()
+    if settings.address is None and min(workers, len(todo)) > cpus:
+        print(f"--workers {workers}: capped at the {cpus} CPUs this process may use", flush=True)
+        workers = cpus
     where = f"{workers} worker(s)"
     if settings.backend == "ray" and todo:
         from baselines.lib import ray_backend

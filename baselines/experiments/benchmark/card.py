@@ -98,13 +98,10 @@ def recorded_reads(records: Sequence[Record], claimed: Sequence[str] | None) -> 
     """The privileged fields outside code's runs say they read: the rows' ``privileged_fields``
     where they record them (one value for every row, else ``ValueError``), else
     ``claimed``."""
+    from baselines.lib.privileged import FIELD
     from routine_envs.episodes import PRIVILEGED_FIELDS
 
-    found = {
-        tuple(r["privileged_fields"])
-        for r in records
-        if isinstance(r.get("privileged_fields"), list)
-    }
+    found = {tuple(r[FIELD]) for r in records if isinstance(r.get(FIELD), list)}
     if len(found) > 1:
         raise ValueError(f"the rows record different privileged fields: {sorted(found)}")
     read = set(found.pop() if found else claimed or ())

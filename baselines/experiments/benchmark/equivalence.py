@@ -23,9 +23,12 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from baselines.lib import cli
+
+if TYPE_CHECKING:
+    from baselines.experiments.benchmark.manifest import References
 
 METHODS = ("ppo", "trajectory_mc", "oracle")
 
@@ -180,12 +183,12 @@ def parse_args(argv: list[str] | None = None) -> EquivalenceArgs:
     return settings_of("equivalence", argv)
 
 
-def cross_check_sb3(args: EquivalenceArgs) -> list[dict[str, Any]]:
+def cross_check_sb3(args: EquivalenceArgs, refs: References) -> list[dict[str, Any]]:
     """Protocols whose references are the batched trainer's: SB3 trains the references' runs
     of ``args.methods`` on ``args.seeds`` (resumable, ``--workers`` processes; with
-    ``--no-train``, the runs done so far), compared with the shipped references."""
+    ``--no-train``, the runs done so far), compared with the shipped references ``refs``
+    (opened: :func:`~.manifest.open_references`)."""
     from baselines.experiments.benchmark import equivalence_analysis as analysis
-    from baselines.experiments.benchmark import manifest
     from baselines.experiments.benchmark.reading import load_references
     from baselines.lib import protocol_runs
     from baselines.lib.protocol import load_protocol
@@ -195,9 +198,6 @@ def cross_check_sb3(args: EquivalenceArgs) -> list[dict[str, Any]]:
     protocol = load_protocol(args.protocol)
     tier = protocol.tier(args.tier)
     tier = type(tier)(tier.name, tuple(args.seeds), tier.settings)
-    refs = manifest.open_references(protocol, args.tier, unverified=args.unverified_references)
-    if not refs.verified:
-        print(refs.status)
     shipped = load_references(protocol, args.tier, refs, args.out / "configs")
     missing = [m for m in args.methods if m not in shipped]
     if missing:
@@ -231,14 +231,14 @@ def main(args: EquivalenceArgs) -> list[dict[str, Any]]:
     from baselines.lib.protocol import load_protocol
 
     protocol = load_protocol(args.protocol)
-    if protocol.trainer == "batched":
-        rows = cross_check_sb3(args)
-        print(analysis.markdown_table(rows))
-        return rows
     # the references checked against their manifest before any training or reading
     refs = manifest.open_references(protocol, args.tier, unverified=args.unverified_references)
     if not refs.verified:
         print(refs.status)
+    if protocol.trainer == "batched":
+        rows = cross_check_sb3(args, refs)
+        print(analysis.markdown_table(rows))
+        return rows
     jobs = plan(args)
     records = (
         run(args, jobs)

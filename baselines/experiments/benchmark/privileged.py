@@ -19,20 +19,11 @@ from typing import Any
 Record = dict[str, Any]
 
 
-def record_privileged(record: Record) -> tuple[str, ...]:
-    """The privileged fields the method of run ``record`` read (``()``: label-free; ``ppo``, SB3's
-    own learned critic, reads none): its recorded ``privileged_fields``, else its estimator's,
-    built again. ``ValueError`` naming the method where it has to be built and cannot be."""
-    from baselines.lib.privileged import row_privileged
-
-    return row_privileged(record)
-
-
 def privileged_of(references: Mapping[str, Sequence[Record]]) -> dict[str, tuple[str, ...]]:
     """Per method (the keys of ``references``, records by method), the privileged fields its runs
     read: the union over its records' recorded fields (a record that has none: over one such
     record per setting, its estimator built again), in :data:`PRIVILEGED_FIELDS` order."""
-    from baselines.lib.privileged import FIELD
+    from baselines.lib.privileged import FIELD, row_privileged
     from routine_envs.episodes import PRIVILEGED_FIELDS
 
     out: dict[str, tuple[str, ...]] = {}
@@ -43,9 +34,9 @@ def privileged_of(references: Mapping[str, Sequence[Record]]) -> dict[str, tuple
             if r.get(FIELD) is None:
                 unrecorded.setdefault(r.get("setting", r.get("env_id")), r)  # one per setting
             else:
-                read.update(record_privileged(r))
+                read.update(row_privileged(r))
         for r in unrecorded.values():
-            read.update(record_privileged(r))
+            read.update(row_privileged(r))
         out[method] = tuple(f for f in PRIVILEGED_FIELDS if f in read)
     return out
 

@@ -175,24 +175,13 @@ def check_plan_settings(fields_: Mapping[str, Any]) -> tuple[protocols.Protocol 
 
         if not spec.is_import_path and spec.target not in known_methods():
             problems.append(f"unknown method {spec.target[:60]!r}: neither built-in nor outside")
-        named = [v for v in strings_in(spec.kwargs) if plugins.is_import_path(v)]
+        named = [v for v in plugins.strings_in(spec.kwargs) if plugins.is_import_path(v)]
         if named:  # planning would import it (a detector named by its import path, say)
             problems.append(
                 f"the method's arguments name outside code ({named[0][:60]!r}), which a "
                 "verifier never imports: submit it as a method of its own module"
             )
     return (None if problems else protocol), problems
-
-
-def strings_in(value: Any) -> list[str]:
-    """Every string inside a JSON value (keys and values, depth first)."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for k, v in value.items() for s in (*strings_in(k), *strings_in(v))]
-    if isinstance(value, list):
-        return [s for v in value for s in strings_in(v)]
-    return []
 
 
 def plan_of(
