@@ -217,8 +217,8 @@ BASELINES: tuple[Command | Group, ...] = (
     Command(
         "train",
         "one training run: PPO, or TrajectoryAdvantagePPO with an estimator",
-        "baselines.lib.training:TrainArgs",
-        "baselines.lib.training:train_command",
+        "baselines.experiments.train.command:TrainArgs",
+        "baselines.experiments.train.command:main",
         description="One training run: SB3's PPO ('ppo', MaskablePPO where the env has action "
         "masks) or TrajectoryAdvantagePPO with any estimator (a name or 'package.module:Name', "
         "with JSON arguments), on the env's hyperparameters (baselines/configs/<env id>.yml); "

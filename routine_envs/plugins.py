@@ -19,6 +19,7 @@ attribute, bad JSON, the argument and its type), so a sweep refuses before any w
 
 from __future__ import annotations
 
+import ast
 import collections.abc
 import dataclasses
 import functools
@@ -28,6 +29,7 @@ import inspect
 import json
 import math
 import numbers
+import textwrap
 import types
 import typing
 from collections.abc import Callable, Collection, Mapping
@@ -57,7 +59,9 @@ __all__ = [
     "one_line",
     "parse_spec",
     "raised",
+    "source_hash",
     "strings_in",
+    "syntax_of",
     "text_fingerprint",
 ]
 
@@ -128,14 +132,24 @@ def is_import_path(text: str) -> bool:
 
 
 def code_fingerprint(obj: Any) -> str:
-    """A short hash (16 hex digits) of the source of ``obj`` (a module, class or function), or
-    of its qualified name where the source is not available (defined in an interactive
-    session): what a spec's run key records of its code."""
+    """A short hash (16 hex digits) of what the source of ``obj`` (a module, class or function)
+    does (:func:`text_fingerprint`), or of its qualified name where the source is not available
+    (defined in an interactive session): what a spec's run key records of its code."""
     try:
         text = inspect.getsource(obj)
     except (OSError, TypeError):
         text = f"{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', repr(obj))}"
     return text_fingerprint(text)
+
+
+def source_hash(obj: Any) -> str:
+    """16 hex digits of the source *text* of ``obj`` as it is (docstrings, comments and layout
+    included): provenance recorded beside a result, never part of its key."""
+    try:
+        text = inspect.getsource(obj)
+    except (OSError, TypeError):
+        text = f"{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', repr(obj))}"
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def strings_in(value: Any) -> list[str]:
@@ -152,8 +166,46 @@ def strings_in(value: Any) -> list[str]:
 
 def text_fingerprint(text: str) -> str:
     """The 16 hex digits :func:`code_fingerprint` gives the source ``text`` (what a verifier
-    computes from a file it must not import)."""
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    computes from a file it must not import): a hash of its syntax tree without docstrings or
+    other bare strings (:func:`syntax_of`), so an edit of a docstring, a comment or the layout
+    keeps it and any edit of what the code does changes it. A tree compares everything the
+    code says, where a behavioural probe (advantages on a few batches) would miss an edit that
+    changes numbers only off its probes and reuse a result it no longer gives. Text that does
+    not parse (not Python, or nested past the parser's limits) is hashed as it is."""
+    try:
+        tree = ast.parse(textwrap.dedent(text))
+        canonical = syntax_of(tree)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        canonical = "text:" + text
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def syntax_of(node: Any) -> str:
+    """A canonical text of a syntax tree: each node's type and its fields in order, without
+    positions, without bare string statements (docstrings, attribute docstrings) and without
+    fields that are ``None`` or empty, so the text is the same on every Python version that
+    parses the code alike (3.12 added empty ``type_params``, 3.13 prints no empty field)."""
+    if isinstance(node, ast.AST):
+        parts = []
+        for name, value in ast.iter_fields(node):
+            if name == "kind" or value is None or value == []:
+                continue  # Constant.kind ('u' prefix) does nothing; None/[]: absent fields
+            if isinstance(value, list):
+                value = [v for v in value if not _is_bare_string(v)] or [ast.Pass()]
+            parts.append(f"{name}={syntax_of(value)}")
+        return f"{type(node).__name__}({','.join(parts)})"
+    if isinstance(node, list):
+        return "[" + ",".join(syntax_of(v) for v in node) + "]"
+    return f"{type(node).__name__}:{node!r}"
+
+
+def _is_bare_string(node: Any) -> bool:
+    """Whether ``node`` is a statement that is only a string (a docstring): it does nothing."""
+    return (
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    )
 
 
 # ------------------------------------------------------------------------------ parsing

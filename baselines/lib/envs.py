@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
 from typing import Any
 
 import gymnasium as gym
@@ -91,3 +92,12 @@ def check_trainable(env: gym.Env, env_id: str, flag: str = "--env-id") -> None:
             f"{flag} {env_id}: the trainers' MlpPolicy needs an observation space of "
             f"{names}, got {type(env.observation_space).__name__}"
         )
+
+
+def make_env(env_id: str, env_kwargs: dict[str, Any]) -> gym.Env:
+    """``gym.make(env_id, **env_kwargs)``; the environment's refusal of a keyword argument
+    (``num_floors must be >= 1``) as a ``ValueError`` naming ``--env-kwargs`` and the value."""
+    try:
+        return gym.make(env_id, **env_kwargs)
+    except ValueError as err:
+        raise ValueError(f"--env-kwargs {json.dumps(env_kwargs)}: {err}") from None

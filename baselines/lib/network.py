@@ -11,11 +11,11 @@ import torch as th
 from stable_baselines3.common.policies import ActorCriticPolicy
 from torch.func import functional_call, jacrev
 
-th.set_num_threads(1)
-
 
 def network_policy(env: Any, net_arch: list[int], seed: int) -> ActorCriticPolicy:
-    """SB3's actor-critic MLP policy for ``env`` at initialization (seeded)."""
+    """SB3's actor-critic MLP policy for ``env`` at initialization (seeded); torch on one thread
+    from here on (small networks; worker processes share the CPUs)."""
+    th.set_num_threads(1)
     th.manual_seed(seed)
     return ActorCriticPolicy(
         env.observation_space, env.action_space, lambda _: 3e-4, net_arch=net_arch

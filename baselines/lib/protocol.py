@@ -45,6 +45,22 @@ REFERENCE_MANIFESTS: dict[str, dict[str, str]] = {
 (``baselines/references/<version>/<tier>/MANIFEST.sha256``, checked before any reference is
 read): the references are read-only; shipping new ones is a new manifest and a new pin
 (docs/benchmark.md)."""
+REPORT = {"leaderboard": "privileged_column", "reference_lab": "at_initialisation"}
+"""How a protocol's report reads, unless its file says otherwise under ``report:``:
+``leaderboard`` (``plain``: the methods ranked as one list; ``privileged_column``: a column of
+the privileged fields each method reads, label-free methods ranked apart) and ``reference_lab``
+(``none``; ``at_initialisation``: the references' lab at initialisation, ``LAB.json``, is shipped
+and written with the manifest)."""
+REPORT_CHOICES = {
+    "leaderboard": ("plain", "privileged_column"),
+    "reference_lab": ("none", "at_initialisation"),
+}
+RELEASED_REPORT: dict[str, dict[str, str]] = {
+    "rb1": {"leaderboard": "plain", "reference_lab": "none"}
+}
+"""What a released file written before ``report:`` existed means by its absence (a released
+file never changes, so what it cannot say is said here, once): rb1 shipped a plain leaderboard
+and no lab, and stays so byte for byte."""
 MAX_PROTOCOL_BYTES = 1_000_000
 """A protocol file larger than this is refused before it is parsed."""
 TRAINER = "sb3"
@@ -191,6 +207,8 @@ class Protocol:
     """What trained the references (``sb3`` or ``batched``): a method's runs on it are compared
     with them as they are; runs on the other trainer go to a folder of their own."""
     reference_methods: tuple[str, ...] = REFERENCE_METHODS
+    report: dict[str, str] = field(default_factory=lambda: dict(REPORT))
+    """How its report reads (:data:`REPORT`: ``leaderboard``, ``reference_lab``)."""
     merged: dict[str, str] = field(default_factory=dict)
     """Methods not run as references because they are one algorithm with one that is
     (``{alias: reference}``, e.g. ``rloo: trajectory_mc``): the leaderboard shows them as
@@ -312,6 +330,10 @@ def _parse_protocol(
                 f"merged: {alias!r} -> {method!r} must map a method that is not a reference "
                 "to one that is"
             )
+    report = {**REPORT, **RELEASED_REPORT.get(version, {}), **dict(data.get("report") or {})}
+    for name, value in report.items():
+        if value not in REPORT_CHOICES.get(name, ()):
+            raise ValueError(f"report: {name}: {value!r} is not one of {REPORT_CHOICES.get(name)}")
     return Protocol(
         version=version,
         status=status,
@@ -323,6 +345,7 @@ def _parse_protocol(
         path=path,
         trainer=trainer,
         reference_methods=references,
+        report=report,
         merged=merged,
     )
 

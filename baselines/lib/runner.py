@@ -98,8 +98,11 @@ class Interrupted(CommandInterrupted):
     are saved and where (a rerun resumes from there)."""
 
 
-def describe(job: dict[str, Any]) -> str:
-    """``DilutedDoors-v1 {'routine_length': 4}, method ppo, seed 1`` (the fields a job has)."""
+def describe(job: Any) -> str:
+    """``DilutedDoors-v1 {'routine_length': 4}, method ppo, seed 1`` (the fields a job has; a
+    job that is an object describes itself: ``job.describe()``)."""
+    if not isinstance(job, dict):
+        return job.describe() if hasattr(job, "describe") else repr(job)[:200]
     parts = [f"{job['env_id']} {job.get('env_kwargs', {})}" if "env_id" in job else ""]
     parts += [f"{name} {job[name]}" for name in ("experiment", "method", "param") if name in job]
     if "density_value" in job and job.get("density_kwarg") not in job.get("env_kwargs", {}):

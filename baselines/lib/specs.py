@@ -32,13 +32,38 @@ class MethodSpec:
         target: the name or import path before the JSON arguments (its hyperparameter
             section).
         kwargs: the JSON arguments.
-        estimator: the estimator class (or object) it resolves to; ``None`` for ``ppo``.
+        estimator: the estimator class (or object) it resolves to; ``None`` for ``ppo`` and
+            for outside code planned as data (:meth:`unresolved`).
+        fingerprint: the code fingerprint of outside code planned as data (given, not
+            computed: its code is never imported); ``None`` otherwise.
     """
 
     text: str
     target: str
     kwargs: dict[str, Any] = field(default_factory=dict)
     estimator: Any = None
+    fingerprint: str | None = None
+
+    def __hash__(self) -> int:
+        """By its text (and given fingerprint): the arguments and the class follow from them."""
+        return hash((self.text, self.fingerprint))
+
+    @classmethod
+    def unresolved(cls, text: str, fingerprint: str) -> MethodSpec:
+        """Outside code (``package.module:Name``) known by its code fingerprint only, never
+        imported: what a verifier of someone else's submission plans its runs with."""
+        spec = plugins.parse_spec(text, "method")
+        if not spec.is_import_path:
+            raise ValueError(
+                f"method {brief(text)}: only outside code is planned from its fingerprint"
+            )
+        return cls(spec.text, spec.target, dict(spec.kwargs), None, fingerprint)
+
+    @property
+    def resolved(self) -> bool:
+        """Whether its code is here (imported, or ``ppo``): runs of it can be checked and
+        trained."""
+        return self.fingerprint is None
 
     @property
     def is_import_path(self) -> bool:
@@ -57,6 +82,8 @@ class MethodSpec:
         the class has it (``detector_masked``: the detector its arguments name)."""
         if self.turn_level:
             return "stable_baselines3"
+        if self.fingerprint is not None:
+            return self.fingerprint
         obj = self.estimator
         if self.is_import_path:
             code = code_fingerprint(inspect.getmodule(obj) or obj)
@@ -66,6 +93,15 @@ class MethodSpec:
         if dependencies is not None:
             code += "".join(f"+{code_fingerprint(d)}" for d in dependencies(dict(kwargs or {})))
         return code
+
+    def source_hash(self) -> str | None:
+        """The hash of the estimator's source text as it is (:func:`routine_envs.plugins.
+        source_hash`; docstrings included): provenance recorded in a run's row, never keyed.
+        ``None`` for ``ppo`` and for code not imported here."""
+        if self.turn_level or self.estimator is None:
+            return None
+        obj = self.estimator
+        return plugins.source_hash((inspect.getmodule(obj) or obj) if self.is_import_path else obj)
 
     def identity(self, kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
         """``{"name", "kwargs", "code"}`` of the estimator, ``kwargs`` (a config's

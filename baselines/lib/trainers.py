@@ -1,6 +1,6 @@
 """The trainers a run can have and what every one of them returns: a leaf module, so the SB3
-trainer (:mod:`baselines.lib.training`), the batched one (:mod:`baselines.lib.batched`) and the
-runs that dispatch to them (:mod:`baselines.lib.training_runs`) import it and not each other."""
+trainer (:mod:`baselines.lib.sb3_trainer`), the batched one (:mod:`baselines.lib.batched`) and
+the runs that dispatch to them (:mod:`baselines.lib.runs`) import it and not each other."""
 
 from __future__ import annotations
 
@@ -11,6 +11,10 @@ TRAINERS = ("sb3", "batched")
 """What trains a run: ``sb3`` (SB3's PPO / ``TrajectoryAdvantagePPO``, one process per run, the
 default and the references') or ``batched`` (:mod:`baselines.lib.batched`: the same algorithm,
 the runs of one environment and method in one process)."""
+TRAINER_MODULES = {"sb3": "baselines.lib.sb3_trainer", "batched": "baselines.lib.batched"}
+"""Where each trainer lives: a module with ``check(run)`` (``ValueError``, one line, when it
+cannot train a :class:`~baselines.lib.runs.Run`) and ``train(runs, progress) -> results``
+(one :class:`RunResult` per run, in order)."""
 DEFAULT_TRAINER = "sb3"
 """The trainer of a row that names none (every row written before the field existed)."""
 
@@ -24,6 +28,22 @@ def check_trainer(trainer: str) -> None:
     """``ValueError`` naming ``--trainer`` unless it is one of :data:`TRAINERS`."""
     if trainer not in TRAINERS:
         raise ValueError(f"--trainer must be one of {list(TRAINERS)}, got {trainer!r}")
+
+
+def check_feedable(estimator: Any, env: Any, provides: frozenset[str], trainer: str) -> None:
+    """``ValueError`` (one line) when ``trainer`` cannot feed ``estimator`` on ``env`` (a
+    Gymnasium env): ``info`` keys it needs that the env does not give at ``reset``, or batch
+    fields ``trainer`` does not provide (``provides``)."""
+    from routine_envs import credit
+
+    _, info = env.reset(seed=0)
+    missing = credit.missing_annotations(estimator, info)
+    if missing:
+        raise ValueError(
+            f"estimator {estimator.name!r} needs info keys {missing}, which "
+            f"{env.unwrapped.__class__.__name__} does not provide"
+        )
+    credit.check_provides(estimator, provides, trainer)
 
 
 def schedule(budget: int, eval_every: int) -> list[int]:
@@ -49,6 +69,10 @@ class RunResult:
     privileged_fields: tuple[str, ...] = ()
     """The privileged batch fields its estimator was given (its ``requires``, read once when it
     was built: :func:`routine_envs.credit.declare`); ``()`` for ``ppo`` and label-free methods."""
+
+    exact: bool = True
+    """Whether the curve is exact success probabilities (the env's model), not the success
+    share of sampled episodes."""
 
     @property
     def final_success(self) -> float:

@@ -46,10 +46,9 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
+from baselines.lib.trainers import check_feedable
 from routine_envs import credit
 from routine_envs.episodes import Episode, EpisodeBatch
-
-th.set_num_threads(1)
 
 
 def policy_table(policy: Any, env: gym.Env) -> np.ndarray:
@@ -199,15 +198,7 @@ class _TrajectoryAdvantageMixin:
                 estimator, self.estimator_context(), **dict(estimator_kwargs or {})
             )
         )
-        probe = self.env.envs[0]
-        _, info = probe.reset(seed=0)
-        missing = credit.missing_annotations(self.estimator, info)
-        if missing:
-            raise ValueError(
-                f"estimator {self.estimator.name!r} needs info keys {missing}, which "
-                f"{probe.unwrapped.__class__.__name__} does not provide"
-            )
-        credit.check_provides(self.estimator, TRAINER_PROVIDES, "TrajectoryAdvantagePPO")
+        check_feedable(self.estimator, self.env.envs[0], TRAINER_PROVIDES, "TrajectoryAdvantagePPO")
         if not self.estimator.trains_critic:
             self.vf_coef = 0.0
         self._group_seeds = np.random.default_rng(self.seed)

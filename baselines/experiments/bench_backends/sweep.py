@@ -71,22 +71,17 @@ def sweep_settings(out: Path, backend: str, workers: int, args: BenchArgs) -> di
 def time_sweep(settings: dict[str, Any]) -> dict[str, Any]:
     """Run the sweep (in a fresh interpreter: see :func:`measure`); its wall time, Ray's
     start-up, the mean training time per run and the records without timings. The sweep is
-    the library's training sweep (:mod:`baselines.lib.training_runs`), as ``compare`` runs
-    it."""
-    from baselines.lib import training_runs
+    the library's training sweep (:mod:`baselines.lib.sweeps`), as ``compare`` runs it."""
+    from baselines.lib import runs, sweeps
     from baselines.lib.experiment import Experiment, run_experiment
 
     args = cli.settings_from(
-        training_runs.SweepArgs, {**settings, "out": Path(settings["out"]), "baseline": "ppo"}
+        sweeps.SweepArgs, {**settings, "out": Path(settings["out"]), "baseline": "ppo"}
     )
-    training_runs.check_sweep(args, "routine_length")
-    jobs = training_runs.jobs_of(args, "routine_length")
+    sweeps.check_sweep(args, "routine_length")
+    jobs = sweeps.runs_of(args, "routine_length")
     sweep = Experiment(
-        "bench_backends",
-        lambda _: jobs,
-        training_runs.run_key,
-        training_runs.run_training,
-        training_runs.TrainingRecord,
+        "bench_backends", lambda _: jobs, runs.key, runs.train_record, runs.TrainingRecord
     )
     start = time.perf_counter()
     startup = 0.0

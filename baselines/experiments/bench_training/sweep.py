@@ -25,23 +25,15 @@ from typing import Any
 
 import torch
 
-from baselines.lib.training import TrainArgs, build
+from baselines.lib import sb3_trainer
+from baselines.lib.runs import Run
 
 
 def sb3_cpu_per_step(
     method: str, env_id: str, env_kwargs: dict[str, Any], steps: int, config: Any, seed: int = 0
 ) -> float:
     """CPU seconds per environment step of one SB3 ``learn(steps)`` (no evaluation)."""
-    algo, _, _ = build(
-        TrainArgs(
-            env_id=env_id,
-            env_kwargs=env_kwargs,
-            method=method,
-            seed=seed,
-            progress=False,
-            config=config,
-        )
-    )
+    algo, _ = sb3_trainer.build(Run.of(env_id, method, env_kwargs, seed, config=config))
     start = time.process_time()
     algo.learn(steps)
     return (time.process_time() - start) / algo.num_timesteps
@@ -58,16 +50,17 @@ def batched_cpu_per_step(
 ) -> tuple[float, float]:
     """CPU seconds per environment step of one run when ``runs`` train at once, and the matrix
     FLOPs per CPU second the batch achieved."""
-    from baselines.lib.batched import RunSpec, train_runs
+    from baselines.lib.batched import train
     from baselines.lib.batched.mlp import FLOPS
 
     specs = [
-        RunSpec(env_id, env_kwargs, method, seed + r, steps, steps, hyperparameters=hyper)
+        Run.of(env_id, method, env_kwargs, seed + r, steps, steps, 0.9, "batched",
+               hyperparameters=hyper)
         for r in range(runs)
-    ]
+    ]  # fmt: skip
     flops = FLOPS.count
     start = time.process_time()
-    results = train_runs(specs)
+    results = train(specs)
     cpu = time.process_time() - start
     return cpu / sum(r.steps_trained for r in results), (FLOPS.count - flops) / cpu
 

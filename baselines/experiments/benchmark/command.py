@@ -287,19 +287,28 @@ def leaderboard_text(
     refs: manifest.References,
     found: dict[str, list[dict[str, Any]]],
 ) -> str:
-    """The leaderboard of ``found`` (records by method), marked when ``refs`` are unverified;
-    after rb1, with the privileged column and label-free methods ranked apart (rb1's shipped
-    leaderboard stays byte for byte as released)."""
+    """The leaderboard of ``found`` (records by method), marked when ``refs`` are unverified,
+    laid out as the protocol's ``report: leaderboard`` says (:data:`LEADERBOARD_COLUMNS`)."""
     return report.leaderboard(
         protocol.version,
         tier,
         protocol.tier(tier).num_runs_per_method,
         found,
         unverified=None if refs.verified else refs.status,
-        privileged=None if protocol.version == "rb1" else privileged.privileged_of(found),
+        privileged=LEADERBOARD_COLUMNS[protocol.report["leaderboard"]](found),
         decision_axes=protocol.tier(tier).axes(),
         not_run=merged_not_run(protocol, tier, found),
     )
+
+
+def no_column(found: dict[str, list[dict[str, Any]]]) -> None:
+    """A plain leaderboard: no privileged column, every method ranked in one list."""
+    return None
+
+
+LEADERBOARD_COLUMNS = {"plain": no_column, "privileged_column": privileged.privileged_of}
+"""The leaderboard layouts a protocol's ``report: leaderboard`` selects: the privileged
+fields per method (``privileged_column``), or none (``plain``)."""
 
 
 def merged_not_run(
@@ -365,7 +374,7 @@ def references(args: BenchmarkArgs, protocol: protocols.Protocol) -> dict[str, A
     the manifest of a references folder."""
     if args.write_manifest:
         folder = args.references_dir or manifest.shipped_folder(protocol.version, args.tier)
-        if protocol.version != "rb1":  # rb1's released files stay as they were
+        if protocol.report["reference_lab"] == "at_initialisation":
             lab_path = benchmark_lab.write_reference_lab(
                 protocol, protocol.tier(args.tier), list(protocol.references_of(args.tier)), folder
             )

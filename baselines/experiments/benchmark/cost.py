@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from baselines.lib.runs import Run
+
 MEASURED_FILE = "{version}-{trainer}-costs.json"
 """The measured CPU seconds per step of a trainer (not the references') for a protocol, shipped
 beside it in ``baselines/protocols/`` (:func:`measured_costs`)."""
@@ -137,31 +139,24 @@ def measured_costs(version: str, trainer: str) -> tuple[dict[tuple[str, str], fl
     return per_step, where
 
 
-def _rate(
-    per_step: dict[tuple[str, str], float], method: str, job: dict[str, Any], what: str
-) -> float:
-    """The per-step cost of ``method`` on ``job``'s setting, else on its env (that method's,
+def _rate(per_step: dict[tuple[str, str], float], method: str, run: Run, what: str) -> float:
+    """The per-step cost of ``method`` on ``run``'s setting, else on its env (that method's,
     else all methods' median)."""
-    env_id = job["env_id"]
-    for key in [
-        (method, job.get("setting")),
-        (method, env_id),
-        ("*", job.get("setting")),
-        ("*", env_id),
-    ]:
+    env_id, setting = run.env_id, run.context.get("setting")
+    for key in [(method, setting), (method, env_id), ("*", setting), ("*", env_id)]:
         if key in per_step:
             return per_step[key]
     raise ValueError(f"no {what} on {env_id} to measure its cost from")
 
 
 def batched_cost(
-    jobs: Sequence[dict[str, Any]],
+    jobs: Sequence[Run],
     per_step: dict[tuple[str, str], float],
     cores: int,
     max_batch: int = 64,
 ) -> SweepCost:
-    """The cost of ``jobs`` (batched benchmark jobs: ``method``, ``env_id``, ``budget`` and
-    what :func:`~baselines.lib.training_runs.batch_group` reads) on ``cores`` workers: each
+    """The cost of ``jobs`` (batched benchmark runs, grouped as
+    :func:`~baselines.lib.runs.batch_group` groups them) on ``cores`` workers: each
     run's budget times its method's measured rate on its env (all methods' median where its
     method has none), summed per batch, the batches as the runner forms them.
 
@@ -169,13 +164,13 @@ def batched_cost(
         ValueError: no measured cost on one of the jobs' environments, no jobs.
     """
     from baselines.lib.runner import batch_sizes
-    from baselines.lib.training_runs import batch_group
+    from baselines.lib.runs import batch_group
 
     if not jobs:
         raise ValueError("no runs to cost")
     groups = [batch_group(job) for job in jobs]
     sizes = batch_sizes(groups, cores, max_batch)
-    members: dict[str | None, list[dict[str, Any]]] = defaultdict(list)
+    members: dict[str | None, list[Run]] = defaultdict(list)
     for group, job in zip(groups, jobs, strict=True):
         members[group].append(job)
     tasks: list[tuple[float, int]] = []
@@ -184,14 +179,13 @@ def batched_cost(
         for lo in range(0, len(runs), size):
             chunk = runs[lo : lo + size]
             seconds = sum(
-                j["budget"] * _rate(per_step, j["method"], j, "measured batched runs")
-                for j in chunk
+                j.budget * _rate(per_step, j.method.text, j, "measured batched runs") for j in chunk
             )
-            tasks.append((seconds, sum(j["budget"] for j in chunk)))
+            tasks.append((seconds, sum(j.budget for j in chunk)))
     longest = max(tasks)
     return SweepCost(
         runs=len(jobs),
-        steps=int(sum(j["budget"] for j in jobs)),
+        steps=int(sum(j.budget for j in jobs)),
         cpu_seconds=float(sum(t for t, _ in tasks)),
         longest_seconds=float(longest[0]),
         longest_steps=int(longest[1]),
@@ -200,17 +194,17 @@ def batched_cost(
 
 
 def sweep_cost(
-    jobs: Iterable[dict[str, Any]], method: str, per_step: dict[tuple[str, str], float]
+    jobs: Iterable[Run], method: str, per_step: dict[tuple[str, str], float]
 ) -> SweepCost:
-    """The cost of ``jobs`` (benchmark jobs: ``env_id``, ``budget``) for ``method``.
+    """The cost of ``jobs`` (benchmark runs) for ``method``.
 
     Raises:
         ValueError: no reference run on one of the jobs' environments.
     """
     seconds, budgets = [], []
     for job in jobs:
-        seconds.append(job["budget"] * _rate(per_step, method, job, "reference runs"))
-        budgets.append(job["budget"])
+        seconds.append(job.budget * _rate(per_step, method, job, "reference runs"))
+        budgets.append(job.budget)
     if not seconds:
         raise ValueError("no runs to cost")
     longest = int(np.argmax(seconds))

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from baselines.lib.curves import steps_to_target
-from baselines.lib.protocol_runs import run_key
+from baselines.lib.runs import Run
+from baselines.lib.runs import key as run_key
 
 Record = dict[str, Any]
 STATUSES = ("reached", "censored", "failed", "missing")
@@ -84,7 +85,7 @@ def censoring_reason(record: Record) -> str:
 
 
 def run_rows(
-    jobs: Sequence[dict[str, Any]], records: Iterable[Record], failed: dict[str, str]
+    jobs: Sequence[Run], records: Iterable[Record], failed: dict[str, str]
 ) -> list[dict[str, Any]]:
     """One row per planned run (``jobs``, in plan order): setting, density, seed, status and
     reason. ``records``: the valid records of the runs (by ``key``); ``failed``: reasons of
@@ -105,10 +106,10 @@ def run_rows(
             reason = "no record: not run yet, or stopped before it finished (`run` resumes it)"
         rows.append(
             {
-                "setting": job["setting"],
-                "density_value": int(job["density_value"]),
-                "rho": float(job["rho"]),
-                "seed": int(job["seed"]),
+                "setting": job.context["setting"],
+                "density_value": int(job.context["density_value"]),
+                "rho": float(job.context["rho"]),
+                "seed": int(job.seed),
                 "status": status,
                 "reason": reason,
             }
@@ -125,7 +126,7 @@ def counts(rows: Iterable[dict[str, Any]]) -> dict[str, int]:
 
 
 def drops_manifest(
-    jobs: Sequence[dict[str, Any]], records: Iterable[Record], failed: dict[str, str]
+    jobs: Sequence[Run], records: Iterable[Record], failed: dict[str, str]
 ) -> dict[str, Any]:
     """The manifest: ``runs`` (:func:`run_rows`), ``cells`` (counts per setting and density,
     in plan order) and ``total`` (:func:`counts` over every run)."""

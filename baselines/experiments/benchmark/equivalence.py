@@ -9,7 +9,7 @@ rb2 (references batched): SB3 trains the reference runs of ``--methods`` (the be
 
 rb1 (references SB3): the batched trainer (:mod:`baselines.lib.batched`) trains exactly the
 runs of the shipped references (``baselines/references/<protocol>/<tier>/<method>.jsonl``): the same
-jobs as :func:`baselines.lib.protocol_runs.plan` (environment, kwargs, budget,
+runs as :func:`baselines.lib.protocol_runs.plan` (environment, kwargs, budget,
 evaluation schedule, target, hyperparameters), with the references' seeds and optionally more.
 Every finished batch is appended to ``<out>/results.jsonl`` (one JSON line per run, keyed like
 the benchmark's rows, plus ``trainer: "batched"``); a rerun trains only what is missing. Then
@@ -74,16 +74,17 @@ class EquivalenceArgs:
     )
 
 
-def run_key(job: dict[str, Any]) -> str:
-    """A batched run's identity: the benchmark's key fields plus the trainer."""
-    from baselines.lib.protocol_runs import run_key as benchmark_key
+def run_key(run: Any) -> str:
+    """A batched run's identity: the benchmark's key (:func:`baselines.lib.runs.key`) plus the
+    trainer."""
+    from baselines.lib import runs
 
-    return json.dumps({"benchmark": benchmark_key(job), "trainer": "batched"}, sort_keys=True)
+    return json.dumps({"benchmark": runs.key(run), "trainer": "batched"}, sort_keys=True)
 
 
-def plan(args: EquivalenceArgs, seeds: list[int] | None = None) -> list[dict[str, Any]]:
-    """The benchmark's jobs of every method on ``args.seeds`` (or ``seeds``), validated before
-    training."""
+def plan(args: EquivalenceArgs, seeds: list[int] | None = None) -> list[Any]:
+    """The benchmark's runs of every method on ``args.seeds`` (or ``seeds``) on the batched
+    trainer, validated before training."""
     from baselines.lib import protocol_runs as bench
     from baselines.lib.protocol import load_protocol
 
@@ -92,13 +93,12 @@ def plan(args: EquivalenceArgs, seeds: list[int] | None = None) -> list[dict[str
     protocol = load_protocol(args.protocol)
     tier = protocol.tier(args.tier)
     tier = type(tier)(tier.name, tuple(args.seeds if seeds is None else seeds), tier.settings)
-    jobs = []
+    planned = []
     for method in args.methods:
-        jobs += bench.plan(protocol, tier, method, args.out / "configs", args.env_ids or None)
-    for job in jobs:
-        job["trainer"] = "batched"
-        job["key"] = run_key(job)
-    return jobs
+        planned += bench.plan(
+            protocol, tier, method, args.out / "configs", args.env_ids or None, "batched"
+        )
+    return planned
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
@@ -123,56 +123,51 @@ def append_records(path: Path, records: list[dict[str, Any]]) -> None:
         os.fsync(f.fileno())
 
 
-def run(args: EquivalenceArgs, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Train the jobs not yet in ``<out>/results.jsonl``, one batch (env, method) at a time;
-    return every record of ``jobs``."""
-    from baselines.lib.batched import group_runs, train_runs
-    from baselines.lib.training_runs import result_fields, run_spec
+def run(args: EquivalenceArgs, planned: list[Any]) -> list[dict[str, Any]]:
+    """Train the runs not yet in ``<out>/results.jsonl``, one batch (env, method) at a time;
+    return every record of ``planned``."""
+    from baselines.lib import batched, runs
 
     path = args.out / "results.jsonl"
     done = {r["key"] for r in read_records(path)}
-    todo = [job for job in jobs if job["key"] not in done]
-    specs = [run_spec(job) for job in todo]
-    for group in group_runs(specs, args.max_batch):
+    todo = [run for run in planned if run_key(run) not in done]
+    for group in batched.group_runs(todo, args.max_batch):
         start = time.perf_counter()
-        results = train_runs([specs[i] for i in group], max_batch=args.max_batch)
+        members = [todo[i] for i in group]
+        results = batched.train(members, max_batch=args.max_batch)
         records = [
-            {**todo[i], **result_fields(result)} for i, result in zip(group, results, strict=True)
+            {**runs.record(run, result).row(), "key": run_key(run)}
+            for run, result in zip(members, results, strict=True)
         ]
         append_records(path, records)
-        first = todo[group[0]]
+        first = members[0]
         print(
-            f"{first['method']} on {first['env_id']}: {len(group)} runs in "
+            f"{first.method.text} on {first.env_id}: {len(group)} runs in "
             f"{time.perf_counter() - start:.1f} s wall",
             flush=True,
         )
-    keys = {job["key"] for job in jobs}
+    keys = {run_key(run) for run in planned}
     return [r for r in read_records(path) if r["key"] in keys]
 
 
 def run_sb3(args: EquivalenceArgs) -> list[dict[str, Any]]:
-    """The SB3 runs of ``args.sb3_seeds`` not yet in ``<out>/sb3_results.jsonl`` (each one
-    :func:`baselines.lib.protocol_runs.run_benchmark_job`, as the references were
-    made), one after the other in this process; return the file's records of the plan."""
-    from baselines.lib.protocol_runs import run_benchmark_job
+    """The SB3 runs of ``args.sb3_seeds`` not yet in ``<out>/sb3_results.jsonl`` (each trained
+    as the references were made: :func:`baselines.lib.runs.train_record`), one after the other
+    in this process; return the file's records of the plan."""
+    from baselines.lib import runs
 
     if not args.sb3_seeds:
         return []
     overlap = sorted(set(args.sb3_seeds) & set(range(10)))
     if overlap:
         raise ValueError(f"--sb3-seeds {overlap} are the references' seeds already")
-    jobs = plan(args, args.sb3_seeds)
-    for job in jobs:
-        job.pop("trainer")
-        job.pop("key")
+    planned = [runs.replace(run, trainer="sb3") for run in plan(args, args.sb3_seeds)]
     path = args.out / "sb3_results.jsonl"
-    from baselines.lib.protocol_runs import run_key as benchmark_key
-
     done = {r["key"] for r in read_records(path)}
-    for job in jobs:
-        if benchmark_key(job) not in done:
-            append_records(path, [{**run_benchmark_job(job).row(), "trainer": "sb3"}])
-    keys = {benchmark_key(job) for job in jobs}
+    for run in planned:
+        if runs.key(run) not in done:
+            append_records(path, [runs.train_record(run).row()])
+    keys = {runs.key(run) for run in planned}
     return [r for r in read_records(path) if r["key"] in keys]
 
 
@@ -206,15 +201,15 @@ def cross_check_sb3(args: EquivalenceArgs, refs: References) -> list[dict[str, A
         )
     sb3 = []
     for method in args.methods:
-        jobs = protocol_runs.plan(
+        planned = protocol_runs.plan(
             protocol, tier, method, args.out / "configs", args.env_ids or None, "sb3"
         )
         path = args.out / "sb3" / f"{protocol_runs.method_slug(method)}.jsonl"
         if args.train:
-            protocol_runs.run_method(jobs, path, args.workers, progress=False)
+            protocol_runs.run_method(planned, path, args.workers, progress=False)
         from baselines.experiments.benchmark.reading import load_records
 
-        sb3 += protocol_runs.current_records(load_records(path), jobs)
+        sb3 += protocol_runs.current_records(load_records(path), planned)
     keys = {(r["setting"], r["density_value"], r["seed"], r["method"]) for r in sb3}
     batched = [
         r
@@ -239,15 +234,12 @@ def main(args: EquivalenceArgs) -> list[dict[str, Any]]:
         rows = cross_check_sb3(args, refs)
         print(analysis.markdown_table(rows))
         return rows
-    jobs = plan(args)
+    planned = plan(args)
+    keys = {run_key(run) for run in planned}
     records = (
-        run(args, jobs)
+        run(args, planned)
         if args.train
-        else [
-            r
-            for r in read_records(args.out / "results.jsonl")
-            if r["key"] in {j["key"] for j in jobs}
-        ]
+        else [r for r in read_records(args.out / "results.jsonl") if r["key"] in keys]
     )
     extra = (
         run_sb3(args)

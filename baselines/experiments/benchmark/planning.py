@@ -107,7 +107,7 @@ def price_tier(
     for trainer in ("sb3", "batched") if chosen_trainer is None else (chosen_trainer,):
         where = rates[trainer][1] if trainer in rates else "no measured costs ship"
         print(f"- {trainer}: {where}")
-    jobs: dict[str, dict[str, list[dict[str, Any]] | str]] = {t: {} for t in rates}
+    jobs: dict[str, dict[str, list[Any] | str]] = {t: {} for t in rates}
     for trainer in rates:
         for m in methods:
             try:

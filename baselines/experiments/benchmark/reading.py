@@ -17,10 +17,10 @@ def load_records(path: Path, read_only: bool = False) -> list[dict[str, Any]]:
     write anything (references: bad lines are skipped, not moved)."""
     if not path.exists():
         return []
-    from baselines.lib import training_runs
+    from baselines.lib import runs
     from baselines.lib.records import upgrade
 
-    store = ResultsFile(path, training_runs.SCHEMA, training_runs.TrainingRecord.check, upgrade)
+    store = ResultsFile(path, runs.SCHEMA, runs.TrainingRecord.check, upgrade)
     return store.read() if read_only else store.load()
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from baselines.lib import protocol as protocols
-from baselines.lib import protocol_runs
+from baselines.lib import protocol_runs, runs
 
 
 def rerun(fields_: dict[str, Any], keys: list[str]) -> list[dict[str, Any]]:
@@ -24,7 +24,7 @@ def rerun(fields_: dict[str, Any], keys: list[str]) -> list[dict[str, Any]]:
     protocol = protocols.load_protocol(fields_["version"])
     env_ids = fields_["env_ids"] or None
     with tempfile.TemporaryDirectory() as configs:
-        jobs = protocol_runs.plan(
+        planned = protocol_runs.plan(
             protocol,
             protocol.tier(fields_["tier"]),
             fields_["method"],
@@ -37,18 +37,15 @@ def rerun(fields_: dict[str, Any], keys: list[str]) -> list[dict[str, Any]]:
             versions = json.loads(key).get("versions")  # the submitter's: a fact of their runs
             wanted = next(
                 (
-                    job
-                    for job in jobs
-                    if protocol_runs.run_key({**job, "versions": versions}) == key
+                    runs.replace(run, versions=versions)
+                    for run in planned
+                    if runs.key(runs.replace(run, versions=versions)) == key
                 ),
                 None,
             )
             if wanted is None:
                 raise ValueError(f"no planned run has the key {key[:200]}")
-            if fields_["trainer"] == "batched":
-                record = protocol_runs.run_benchmark_batch([wanted])[0]
-            else:
-                record = protocol_runs.run_benchmark_job(wanted)
+            record = runs.train_batch([wanted])[0]
             rows.append(json.loads(json.dumps(record.row(), sort_keys=True)))
     return rows
 
@@ -57,7 +54,7 @@ def main(path: str) -> None:
     """Read ``RUNS.json`` at ``path``, write ``rows.json`` beside it (what the verifier's
     subprocess runs: ``python -c "from baselines.experiments.benchmark.rerun import main;
     main(PATH)"``)."""
-    runs = Path(path)
-    todo = json.loads(runs.read_text())
+    asked = Path(path)
+    todo = json.loads(asked.read_text())
     rows = rerun(todo["fields"], todo["keys"])
-    (runs.parent / "rows.json").write_text(json.dumps(rows))
+    (asked.parent / "rows.json").write_text(json.dumps(rows))

@@ -292,7 +292,7 @@ def json_member(members: Mapping[str, bytes], name: str, where: str = "the bundl
 def rows_of(members: Mapping[str, bytes]) -> list[dict[str, Any]]:
     """The valid training records of the bundle's ``results.jsonl`` (read as any results file:
     an invalid line is refused, one line naming it)."""
-    from baselines.lib import training_runs
+    from baselines.lib import runs
     from baselines.lib.records import upgrade
     from baselines.lib.results import ResultsFile
 
@@ -306,7 +306,7 @@ def rows_of(members: Mapping[str, bytes]) -> list[dict[str, Any]]:
         path = Path(folder) / "results.jsonl"
         path.write_bytes(members["results.jsonl"])
         messages: list[str] = []
-        store = ResultsFile(path, training_runs.SCHEMA, training_runs.TrainingRecord.check, upgrade)
+        store = ResultsFile(path, runs.SCHEMA, runs.TrainingRecord.check, upgrade)
         records = store.read(report=messages.append)
     if messages:
         raise InvalidSubmission(f"results.jsonl: {messages[0][:300]}")

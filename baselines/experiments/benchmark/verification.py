@@ -38,7 +38,7 @@ from typing import Any
 from baselines.experiments.benchmark import card, drops, manifest, report, submission
 from baselines.experiments.benchmark import lab as benchmark_lab
 from baselines.lib import protocol as protocols
-from baselines.lib import protocol_runs, trainers
+from baselines.lib import protocol_runs, runs, trainers
 from routine_envs import plugins
 
 Record = dict[str, Any]
@@ -244,7 +244,7 @@ def check_runs(
     inconsistent = 0
     for r in records:
         try:
-            if protocol_runs.run_key(r) != r.get("key"):
+            if runs.key(r) != r.get("key"):
                 inconsistent += 1
         except (KeyError, TypeError):
             inconsistent += 1
@@ -252,18 +252,19 @@ def check_runs(
         problems.append(f"{inconsistent} rows have a key that is not their own fields'")
     versions = {json.dumps(r.get("versions"), sort_keys=True) for r in records}
     planned = {}
-    for job in jobs:
+    for run in jobs:
         if len(versions) == 1:  # the submitter's package versions: a fact of their runs
-            job = {**job, "versions": json.loads(next(iter(versions)))}
-        planned[protocol_runs.run_key(job)] = job
+            run = runs.replace(run, versions=json.loads(next(iter(versions))))
+        planned[runs.key(run)] = run
     keys = Counter(r.get("key") for r in records)
     duplicates = sum(n - 1 for n in keys.values() if n > 1)
     extra = sum(1 for k in keys if k not in planned)
     missing_keys = [k for k in planned if k not in keys]
     failed = {}
     for k in missing_keys:
-        job = planned[k]
-        reason = declared_failed.get((job["setting"], int(job["density_value"]), int(job["seed"])))
+        run = planned[k]
+        where = (run.context["setting"], int(run.context["density_value"]), int(run.seed))
+        reason = declared_failed.get(where)
         if reason:
             failed[k] = reason
     undeclared = len(missing_keys) - len(failed)

@@ -1,10 +1,10 @@
 """The comparison sweep: ``python -m baselines.compare --sweep demo``.
 
 A sweep is environments x routine lengths x methods x seeds (settings only, in
-:data:`SWEEPS`; flags override them). Each run is one :func:`baselines.lib.training.main` in its
+:data:`SWEEPS`; flags override them). Each run is a :class:`baselines.lib.runs.Run`, trained in its
 own process (one torch thread each, ``--workers`` at a time; with ``--trainer batched`` the runs
-of one method are trained together, a few batches per worker: :data:`~baselines.lib.
-training_runs.BATCHING`), through the resumable runner
+of one method are trained together, a few batches per worker: :data:`~baselines.lib.runs.
+BATCHING`), through the resumable runner
 (:func:`baselines.lib.runner.run_resumable`): every finished run is appended as one JSON line to
 ``<out>/results.jsonl`` (flushed and fsynced, :class:`baselines.lib.results.ResultsFile`), so a
 sweep killed halfway and started again runs only what is missing, and never duplicates a run. A
@@ -22,10 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from baselines.lib import cli, curves, training_runs
+from baselines.lib import cli, curves, runs
 from baselines.lib.experiment import Experiment, run_experiment
 from baselines.lib.experiment import main as experiment_main
-from baselines.lib.training_runs import TrainingRecord
+from baselines.lib.runs import Run, TrainingRecord
+from baselines.lib.sweeps import SweepArgs, check_lists, check_sweep, runs_of
 
 SWEEPS: dict[str, dict[str, Any]] = {
     # A few minutes on 2 cores: the demo's comparison.
@@ -48,21 +49,12 @@ SWEEPS: dict[str, dict[str, Any]] = {
 }
 
 
-# ------------------------------------------------------------------------------ the jobs
-# A run's identity and record are the library's (every experiment that trains shares them).
-SweepArgs = training_runs.SweepArgs
-check_lists = training_runs.check_lists
-check_sweep = training_runs.check_sweep
-check_overrides = training_runs.check_overrides
-jobs_of = training_runs.jobs_of
-KEY_FIELDS = training_runs.KEY_FIELDS
-run_key = training_runs.run_key
-REQUIRED = training_runs.SCHEMA
-check_record = training_runs.TrainingRecord.check
-run_job = training_runs.run_training
+# ------------------------------------------------------------------------------ the runs
+run_job = runs.train_record
+"""A run's worker (module-level: tests replace it)."""
 
 
-def plan(args: SweepArgs) -> list[dict[str, Any]]:
+def plan(args: SweepArgs) -> list[Run]:
     """Every run of the sweep, validated before any training starts."""
     import gymnasium as gym
 
@@ -77,7 +69,7 @@ def plan(args: SweepArgs) -> list[dict[str, Any]]:
     if density_kwarg is None:
         raise ValueError(f"{args.env_id} has no keyword argument that sets its decision density")
     check_sweep(args, density_kwarg)
-    return jobs_of(args, density_kwarg)
+    return runs_of(args, density_kwarg)
 
 
 def analyse(records: list[dict[str, Any]], args: SweepArgs) -> dict[str, list[dict[str, Any]]]:
@@ -96,7 +88,7 @@ def experiment() -> Experiment:
     """The comparison sweep as an experiment (its functions looked up now: tests replace
     :func:`run_job`)."""
     return Experiment(
-        "compare", plan, run_key, run_job, TrainingRecord, analyse, batching=training_runs.BATCHING
+        "compare", plan, runs.key, run_job, TrainingRecord, analyse, batching=runs.BATCHING
     )
 
 

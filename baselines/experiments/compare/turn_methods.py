@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from baselines.lib.batched import RunSpec, train_runs
+from baselines.lib.runs import Run, train
 from baselines.lib.stats import first_crossing
 from baselines.lib.tables import format_table, write_csv
 
@@ -47,21 +47,21 @@ def main(seeds: list[int], out: Path) -> list[dict[str, Any]]:
     """Train every run, write ``runs.csv``, ``summary.csv`` and ``summary.json``."""
     out.mkdir(parents=True, exist_ok=True)
     specs = [
-        RunSpec(env_id, kwargs, method, seed, budget, budget // EVALUATIONS, TARGET)
+        Run.of(env_id, method, kwargs, seed, budget, budget // EVALUATIONS, TARGET, "batched")
         for env_id, kwargs, budget in SETTINGS
         for method in METHODS
         for seed in seeds
     ]
-    results = train_runs(specs)
+    results = train(specs)
     runs = []
     for spec, result in zip(specs, results, strict=True):
         steps = first_crossing(result.timesteps, result.success, TARGET)
         runs.append(
             {
                 "setting": f"{spec.env_id}{json.dumps(spec.env_kwargs)}",
-                "method": spec.method,
+                "method": spec.method.text,
                 "seed": spec.seed,
-                "budget": spec.total_timesteps,
+                "budget": spec.budget,
                 "steps_to_target": steps,
                 "final_success": result.success[-1],
             }

@@ -1,7 +1,7 @@
 """A partly trained policy to score detectors under: ``python -m baselines.detectors policy``.
 
 Trains one short run of an SB3 method (``ppo`` by default, through
-:func:`baselines.lib.training.build`, the env's shipped hyperparameters) and saves its tabular
+:func:`baselines.lib.sb3_trainer.build`, the env's shipped hyperparameters) and saves its tabular
 policy (:func:`baselines.lib.trajectory_ppo.policy_table`: the network's action probabilities
 on every decision state) as a ``.npy`` table ``(num_states, num_actions)``, which
 ``python -m baselines.detectors score --policies`` and the SNR lab's ``--policy`` accept.
@@ -42,7 +42,8 @@ class PolicyArgs:
 def main(args: PolicyArgs) -> dict[str, Any]:
     """Train, save the table (and a ``.json`` beside it with the settings and the exact
     success probability of the table); return that description."""
-    from baselines.lib.training import TrainArgs, build
+    from baselines.lib.runs import Run
+    from baselines.lib.sb3_trainer import build
     from baselines.lib.trajectory_ppo import policy_table
 
     if args.out.suffix != ".npy":
@@ -50,15 +51,9 @@ def main(args: PolicyArgs) -> dict[str, Any]:
     if args.out.is_dir():
         raise ValueError(f"--out {args.out}: a folder is in the way (give a .npy file)")
     cli.check_output_folder(args.out.parent, allow_current=True)  # before training
-    train = TrainArgs(
-        env_id=args.env_id,
-        env_kwargs=args.env_kwargs,
-        method=args.method,
-        seed=args.seed,
-        total_timesteps=args.total_timesteps,
-        progress=False,
-    )
-    algo, eval_env, hyper = build(train)
+    run = Run.of(args.env_id, args.method, args.env_kwargs, args.seed, args.total_timesteps)
+    algo, eval_env = build(run)
+    hyper = {"n_envs": 8, **run.hyperparameters}
     algo.learn(args.total_timesteps)
     table = policy_table(algo.policy, eval_env)
     buffer = io.BytesIO()

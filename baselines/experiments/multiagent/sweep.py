@@ -2,7 +2,7 @@
 
 Parameter-shared training on the team environments through the turn-based adapter
 (:class:`TurnBasedTeamEnv`), PPO beside ``TrajectoryAdvantagePPO``: each run is
-:func:`baselines.lib.training.main`, results go to a resumable ``results.jsonl``
+a :class:`baselines.lib.runs.Run`, results go to a resumable ``results.jsonl``
 (:class:`baselines.lib.results.ResultsFile`) and the tables and plots are those of the comparison
 (:mod:`baselines.lib.curves`). Importing this module registers the team ids.
 """
@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from baselines.lib import curves, training_runs
+from baselines.lib import curves, runs
 from baselines.lib.experiment import Experiment, run_experiment
 from baselines.lib.experiment import main as experiment_main
-from baselines.lib.training_runs import TrainingRecord
+from baselines.lib.runs import Run, TrainingRecord
+from baselines.lib.sweeps import SweepArgs, check_sweep, runs_of
 from routine_envs.multiagent.turn_based import TEAM_ENVS, TurnBasedTeamEnv
 
 __all__ = ["TEAM_ENVS", "TeamSweepArgs", "TurnBasedTeamEnv", "main", "parse_args", "plan"]
@@ -24,7 +25,7 @@ __all__ = ["TEAM_ENVS", "TeamSweepArgs", "TurnBasedTeamEnv", "main", "parse_args
 
 # ------------------------------------------------------------------------------- the sweep
 @dataclass
-class TeamSweepArgs(training_runs.SweepArgs):
+class TeamSweepArgs(SweepArgs):
     """Settings of a team comparison (those of the single-agent sweep, other defaults)."""
 
     env_id: str = field(
@@ -49,14 +50,14 @@ class TeamSweepArgs(training_runs.SweepArgs):
     )
 
 
-def plan(args: TeamSweepArgs) -> list[dict[str, Any]]:
-    """Every run of the sweep, validated before any training starts (the training jobs of the
-    library; ``rho`` is the mean per-agent decision density)."""
+def plan(args: TeamSweepArgs) -> list[Run]:
+    """Every run of the sweep, validated before any training starts (the library's runs;
+    ``rho`` is the mean per-agent decision density)."""
     if args.env_id not in TEAM_ENVS:
         raise ValueError(f"unknown team environment {args.env_id!r}; known: {sorted(TEAM_ENVS)}")
     density_kwarg = TEAM_ENVS[args.env_id]["density_kwarg"]
-    training_runs.check_sweep(args, density_kwarg)
-    return training_runs.jobs_of(
+    check_sweep(args, density_kwarg)
+    return runs_of(
         args,
         density_kwarg,
         extra=lambda env: {
@@ -66,9 +67,9 @@ def plan(args: TeamSweepArgs) -> list[dict[str, Any]]:
     )
 
 
-def run_job(job: dict[str, Any]) -> TrainingRecord:
+def run_job(run: Run) -> TrainingRecord:
     """Train one run (in a worker process, where importing this module registers the ids)."""
-    return training_runs.run_training(job)
+    return runs.train_record(run)
 
 
 def analyse(records: list[dict[str, Any]], args: TeamSweepArgs) -> dict[str, list[dict]]:
@@ -92,7 +93,7 @@ def analyse(records: list[dict[str, Any]], args: TeamSweepArgs) -> dict[str, lis
 def experiment() -> Experiment:
     """The team sweep as an experiment (``run_job`` is importable by name: spawned workers
     import this module, which registers the ids)."""
-    return Experiment("multiagent", plan, training_runs.run_key, run_job, TrainingRecord, analyse)
+    return Experiment("multiagent", plan, runs.key, run_job, TrainingRecord, analyse)
 
 
 def run_sweep(args: TeamSweepArgs, progress: bool = True) -> list[dict[str, Any]]:

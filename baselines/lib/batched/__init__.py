@@ -8,17 +8,17 @@ process, the native vector envs, the exact models and every matrix product.
 
 ::
 
-    from baselines.lib.batched import RunSpec, group_runs, train_runs
+    from baselines.lib.runs import Run, train
 
-    specs = [RunSpec("DilutedDoors-v1", {"num_floors": 2, "routine_length": L}, "ppo", seed,
-                     total_timesteps=15_000, eval_every=750, hyperparameters=hyper)
-             for L in (0, 3, 9, 29) for seed in range(10)]
-    results = train_runs(specs)   # one baselines.lib.trainers.RunResult per spec, in order
+    runs = [Run.of("DilutedDoors-v1", "ppo", {"num_floors": 2, "routine_length": L}, seed,
+                   budget=15_000, eval_every=750, trainer="batched")
+            for L in (0, 3, 9, 29) for seed in range(10)]
+    results = train(runs)   # one baselines.lib.trainers.RunResult per run, in order
 
-- :class:`RunSpec`: one run, the fields of ``baselines.lib.training.TrainArgs`` that matter
-  (env id and kwargs, method spec, seed, budget, evaluation step, target, resolved
-  hyperparameters or a config path).
-- :func:`train_runs(runs, max_batch=64, progress=False) -> list[RunResult]`: trains them, batched
+- a run is a :class:`baselines.lib.runs.Run` (env id and kwargs, the parsed method, seed,
+  budget, evaluation step, target, resolved hyperparameters); :func:`baselines.lib.runs.train`
+  hands the runs whose ``trainer`` is ``batched`` to this package.
+- :func:`train(runs, progress=False, max_batch=64) -> list[RunResult]`: trains them, batched
   by :func:`group_runs`; each ``RunResult`` has ``timesteps`` (the protocol's grid: 0 and every
   ``eval_every`` up to the budget), ``success`` (exact success probability of the current
   stochastic policy at each point, from the dynamics' model, as ``SuccessCurve`` measures it),
@@ -26,17 +26,17 @@ process, the native vector envs, the exact models and every matrix product.
   ``steps_trained`` (whole rollouts), ``hyperparameters``, and ``wall_time``/``cpu_time`` (s):
   the batch's time divided equally among the runs active in each iteration. Bad settings of
   any run raise ``ValueError`` before any training.
-- :func:`check_supported(spec)`: a one-line ``ValueError`` naming ``--trainer batched`` when a
+- :func:`check(run)`: a one-line ``ValueError`` naming ``--trainer batched`` when a
   run cannot train here (no exact model, a hyperparameter not implemented, an estimator needing
   env snapshots or annotations the env lacks), before anything is built; the sweeps call it
   when they plan.
-- :func:`batch_key(spec)` / :func:`group_runs(runs, max_batch)`: which runs can share a batch:
+- :func:`batch_key(run)` / :func:`group_runs(runs, max_batch)`: which runs can share a batch:
   the same env id, method spec and resolved hyperparameters; ``env_kwargs`` (densities,
   observation modes), seeds, budgets and schedules may differ.
-- ``python -m baselines.train --trainer batched ...`` trains one run (R = 1) this way;
+- ``python -m baselines train --trainer batched ...`` trains one run (R = 1) this way;
   ``compare``, ``multiagent`` and ``benchmark run --trainer batched`` train their sweeps this
   way, the runs of one env id, method and hyperparameters in one worker call
-  (``baselines.lib.training_runs.BATCHING``, ``baselines.lib.runner.Batching``).
+  (``baselines.lib.runs.BATCHING``, ``baselines.lib.runner.Batching``).
 
 ## What is the same as SB3 (the protocol's algorithm)
 
@@ -83,12 +83,6 @@ policies in one pass), :mod:`.trainer` (the loop), :mod:`.transformer`, :mod:`.s
 Documentation: ``docs/batched.md``.
 """
 
-from baselines.lib.batched.api import (
-    RunSpec,
-    batch_key,
-    check_supported,
-    group_runs,
-    train_runs,
-)
+from baselines.lib.batched.api import batch_key, check, group_runs, train
 
-__all__ = ["RunSpec", "batch_key", "check_supported", "group_runs", "train_runs"]
+__all__ = ["batch_key", "check", "group_runs", "train"]

@@ -27,7 +27,7 @@ from baselines.lib.batched.settings import TrainerSettings
 from baselines.lib.batched.streams import RunStreams, Uniforms
 from baselines.lib.batched.tabular import MASKED_LOGIT, StateTable, table_policy
 from baselines.lib.batched.update import LossSettings, RolloutData, Segment, update
-from baselines.lib.config import TURN_LEVEL_METHODS, check_method
+from baselines.lib.trainers import check_feedable
 from routine_envs import credit
 from routine_envs.episodes import Declared
 
@@ -58,14 +58,7 @@ def check_estimator(estimator: Any, env: Any, env_id: str) -> None:
     """``ValueError`` (one line) when the batched trainer cannot feed ``estimator`` on ``env``
     (``gym.make(env_id, ...)``): info keys it needs that the env does not give, or batch fields
     the trainer does not provide (:data:`BATCHED_PROVIDES`: no ``snapshots``)."""
-    _, info = env.reset(seed=0)
-    missing = credit.missing_annotations(estimator, info)
-    if missing:
-        raise ValueError(
-            f"estimator {estimator.name!r} needs info keys {missing}, which {env_id} does not "
-            "provide"
-        )
-    credit.check_provides(estimator, BATCHED_PROVIDES, "the batched trainer (--trainer batched)")
+    check_feedable(estimator, env, BATCHED_PROVIDES, "the batched trainer (--trainer batched)")
 
 
 class BatchedTrainer:
@@ -74,7 +67,8 @@ class BatchedTrainer:
     Args:
         runs: one dict per run with ``env_id``, ``env_kwargs``, ``method``, ``seed``,
             ``budget`` (steps) and ``points`` (the evaluation schedule); use
-            :func:`baselines.lib.batched.train_runs`, which builds them from ``RunSpec``s.
+            :func:`baselines.lib.batched.train`, which builds them from runs
+            (:class:`baselines.lib.runs.Run`).
         hyperparameters: the batch's resolved hyperparameters (one set for every run).
     """
 
@@ -91,12 +85,11 @@ class BatchedTrainer:
         s = self.settings
         if s.policy != self.policy_name:
             raise ValueError(f"policy: {s.policy} is not trained by {type(self).__name__}")
-        methods = {r["method"] for r in runs}
+        methods = {r["method"].text for r in runs}
         if len(methods) != 1:
             raise ValueError(f"one batch trains one method, got {sorted(methods)}")
         self.method = runs[0]["method"]
-        spec = check_method(self.method)
-        self.turn_level = spec.target in TURN_LEVEL_METHODS
+        self.turn_level = self.method.turn_level
         # runs ordered by configuration: each configuration's sub-envs are contiguous
         order = sorted(range(len(runs)), key=lambda i: _config_sort_key(runs, i))
         self.order = np.array(order, dtype=np.int64)
@@ -116,7 +109,7 @@ class BatchedTrainer:
         trains_critic = True
         if not self.turn_level:
             for j in range(len(self.runs)):
-                self.estimators.append(self._build_estimator(spec.target, j))
+                self.estimators.append(self._build_estimator(self.method.estimator, j))
             trains_critic = bool(self.estimators[0].trains_critic)
         self.trains_critic = trains_critic
         self.theta = self._init_policy()
@@ -214,7 +207,7 @@ class BatchedTrainer:
         return TrainerSettings.from_hyperparameters(hyperparameters)
 
     # ---------------------------------------------------------------------- set-up
-    def _build_estimator(self, target: str, j: int) -> Declared:
+    def _build_estimator(self, estimator: Any, j: int) -> Declared:
         config = self.configs[self.config_of[j]]
         context = credit.EstimatorContext(
             env=config.env.unwrapped,
@@ -225,7 +218,7 @@ class BatchedTrainer:
             seed=self.streams[j].estimator_seed,
         )
         # requires (and the rest) read once, here: every later use is of this record
-        built = credit.build_estimator(target, context, **self.settings.estimator_kwargs)
+        built = credit.build_estimator(estimator, context, **self.settings.estimator_kwargs)
         estimator = credit.declare(built)
         check_estimator(estimator, config.env, config.env_id)
         return estimator

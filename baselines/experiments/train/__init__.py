@@ -1,0 +1,1 @@
+"""``python -m baselines train``: one training run (:mod:`.command`)."""
