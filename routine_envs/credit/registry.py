@@ -162,11 +162,11 @@ def build_estimator(
     followed by JSON keyword arguments, which ``kwargs`` override; resolved by
     :func:`resolve_estimator`), a class, or an instance (returned as is; no keyword arguments
     then). A class is built with its ``from_context(context, **kwargs)`` classmethod when it has
-    one (every estimator of this module, and any class using the :class:`FromContext` mixin),
-    else with ``cls(**kwargs)``. The JSON arguments are checked as data, ``kwargs`` as Python
-    values, against the class's signature and type hints
-    (:func:`check_arguments`), so
-    ``build_estimator("gigpo", omega="x")`` is refused before anything is built.
+    one (every estimator of this package, and any class using the
+    :class:`~routine_envs.credit.base.FromContext` mixin), else with ``cls(**kwargs)``. The JSON
+    arguments are checked as data, ``kwargs`` as Python values, against the class's signature
+    and type hints (:func:`check_arguments`), so ``build_estimator("gigpo", omega="x")`` is
+    refused before anything is built.
 
     Raises:
         ValueError: an unknown name, an import that fails, a wrong keyword or type, something
