@@ -95,7 +95,7 @@ def test_a_method_spec_is_resolved_once_per_plan(tmp_path, monkeypatch):
     parsed into one MethodSpec that the hyperparameters, label and run key all read; it was
     resolved five times)."""
     from baselines.lib import protocol, protocol_runs
-    from routine_envs import credit
+    from routine_envs.credit import registry
 
     (tmp_path / "once_h24.py").write_text(
         "from routine_envs import credit\n\n\nclass Half(credit.TrajectoryMC):\n"
@@ -103,13 +103,13 @@ def test_a_method_spec_is_resolved_once_per_plan(tmp_path, monkeypatch):
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     calls = []
-    original = credit.resolve_estimator
+    original = registry.resolve_estimator
 
     def counting(target):
         calls.append(target)
         return original(target)
 
-    monkeypatch.setattr(credit, "resolve_estimator", counting)
+    monkeypatch.setattr(registry, "resolve_estimator", counting)  # where specs are resolved
     rb1 = protocol.load_protocol("rb1")
     jobs = protocol_runs.plan(rb1, rb1.tier("smoke"), "once_h24:Half", tmp_path / "configs")
     assert len(jobs) == 4
