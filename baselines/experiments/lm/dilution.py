@@ -134,13 +134,6 @@ def analyse(records: list[dict[str, Any]], out: Path) -> dict[str, Any]:
     return summary
 
 
-def parse_args(argv: list[str] | None = None) -> DilutionSettings:
-    """The settings of ``python -m baselines lm dilution`` from ``argv`` (the one command tree)."""
-    from baselines.commands import settings_of
-
-    return settings_of("lm dilution", argv)
-
-
 def main(settings: DilutionSettings) -> dict[str, Any]:
     """Run (resumably), analyse, print the table and the summary."""
     cli.check_output_folder(settings.out)
@@ -151,10 +144,3 @@ def main(settings: DilutionSettings) -> dict[str, Any]:
     print(format_table(table(records)))
     print(json.dumps(summary, indent=2))
     return summary
-
-
-def cli_main(argv: list[str] | None = None) -> dict[str, Any]:
-    """``python -m baselines lm dilution``: parse and run (every ending one line)."""
-    from baselines.commands import script
-
-    return script("lm dilution")(argv)

@@ -222,13 +222,6 @@ def analyse(records: list[dict[str, Any]], out: Path) -> dict[str, Any]:
     return summary
 
 
-def parse_args(argv: list[str] | None = None) -> SNRSettings:
-    """The settings of ``python -m baselines lm snr`` from ``argv`` (the one command tree)."""
-    from baselines.commands import settings_of
-
-    return settings_of("lm snr", argv)
-
-
 def main(settings: SNRSettings) -> dict[str, Any]:
     """Run (resumably), analyse, print the table and the summary."""
     cli.check_output_folder(settings.out)
@@ -242,10 +235,3 @@ def main(settings: SNRSettings) -> dict[str, Any]:
     print(format_table(sorted(records, key=lambda r: -r["rho"]), columns))
     print(json.dumps(summary, indent=2))
     return summary
-
-
-def cli_main(argv: list[str] | None = None) -> dict[str, Any]:
-    """``python -m baselines lm snr``: parse and run (every ending one line)."""
-    from baselines.commands import script
-
-    return script("lm snr")(argv)

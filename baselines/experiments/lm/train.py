@@ -233,13 +233,6 @@ def analyse(records: list[dict[str, Any]], out: Path) -> dict[str, Any]:
     return summary
 
 
-def parse_args(argv: list[str] | None = None) -> TrainSettings:
-    """The settings of ``python -m baselines lm train`` from ``argv`` (the one command tree)."""
-    from baselines.commands import settings_of
-
-    return settings_of("lm train", argv)
-
-
 def main(settings: TrainSettings) -> dict[str, Any]:
     """Run (resumably), analyse, print the summary."""
     cli.check_output_folder(settings.out)
@@ -258,10 +251,3 @@ def main(settings: TrainSettings) -> dict[str, Any]:
     )
     print(json.dumps(summary, indent=2))
     return summary
-
-
-def cli_main(argv: list[str] | None = None) -> dict[str, Any]:
-    """``python -m baselines lm train``: parse and run (every ending one line)."""
-    from baselines.commands import script
-
-    return script("lm train")(argv)
