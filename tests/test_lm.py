@@ -208,7 +208,8 @@ def test_exact_snr_of_the_lm_policy_orders_the_estimators(tmp_path: Path) -> Non
     args = ["snr", "--routine-lengths", "0", "3", "--episodes", "800", "--warm-start-steps", "10"]
     lm.main([*args, "--dim", "16", "--out", str(out)])
     lines = (out / "results.jsonl").read_text().splitlines()
-    rows = {int(r["routine_length"]): r for r in map(json.loads, lines)}
+    rows = {int(r["density_value"]): r for r in map(json.loads, lines)}
+    assert all(r["density_kwarg"] == "routine_length" for r in rows.values())
     assert rows[0]["ratio"] == pytest.approx(1.0, abs=1e-9)
     assert rows[3]["ratio"] > 1.8
     assert rows[3]["logit_gradient_error"] < 1e-12

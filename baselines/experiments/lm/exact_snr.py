@@ -12,8 +12,9 @@ with norms in the LM's parameter space (metric ``M = J J^T``). The ratio of the 
 critic's SNR over the trajectory advantage's (exact baseline) is fitted against rho on log-log
 axes and set beside the tabular closed form of the uniform policy.
 
-Writes ``snr.csv``, ``snr.png`` and ``summary.json`` into ``--out`` (resumable:
-``results.jsonl``).
+Writes ``snr.csv``, ``snr.png`` and ``summary.json`` into ``--out``
+(:mod:`baselines.experiments.lm.analysis`; resumable: ``results.jsonl``, the records
+:class:`~baselines.experiments.lm.records.SNRRecord`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from baselines.experiments.lm import analysis
+from baselines.experiments.lm.records import SNRRecord, density_of, upgrade
 from baselines.lib import cli
 from baselines.lib.runner import run_resumable
 from baselines.lib.tables import format_table, write_csv
@@ -85,8 +88,9 @@ def plan(settings: SNRSettings) -> list[dict[str, Any]]:
             "seed",
         )
     }
+    density_kwarg, _ = density_of(settings.env_id, settings.env_kwargs)
     return [
-        {**common, "env_kwargs": {**settings.env_kwargs, "routine_length": int(length)}}
+        {**common, "env_kwargs": {**settings.env_kwargs, density_kwarg: int(length)}}
         for length in settings.routine_lengths
     ]
 
@@ -95,7 +99,7 @@ def key(job: dict[str, Any]) -> str:
     return json.dumps(job, sort_keys=True)
 
 
-def run(job: dict[str, Any]) -> dict[str, Any]:
+def run(job: dict[str, Any]) -> SNRRecord:
     """Measure one corridor length; the record (per estimator: SNR with interval, relative
     bias, cosine; the ratio; the exactness checks of the gradient)."""
     import torch
@@ -144,10 +148,11 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         chunk_groups=512,
     )
     ratio, low, high = comparison.ratios[("oracle", "trajectory_exact")]
-    length = job["env_kwargs"]["routine_length"]
+    density_kwarg, length = density_of(job["env_id"], job["env_kwargs"])
     record: dict[str, Any] = {
         **job,
-        "routine_length": length,
+        "density_kwarg": density_kwarg,
+        "density_value": length,
         "rho": float(base.decision_density),
         "parameters": int(grad.jacobian.shape[1]),
         "J": grad.objective,
@@ -176,76 +181,39 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         record[f"{name}_relative_bias"] = result.relative_bias
         record[f"{name}_cosine"] = result.cosine
     record["cpu_seconds"] = time.process_time() - start
-    return record
+    return SNRRecord.from_row(record)
 
 
-def analyse(records: list[dict[str, Any]], out: Path) -> dict[str, Any]:
-    """``snr.csv``, ``snr.png`` and ``summary.json`` (the fitted slopes); the summary."""
+def analyse(records: list[dict[str, Any]], settings: SNRSettings) -> dict[str, Any]:
+    """``snr.csv``, ``snr.png`` and ``summary.json`` (the fitted slopes) into ``settings.out``
+    (:mod:`baselines.experiments.lm.analysis`); the summary."""
     from baselines.experiments.lm import plots
 
+    out = settings.out
     out.mkdir(parents=True, exist_ok=True)
-    rows = sorted(records, key=lambda r: -r["rho"])
-    skip = {"env_kwargs", "estimators"}
-    write_csv(out / "snr.csv", [{k: v for k, v in r.items() if k not in skip} for r in rows])
-    rho = [r["rho"] for r in rows]
-    slope, _, r2 = snr.fit_loglog(rho, [r["ratio"] for r in rows])
-    tabular_slope, _, _ = snr.fit_loglog(rho, [r["tabular_ratio"] for r in rows])
-    low = [r for r in rows if r["rho"] <= 0.25]  # the dilute end, where the law is -1/2
-    low_fit = (
-        snr.fit_loglog([r["rho"] for r in low], [r["ratio"] for r in low])[0]
-        if len(low) >= 2
-        else None
-    )
-    low_tabular = (
-        snr.fit_loglog([r["rho"] for r in low], [r["tabular_ratio"] for r in low])[0]
-        if len(low) >= 2
-        else None
-    )
-    summary = {
-        "env_id": rows[0]["env_id"],
-        "parameters": rows[0]["parameters"],
-        "estimators": rows[0]["estimators"],
-        "ratio_of": ["oracle", "trajectory_exact"],
-        "slope": slope,
-        "r2": r2,
-        "tabular_slope": tabular_slope,
-        "slope_rho_at_most_0.25": low_fit,
-        "tabular_slope_rho_at_most_0.25": low_tabular,
-        "warm_start_steps": rows[0]["warm_start_steps"],
-        "episodes": rows[0]["episodes"],
-        "max_logit_gradient_error": max(r["logit_gradient_error"] for r in rows),
-        "max_parameter_gradient_error": max(r["parameter_gradient_error"] for r in rows),
-        "cpu_seconds": float(sum(r["cpu_seconds"] for r in rows)),
-    }
+    rows = analysis.snr_rows(records)
+    write_csv(out / "snr.csv", rows)
+    summary = analysis.snr_summary(records)
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     plots.plot_snr(rows, summary, out / "snr.png")
     return summary
-
-
-def parse_args(argv: list[str] | None = None) -> SNRSettings:
-    """The settings of ``python -m baselines lm snr`` from ``argv`` (the one command tree)."""
-    from baselines.commands import settings_of
-
-    return settings_of("lm snr", argv)
 
 
 def main(settings: SNRSettings) -> dict[str, Any]:
     """Run (resumably), analyse, print the table and the summary."""
     cli.check_output_folder(settings.out)
     records = run_resumable(
-        plan(settings), key, run, settings.out / "results.jsonl", settings.workers, unit="length"
+        plan(settings),
+        key,
+        run,
+        settings.out / "results.jsonl",
+        settings.workers,
+        required={"key": "str", **SNRRecord.schema()},
+        check=SNRRecord.check,
+        unit=SNRRecord.unit,
+        upgrade=upgrade,
     )
-    summary = analyse(records, settings.out)
-    columns = ["routine_length", "rho", "J", "ratio", "ratio_low", "ratio_high", "tabular_ratio"]
-    columns += [f"snr_{n}" for n in settings.estimators]
-    columns += [f"{n}_relative_bias" for n in settings.estimators]
-    print(format_table(sorted(records, key=lambda r: -r["rho"]), columns))
+    summary = analyse(records, settings)
+    print(format_table(analysis.snr_table(records, settings.estimators)))
     print(json.dumps(summary, indent=2))
     return summary
-
-
-def cli_main(argv: list[str] | None = None) -> dict[str, Any]:
-    """``python -m baselines lm snr``: parse and run (every ending one line)."""
-    from baselines.commands import script
-
-    return script("lm snr")(argv)

@@ -1,4 +1,5 @@
-"""Figures of the LM experiments: learning curves, steps to target against rho, exact SNR."""
+"""Figures of the LM experiments: learning curves, steps to target against rho, exact SNR;
+each drawn from the rows and summary of :mod:`baselines.experiments.lm.analysis`."""
 
 from __future__ import annotations
 

@@ -6,7 +6,9 @@ weighted: the format is learned, the policy stays at chance), then GRPO steps
 (:class:`~baselines.lib.lm.grpo.GRPOTrainer`) until the exact success probability of the
 model's policy reaches ``--target`` or ``--steps`` run out. Writes ``curve.csv`` (every step of
 every seed: batch success, exact success, CPU seconds, ...), ``curve.png`` and
-``summary.json`` into ``--out``; the runs are resumable (``results.jsonl``).
+``summary.json`` into ``--out`` (:mod:`baselines.experiments.lm.analysis`); the runs are
+resumable (``results.jsonl``, the records :class:`~baselines.experiments.lm.records.
+LMRunRecord`).
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from baselines.experiments.lm import analysis
+from baselines.experiments.lm.records import LMRunRecord, density_of, upgrade
 from baselines.lib import cli
 from baselines.lib.runner import run_resumable
 from baselines.lib.tables import format_table, write_csv
@@ -100,8 +102,9 @@ def job_of(settings: LMSettings, seed: int, **changes: Any) -> dict[str, Any]:
 
 
 def plan(settings: TrainSettings) -> list[dict[str, Any]]:
-    """One run per seed."""
+    """One run per seed (the env's density keyword known: :func:`~.records.density_of`)."""
     cli.check_unique("seeds", settings.seeds)
+    density_of(settings.env_id, settings.env_kwargs)
     return [job_of(settings, seed) for seed in settings.seeds]
 
 
@@ -109,9 +112,10 @@ def key(job: dict[str, Any]) -> str:
     return json.dumps(job, sort_keys=True)
 
 
-def run(job: dict[str, Any]) -> dict[str, Any]:
-    """Train one model; its record: the job, the curve (one row per step), ``steps_to_target``
-    (``None`` when not reached), the initial and final exact success, CPU seconds."""
+def run(job: dict[str, Any]) -> LMRunRecord:
+    """Train one model; its record: the job, the env's density, the curve (one row per step),
+    ``steps_to_target`` (``None`` when not reached), the initial and final exact success, CPU
+    seconds."""
     import torch
 
     from baselines.lib.lm import GRPOConfig, GRPOTrainer, build_policy, warm_start
@@ -150,118 +154,67 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     initial = trainer.evaluate()
     curve = trainer.train(job["steps"], target=job["target"])
     reached = [r["step"] for r in curve if r.get("exact_success", r["success"]) >= job["target"]]
-    return {
-        **job,
-        "rho": float(probe.unwrapped.decision_density),
-        "parameters": policy.model.num_parameters,
-        "vocab_size": policy.tokenizer.vocab_size,
-        "warm_start_loss": losses[-1] if losses else None,
-        "warm_start_cpu_seconds": warm_cpu,
-        "initial_exact_success": initial.get("exact_success"),
-        "initial_canonical_mass": initial.get("canonical_mass"),
-        "final_exact_success": curve[-1].get("exact_success") if curve else None,
-        "steps_to_target": reached[0] if reached else None,
-        "steps_run": len(curve),
-        "cpu_seconds": time.process_time() - start_cpu,
-        "wall_seconds": time.perf_counter() - start_wall,
-        "curve": [{k: v for k, v in row.items() if v is not None} for row in curve],
-    }
+    density_kwarg, density_value = density_of(job["env_id"], job["env_kwargs"])
+    return LMRunRecord.from_row(
+        {
+            **job,
+            "density_kwarg": density_kwarg,
+            "density_value": density_value,
+            "rho": float(probe.unwrapped.decision_density),
+            "parameters": policy.model.num_parameters,
+            "vocab_size": policy.tokenizer.vocab_size,
+            "warm_start_loss": losses[-1] if losses else None,
+            "warm_start_cpu_seconds": warm_cpu,
+            "initial_exact_success": initial.get("exact_success"),
+            "initial_canonical_mass": initial.get("canonical_mass"),
+            "final_exact_success": curve[-1].get("exact_success") if curve else None,
+            "steps_to_target": reached[0] if reached else None,
+            "steps_run": len(curve),
+            "cpu_seconds": time.process_time() - start_cpu,
+            "wall_seconds": time.perf_counter() - start_wall,
+            "curve": [{k: v for k, v in row.items() if v is not None} for row in curve],
+        }
+    )
 
 
-CURVE_COLUMNS = (
-    "seed",
-    "step",
-    "success",
-    "exact_success",
-    "canonical_mass",
-    "invalid_fraction",
-    "frac_reward_zero_std",
-    "cpu_seconds",
-    "total_cpu_seconds",
-    "loss",
-    "clip_fraction",
-)
-
-
-def curve_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every step of every record, with the warm start's CPU time added (``total_cpu_seconds``)
-    and a step 0 row (after the warm start, before GRPO)."""
-    rows = []
-    for r in records:
-        rows.append(
-            {
-                "seed": r["seed"],
-                "step": 0,
-                "exact_success": r["initial_exact_success"],
-                "canonical_mass": r["initial_canonical_mass"],
-                "cpu_seconds": 0.0,
-                "total_cpu_seconds": r["warm_start_cpu_seconds"],
-            }
-        )
-        for row in r["curve"]:
-            full = {c: row.get(c) for c in CURVE_COLUMNS if c in row}
-            full["seed"] = r["seed"]
-            full["total_cpu_seconds"] = row["cpu_seconds"] + r["warm_start_cpu_seconds"]
-            rows.append(full)
-    return rows
-
-
-def analyse(records: list[dict[str, Any]], out: Path) -> dict[str, Any]:
-    """``curve.csv``, ``curve.png`` and ``summary.json`` of the runs; the summary."""
+def analyse(records: list[dict[str, Any]], settings: TrainSettings) -> dict[str, Any]:
+    """``curve.csv``, ``curve.png`` and ``summary.json`` of the runs into ``settings.out``
+    (:mod:`baselines.experiments.lm.analysis`); the summary."""
     from baselines.experiments.lm import plots
 
+    out = settings.out
     out.mkdir(parents=True, exist_ok=True)
-    rows = curve_rows(records)
-    write_csv(out / "curve.csv", [{c: row.get(c) for c in CURVE_COLUMNS} for row in rows])
-    reached = [r["steps_to_target"] for r in records if r["steps_to_target"] is not None]
-    summary = {
-        "env_id": records[0]["env_id"],
-        "env_kwargs": records[0]["env_kwargs"],
-        "estimator": records[0]["estimator"],
-        "target": records[0]["target"],
-        "parameters": records[0]["parameters"],
-        "seeds": [r["seed"] for r in records],
-        "reached": f"{len(reached)}/{len(records)}",
-        "steps_to_target": [r["steps_to_target"] for r in records],
-        "initial_exact_success": [r["initial_exact_success"] for r in records],
-        "final_exact_success": [r["final_exact_success"] for r in records],
-        "cpu_seconds": [round(r["cpu_seconds"], 1) for r in records],
-        "median_cpu_seconds": float(np.median([r["cpu_seconds"] for r in records])),
-    }
+    rows = analysis.curve_rows(records)
+    columns = analysis.CURVE_COLUMNS
+    write_csv(out / "curve.csv", [{c: row.get(c) for c in columns} for row in rows])
+    summary = analysis.train_summary(records)
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     plots.plot_curves(rows, summary, out / "curve.png")
     return summary
 
 
-def parse_args(argv: list[str] | None = None) -> TrainSettings:
-    """The settings of ``python -m baselines lm train`` from ``argv`` (the one command tree)."""
-    from baselines.commands import settings_of
-
-    return settings_of("lm train", argv)
+def run_runs(jobs: list[dict[str, Any]], settings: Any) -> list[dict[str, Any]]:
+    """Run what is missing of ``jobs`` into ``settings.out / "results.jsonl"`` (resumable,
+    ``settings.workers`` at a time); every record, as rows (older rows upgraded:
+    :func:`~baselines.experiments.lm.records.upgrade`)."""
+    return run_resumable(
+        jobs,
+        key,
+        run,
+        settings.out / "results.jsonl",
+        settings.workers,
+        required={"key": "str", **LMRunRecord.schema()},
+        check=LMRunRecord.check,
+        unit=LMRunRecord.unit,
+        upgrade=upgrade,
+    )
 
 
 def main(settings: TrainSettings) -> dict[str, Any]:
-    """Run (resumably), analyse, print the summary."""
+    """Run (resumably), analyse, print the table and the summary."""
     cli.check_output_folder(settings.out)
-    records = run_resumable(
-        plan(settings), key, run, settings.out / "results.jsonl", settings.workers, unit="run"
-    )
-    summary = analyse(records, settings.out)
-    print(
-        format_table(
-            [
-                {k: r[k] for k in ("seed", "steps_to_target", "final_exact_success", "cpu_seconds")}
-                for r in records
-            ],
-            ["seed", "steps_to_target", "final_exact_success", "cpu_seconds"],
-        )
-    )
+    records = run_runs(plan(settings), settings)
+    summary = analyse(records, settings)
+    print(format_table(analysis.train_table(records), list(analysis.TRAIN_TABLE_COLUMNS)))
     print(json.dumps(summary, indent=2))
     return summary
-
-
-def cli_main(argv: list[str] | None = None) -> dict[str, Any]:
-    """``python -m baselines lm train``: parse and run (every ending one line)."""
-    from baselines.commands import script
-
-    return script("lm train")(argv)
