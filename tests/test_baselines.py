@@ -20,11 +20,12 @@ from stable_baselines3.common.callbacks import CallbackList
 from stable_baselines3.common.env_util import make_vec_env
 
 from baselines.experiments.compare import sweep as compare
+from baselines.experiments.train.command import TrainArgs, main, run_of
 from baselines.lib import curves as analysis
 from baselines.lib import stats
 from baselines.lib.config import load_hyperparameters
 from baselines.lib.results import ResultsFile
-from baselines.lib.training import TrainArgs, build, main
+from baselines.lib.sb3_trainer import build
 from baselines.lib.trajectory_ppo import (
     TrajectoryAdvantageMaskablePPO,
     TrajectoryAdvantagePPO,
@@ -178,7 +179,7 @@ def test_the_algorithm_gets_its_buffer_class_and_sb3_contrib_loads_lazily():
     masked = TrajectoryAdvantageMaskablePPO("MlpPolicy", venv, seed=0, **SMALL)
     assert isinstance(masked.rollout_buffer, MaskableEpisodeRolloutBuffer)
     code = (
-        "import sys, baselines.lib.trajectory_ppo, baselines.lib.training; "
+        "import sys, baselines.lib.trajectory_ppo, baselines.lib.sb3_trainer; "
         "assert 'sb3_contrib' not in sys.modules, 'sb3_contrib imported'"
     )
     children.run([sys.executable, "-c", code], cwd=ROOT, timeout=120, check=True)
@@ -215,15 +216,15 @@ def test_both_methods_learn_diluted_doors_well_above_random(method):
 # ----------------------------------------------------------------------------- bad input
 def test_bad_input_fails_before_training(tmp_path):
     with pytest.raises(ValueError, match="unknown method 'ppo2'"):
-        build(TrainArgs(method="ppo2"))
+        run_of(TrainArgs(method="ppo2"))
     with pytest.raises(ValueError, match="unknown environment 'Nope-v0'"):
-        build(TrainArgs(env_id="Nope-v0"))
+        run_of(TrainArgs(env_id="Nope-v0"))
     with pytest.raises(ValueError, match="routine_length"):
-        build(TrainArgs(env_kwargs={"routine_length": -2}))
+        run_of(TrainArgs(env_kwargs={"routine_length": -2}))
     bad = tmp_path / "bad.yml"
     bad.write_text("common:\n  n_steps: 64\n  learning_rat: 0.1\n")
     with pytest.raises(ValueError, match=r"unknown key\(s\) \['learning_rat'\] in common"):
-        build(TrainArgs(config=bad))
+        run_of(TrainArgs(config=bad))
     bad.write_text("methods:\n  grpo: {}\n")
     with pytest.raises(ValueError, match="unknown method 'grpo'"):
         load_hyperparameters("DilutedDoors-v0", "ppo", bad)
@@ -256,10 +257,9 @@ def test_ids_without_a_yaml_train_on_the_documented_default_config(tmp_path):
     docs = (ROOT / "docs" / "baselines.md").read_text()
     for key in DEFAULT_CONFIG["common"]:
         assert f"`{key}`" in docs, key
-    algo, _, hyper = build(
-        TrainArgs(env_id="RoutineGridSoft-v0", method="trajectory_mc", progress=False)
-    )
-    assert hyper["n_envs"] == 8 and algo.n_steps == 128
+    run = run_of(TrainArgs(env_id="RoutineGridSoft-v0", method="trajectory_mc", progress=False))
+    algo, _ = build(run)
+    assert run.hyperparameters["n_envs"] == 8 and algo.n_steps == 128
 
 
 def test_every_yaml_config_is_valid():

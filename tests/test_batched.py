@@ -12,7 +12,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baselines.lib.batched import RunSpec, batch_key, group_runs, mlp, train_runs
+from baselines.lib.batched import batch_key, group_runs, mlp
+from baselines.lib.batched import train as train_runs
 from baselines.lib.batched.acting import sample_actions
 from baselines.lib.batched.evaluation import SuccessEvaluator
 from baselines.lib.batched.optim import StackedAdam, clip_by_global_norm
@@ -26,6 +27,7 @@ from baselines.lib.batched.update import (
     minibatches,
     table_minibatch_gradient,
 )
+from baselines.lib.runs import Run
 
 DOORS = "DilutedDoors-v1"
 HYPER = {
@@ -43,8 +45,24 @@ HYPER = {
 }
 
 
-def doors(method: str, seed: int, length: int, budget: int = 1200, **extra) -> RunSpec:
-    return RunSpec(
+def run_spec(
+    env_id: str,
+    env_kwargs: dict | None = None,
+    method: str = "ppo",
+    seed: int = 0,
+    budget: int = 50_000,
+    eval_every: int = 2_000,
+    target: float = 0.9,
+    hyperparameters: dict | None = None,
+    config=None,
+) -> Run:
+    """A batched run (:meth:`baselines.lib.runs.Run.of`), in the argument order of these tests."""
+    return Run.of(env_id, method, env_kwargs, seed, budget, eval_every, target, "batched",
+                  config, hyperparameters)  # fmt: skip
+
+
+def doors(method: str, seed: int, length: int, budget: int = 1200, **extra) -> Run:
+    return run_spec(
         DOORS,
         {"num_floors": 2, "routine_length": length},
         method,
@@ -71,7 +89,7 @@ def test_a_run_alone_and_inside_a_batch_of_8_is_bit_identical(method):
 def test_masked_codefix_run_alone_and_in_a_batch_is_bit_identical():
     hyper = {**HYPER, "n_steps": 64}
     specs = [
-        RunSpec(
+        run_spec(
             "CodeFix-v1", {"routine_length": length}, "ppo", seed, 768, 256, hyperparameters=hyper
         )
         for seed, length in ((0, 2), (1, 4), (2, 2))
@@ -307,7 +325,7 @@ def test_ppo_learns_a_dense_doors_setting_under_the_protocols_hyperparameters():
     from baselines.lib.protocol import load_protocol
 
     hyper = load_protocol("rb1").method_hyperparameters(DOORS, "ppo")
-    spec = RunSpec(
+    spec = run_spec(
         DOORS, {"num_floors": 2, "routine_length": 0}, "ppo", 0, 12_000, 750, hyperparameters=hyper
     )
     (result,) = train_runs([spec])
@@ -349,12 +367,12 @@ def test_bad_run_settings_fail_naming_them():
         train_runs([doors("ppo", -1, 0)])
     with pytest.raises(ValueError, match="unknown method"):
         train_runs([doors("nonsense", 0, 0)])
-    with pytest.raises(ValueError, match="target_success"):
-        train_runs([RunSpec(DOORS, {}, "ppo", 0, 100, 10, 1.5, hyperparameters=HYPER)])
+    with pytest.raises(ValueError, match="--target-success"):
+        train_runs([run_spec(DOORS, {}, "ppo", 0, 100, 10, 1.5, hyperparameters=HYPER)])
 
 
 def test_train_cli_with_the_batched_trainer(tmp_path):
-    from baselines.lib.training import TrainArgs, main
+    from baselines.experiments.train.command import TrainArgs, main
 
     args = TrainArgs(
         env_id=DOORS,
@@ -378,7 +396,7 @@ def test_train_cli_with_the_batched_trainer(tmp_path):
 def test_transformer_policy_trains_bit_identically_alone_and_in_a_batch():
     hyper = {**HYPER, "policy": "transformer"}
     specs = [
-        RunSpec(DOORS, {"num_floors": 2, "routine_length": length}, method, seed, 600, 300,
+        run_spec(DOORS, {"num_floors": 2, "routine_length": length}, method, seed, 600, 300,
                 hyperparameters=hyper)
         for method in ("ppo",) for seed, length in ((0, 3), (1, 0), (2, 3))
     ]  # fmt: skip
@@ -397,24 +415,24 @@ def test_transformer_has_the_papers_size():
 
 
 def test_transformer_refuses_environments_whose_states_repeat():
-    spec = RunSpec("CodeFix-v1", {"routine_length": 2}, "ppo", 0, 600, 300,
+    spec = run_spec("CodeFix-v1", {"routine_length": 2}, "ppo", 0, 600, 300,
                    hyperparameters={**HYPER, "policy": "transformer"})  # fmt: skip
     with pytest.raises(ValueError, match=r"one history|action masks"):
         train_runs([spec])
 
 
 def test_sb3_trainer_refuses_the_transformer_policy(tmp_path):
-    from baselines.lib.training import TrainArgs, build
+    from baselines.experiments.train.command import TrainArgs, run_of
 
     config = tmp_path / "c.yml"
     config.write_text("common: {policy: transformer}\n")
     with pytest.raises(ValueError, match="--trainer batched"):
-        build(TrainArgs(env_id=DOORS, config=config, progress=False))
+        run_of(TrainArgs(env_id=DOORS, config=config, progress=False))
 
 
 def test_group_runs_separates_observation_spaces_of_one_env_id():
     a = doors("ppo", 0, 3)
-    b = RunSpec(DOORS, {"num_floors": 2, "routine_length": 3, "observation": "position"}, "ppo",
+    b = run_spec(DOORS, {"num_floors": 2, "routine_length": 3, "observation": "position"}, "ppo",
                 1, 1200, 200, hyperparameters=HYPER)  # fmt: skip
     assert group_runs([a, b, doors("ppo", 2, 9)]) == [[0, 2], [1]]
     results = train_runs([a, b])  # two batches, one call
@@ -466,9 +484,9 @@ def test_equivalence_settings_are_flags_and_plan_the_references_jobs(tmp_path):
     reference = json.loads(
         open("baselines/references/rb1/lite/ppo.jsonl").readline()  # noqa: SIM115
     )
-    first = next(j for j in jobs if j["seed"] == 0 and j["density_value"] == 0)
+    first = next(j for j in jobs if j.seed == 0 and j.context["density_value"] == 0)
     for key in ("env_kwargs", "budget", "eval_every", "target", "hyperparameters"):
-        assert first[key] == reference[key], key
+        assert first.row()[key] == reference[key], key
     with pytest.raises(ValueError, match="seeds"):
         sweep.plan(sweep.EquivalenceArgs(seeds=[1, 1], out=tmp_path))
     with pytest.raises(SystemExit):  # the CLI refuses it too, with exit status 2
@@ -480,18 +498,15 @@ def test_extra_sb3_seeds_are_run_as_the_references_and_kept_as_rows(tmp_path, mo
     appends flat rows; the merge of the one experiment shape once left it spreading the record
     as a mapping (a TypeError after the first run's minutes of training)."""
     from baselines.experiments.benchmark import equivalence as sweep
-    from baselines.lib import training_runs
-    from baselines.lib.training_runs import TrainingRecord
+    from baselines.lib import runs
 
-    def fake_training(job):
-        return TrainingRecord(
-            density_kwarg=job["density_kwarg"], density_value=job["density_value"],
-            rho=job["rho"], env_id=job["env_id"], env_kwargs=job["env_kwargs"],
-            method=job["method"], seed=job["seed"], budget=job["budget"], target=job["target"],
-            timesteps=[0.0, 1.0], success=[0.0, 1.0], steps_to_target=1.0,
+    def fake_training(run):
+        return runs.TrainingRecord.from_row(
+            {**run.row(), "key": runs.key(run), "timesteps": [0.0, 1.0], "success": [0.0, 1.0],
+             "steps_to_target": 1.0}
         )  # fmt: skip
 
-    monkeypatch.setattr(training_runs, "run_training", fake_training)
+    monkeypatch.setattr(runs, "train_record", fake_training)
     args = sweep.parse_args(["--env-ids", "DilutedDoors-v1", "--methods", "ppo", "--sb3-seeds",
                              "10", "--out", str(tmp_path)])  # fmt: skip
     rows = sweep.run_sb3(args)

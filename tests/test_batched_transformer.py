@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from baselines.lib.batched import RunSpec, train_runs
+from baselines.lib.batched import train as train_runs
 from baselines.lib.batched.envs import EnvConfig
 from baselines.lib.batched.transformer import (
     DEFAULTS,
@@ -21,6 +21,8 @@ from baselines.lib.batched.transformer import (
     TransformerTrainer,
     initial_policy,
 )
+from baselines.lib.runs import Run
+from baselines.lib.specs import parse_method
 from baselines.lib.trainers import schedule
 
 DOORS = "DilutedDoors-v1"
@@ -42,6 +44,22 @@ HYPER = {
     "clip_range": 0.2,
     "normalize_advantage": True,
 }
+
+
+def run_spec(
+    env_id: str,
+    env_kwargs: dict | None = None,
+    method: str = "ppo",
+    seed: int = 0,
+    budget: int = 50_000,
+    eval_every: int = 2_000,
+    target: float = 0.9,
+    hyperparameters: dict | None = None,
+    config=None,
+) -> Run:
+    """A batched run (:meth:`baselines.lib.runs.Run.of`), in the argument order of these tests."""
+    return Run.of(env_id, method, env_kwargs, seed, budget, eval_every, target, "batched",
+                  config, hyperparameters)  # fmt: skip
 
 
 @pytest.fixture(autouse=True)
@@ -217,7 +235,7 @@ def test_a_run_is_bit_identical_alone_and_among_runs_of_other_tree_depths(monkey
 
     monkeypatch.setattr(TokenPlan, "subset", spy)
     specs = [
-        RunSpec(DOORS, {"num_floors": 3, "num_doors": 3, "routine_length": length}, "ppo", seed,
+        run_spec(DOORS, {"num_floors": 3, "num_doors": 3, "routine_length": length}, "ppo", seed,
                 600, 300, hyperparameters=HYPER)
         for seed, length in ((0, 15), (1, 1), (2, 15), (3, 1))
     ]  # fmt: skip
@@ -232,7 +250,8 @@ def test_a_run_is_bit_identical_alone_and_among_runs_of_other_tree_depths(monkey
 # ------------------------------------------------------------------ initial_policy
 def test_initial_policy_is_what_the_runs_first_rollout_sees():
     kinds = [{"num_floors": 2, "routine_length": 3}, {"num_floors": 2, "routine_length": 0}]
-    runs = [{"env_id": DOORS, "env_kwargs": kinds[seed % 2], "method": "ppo", "seed": seed,
+    ppo = parse_method("ppo")
+    runs = [{"env_id": DOORS, "env_kwargs": kinds[seed % 2], "method": ppo, "seed": seed,
              "budget": 600, "points": schedule(600, 300)} for seed in range(3)]  # fmt: skip
     trainer = TransformerTrainer(runs, HYPER)
     starts = {}

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from baselines.experiments.benchmark import command, cost
 from baselines.experiments.compare import sweep as compare
-from baselines.lib import protocol, protocol_runs, trainers, training_runs
+from baselines.lib import protocol, protocol_runs, runs, sweeps, trainers
 from baselines.lib.results import ResultsFile
 from baselines.lib.runner import Batching, RunFailed, batch_sizes, run_resumable
 
@@ -112,7 +112,7 @@ def test_batch_sizes_never_exceed_the_cap_nor_a_workers_share(counts, workers, m
 
 
 # ------------------------------------------------------------------------ keys and rows
-def compare_args(tmp_path, trainer: str, **changes) -> training_runs.SweepArgs:
+def compare_args(tmp_path, trainer: str, **changes) -> sweeps.SweepArgs:
     values = {
         "env_id": DOORS,
         "env_kwargs": {"num_floors": 2},
@@ -131,18 +131,19 @@ def compare_args(tmp_path, trainer: str, **changes) -> training_runs.SweepArgs:
 def test_sb3_keys_are_as_before_and_batched_keys_apart(tmp_path):
     sb3 = compare.plan(compare_args(tmp_path, "sb3"))
     batched = compare.plan(compare_args(tmp_path, "batched"))
-    assert {j["trainer"] for j in sb3} == {"sb3"} and {j["trainer"] for j in batched} == {"batched"}
+    assert {j.trainer for j in sb3} == {"sb3"} and {j.trainer for j in batched} == {"batched"}
     for a, b in zip(sb3, batched, strict=True):
-        old = json.dumps({k: a[k] for k in training_runs.KEY_FIELDS}, sort_keys=True)
-        assert training_runs.run_key(a) == old  # SB3's key: the fields it always had
-        assert training_runs.run_key(b) != old and json.loads(training_runs.run_key(b)) == {
+        old = json.dumps({k: a.row()[k] for k in runs.KEY_FIELDS}, sort_keys=True)
+        assert runs.key(a) == old  # SB3's key: the fields it always had
+        assert runs.key(b) != old and json.loads(runs.key(b)) == {
             **json.loads(old),
             "trainer": "batched",
         }
     # a row written before the field existed is an SB3 run
-    row = {k: sb3[0][k] for k in ("env_id", "env_kwargs", "method", "seed", "budget", "target")}
+    first = sb3[0].row()
+    row = {k: first[k] for k in ("env_id", "env_kwargs", "method", "seed", "budget", "target")}
     row |= {"density_kwarg": "routine_length", "density_value": 0, "rho": 1.0}
-    record = training_runs.TrainingRecord.from_row({**row, "timesteps": [0], "success": [0.5]})
+    record = runs.TrainingRecord.from_row({**row, "timesteps": [0], "success": [0.5]})
     assert trainers.trainer_of(record.row()) == "sb3"
     assert trainers.trainer_of({**record.row(), "trainer": "batched"}) == "batched"
 
@@ -153,8 +154,8 @@ def test_benchmark_keys_sb3_as_shipped_and_batched_apart(tmp_path):
     sb3 = protocol_runs.plan(rb1, lite, "ppo", tmp_path)
     batched = protocol_runs.plan(rb1, lite, "ppo", tmp_path, trainer="batched")
     shipped = protocol_runs.reference_path(rb1, "lite", "ppo").read_text().splitlines()
-    assert {protocol_runs.run_key(j) for j in sb3} == {json.loads(r)["key"] for r in shipped}
-    assert not {protocol_runs.run_key(j) for j in batched} & {protocol_runs.run_key(j) for j in sb3}
+    assert {runs.key(j) for j in sb3} == {json.loads(r)["key"] for r in shipped}
+    assert not {runs.key(j) for j in batched} & {runs.key(j) for j in sb3}
     assert all("trainer" not in json.loads(r) for r in shipped)  # old rows: no field, sb3
 
 
@@ -166,25 +167,27 @@ def test_compare_batched_trains_each_method_in_one_call_bit_identical_to_runs_al
     from baselines.lib import batched
 
     calls = []
-    real = batched.train_runs
+    real = batched.train
 
-    def counting(runs, *args, **kwargs):
-        calls.append(sorted({(r.method, r.seed, r.env_kwargs["routine_length"]) for r in runs}))
-        return real(runs, *args, **kwargs)
+    def counting(planned, *args, **kwargs):
+        calls.append(
+            sorted({(r.method.text, r.seed, r.env_kwargs["routine_length"]) for r in planned})
+        )
+        return real(planned, *args, **kwargs)
 
-    monkeypatch.setattr(batched, "train_runs", counting)
+    monkeypatch.setattr(batched, "train", counting)
     args = compare_args(tmp_path, "batched")
     records = compare.run_sweep(args, progress=False)
     assert len(records) == 8 and {r["trainer"] for r in records} == {"batched"}
     assert [len(c) for c in calls] == [4, 4]  # ppo's 4 runs together, trajectory_mc's
     assert {c[0][0] for c in calls} == {"ppo", "trajectory_mc"}
-    jobs = {training_runs.run_key(j): j for j in compare.plan(args)}
+    jobs = {runs.key(j): j for j in compare.plan(args)}
     for record in records[::3]:
-        alone = training_runs.run_training(jobs[record["key"]]).row()
+        alone = runs.train_record(jobs[record["key"]]).row()
         assert alone["success"] == record["success"]
         assert alone["steps_to_target"] == record["steps_to_target"]
     # the same schema as SB3's rows (fields and their kinds), timings included
-    sb3 = training_runs.run_training(compare.plan(compare_args(tmp_path, "sb3"))[0]).row()
+    sb3 = runs.train_record(compare.plan(compare_args(tmp_path, "sb3"))[0]).row()
     assert set(sb3) == set(record)
     assert sb3["cpu_time"] > 0 and record["cpu_time"] > 0
 
@@ -307,8 +310,10 @@ def test_the_shipped_batched_costs_are_the_measured_runs_cpu_per_step():
 
 
 def test_batched_cost_sums_runs_per_batch_as_the_runner_forms_them():
+    from baselines.lib.specs import MethodSpec
+
     jobs = [
-        {"method": m, "env_id": e, "budget": 1000, "hyperparameters": {}, "trainer": "batched"}
+        runs.Run(e, {}, MethodSpec(m, m), 0, 1000, 100, 0.9, {}, "batched")
         for m in ("a", "b")
         for e in ("E", "F")
         for _ in range(4)
@@ -324,7 +329,7 @@ def test_batched_cost_sums_runs_per_batch_as_the_runner_forms_them():
     assert many.longest_seconds == pytest.approx(8.0)
     assert many.wall_seconds(8) == pytest.approx((8.0, 13.0))
     with pytest.raises(ValueError, match="no measured batched runs on G"):
-        cost.batched_cost([{**jobs[0], "env_id": "G"}], rate, 1)
+        cost.batched_cost([runs.replace(jobs[0], env_id="G")], rate, 1)
 
 
 def test_plan_prints_the_cost_of_each_trainer_and_where_it_was_measured(capsys):

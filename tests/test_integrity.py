@@ -250,7 +250,7 @@ def test_read_only_folder_does_not_claim_to_have_moved_anything(tmp_path):
 
 # ------------------------------------------------------------------------------ 8. lost work
 def test_unwritable_output_is_refused_before_any_training(tmp_path, monkeypatch):
-    from baselines.lib.training import TrainArgs, main
+    from baselines.experiments.train.command import TrainArgs, main
 
     calls = []
     monkeypatch.setattr(compare, "run_job", lambda job: calls.append(job) or fake_run(job))
@@ -304,11 +304,11 @@ def test_a_fit_of_too_few_points_is_not_available_and_the_summary_is_strict_json
 
 
 def test_train_refuses_eval_episodes_below_one():
-    from baselines.lib.training import TrainArgs, build
+    from baselines.experiments.train.command import TrainArgs, run_of
 
     for bad in (0, -1):
         with pytest.raises(ValueError, match=r"--eval-episodes -?[0-9]+: must be >= 1"):
-            build(TrainArgs(env_id="CartPole-v1", eval_episodes=bad, progress=False))
+            run_of(TrainArgs(env_id="CartPole-v1", eval_episodes=bad, progress=False))
 
 
 class NaNReward(gym.Env):
@@ -387,7 +387,7 @@ def test_a_failed_run_is_named_and_the_runs_done_are_kept(tmp_path):
 # ------------------------------------------------------------ 6. evaluations past the budget
 @pytest.mark.parametrize("method", ["trajectory_mc", "ppo"])
 def test_evaluations_are_the_scheduled_points_only(method):
-    from baselines.lib.training import TrainArgs, main
+    from baselines.experiments.train.command import TrainArgs, main
 
     result = main(
         TrainArgs(

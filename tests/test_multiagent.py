@@ -469,7 +469,7 @@ def test_turn_based_adapter_episode():
 
 @pytest.mark.parametrize("method", ["ppo", "trajectory_mc", "oracle"])
 def test_parameter_shared_training_runs(team_baselines, method):
-    from baselines.lib.training import TrainArgs, main
+    from baselines.experiments.train.command import TrainArgs, main
 
     result = main(
         TrainArgs(

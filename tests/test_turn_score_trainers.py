@@ -12,6 +12,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from baselines.lib.runs import Run
 from routine_envs.credit import RLOO, Advantages
 from routine_envs.episodes import EpisodeBatch
 
@@ -39,9 +40,25 @@ class ScoreProbe(RLOO):
         return super().__call__(batch)
 
 
+def run_spec(
+    env_id: str,
+    env_kwargs: dict | None = None,
+    method: str = "ppo",
+    seed: int = 0,
+    budget: int = 50_000,
+    eval_every: int = 2_000,
+    target: float = 0.9,
+    hyperparameters: dict | None = None,
+    config=None,
+) -> Run:
+    """A batched run (:meth:`baselines.lib.runs.Run.of`), in the argument order of these tests."""
+    return Run.of(env_id, method, env_kwargs, seed, budget, eval_every, target, "batched",
+                  config, hyperparameters)  # fmt: skip
+
+
 @pytest.mark.parametrize("trainer", ["sb3", "batched"])
 def test_trainers_fill_turn_scores_of_the_state_reached(trainer, tmp_path):
-    from baselines.lib.training import TrainArgs, main
+    from baselines.experiments.train.command import TrainArgs, main
 
     SEEN.clear()
     args = TrainArgs(
@@ -63,10 +80,10 @@ def test_trainers_fill_turn_scores_of_the_state_reached(trainer, tmp_path):
     ['discounted_turn{"gamma": 0.9}', 'turn_index_norm{"fix": true}', "turn_credit"],
 )
 def test_the_turn_level_methods_train_by_name_with_the_batched_trainer(method):
-    from baselines.lib.batched import RunSpec, train_runs
+    from baselines.lib.batched import train as train_runs
     from tests.test_batched import HYPER
 
-    spec = RunSpec(ENV_ID, KWARGS, method, 0, 800, 200, hyperparameters=HYPER)
+    spec = run_spec(ENV_ID, KWARGS, method, 0, 800, 200, hyperparameters=HYPER)
     (result,) = train_runs([spec])
     assert len(result.success) == 5 and all(0 <= s <= 1 for s in result.success)
     assert len(set(result.success)) > 1  # the policy was updated

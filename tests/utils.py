@@ -238,7 +238,7 @@ def register_outside_envs() -> list[str]:
 def tiny_training_run(method: str, trainer: str, out: Path, **more: Any) -> Any:
     """A 400-step training run of ``method`` (a spec: ``tests.module:Class``) on ``trainer``
     on one-floor Diluted Doors v1 with routine length 2, into ``out``; its result."""
-    from baselines.lib.training import TrainArgs, main
+    from baselines.experiments.train.command import TrainArgs, main
 
     return main(
         TrainArgs(
