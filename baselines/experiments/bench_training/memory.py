@@ -1,4 +1,4 @@
-"""Peak memory of the batched trainer on a protocol tier: ``python -m baselines.bench_training
+"""Peak memory of the batched trainer on a protocol tier: ``python -m baselines bench_training
 --memory-tier full``.
 
 For every setting of the tier, one batch of up to ``max_batch`` of its runs (its densities x
