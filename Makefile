@@ -25,7 +25,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 demo: $(STAMP)
-	$(PY) -m baselines.demo
+	$(PY) -m baselines demo
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from baselines.commands import settings_of
 from baselines.experiments.compare import sweep as compare
 from baselines.experiments.snr_lab import sweep as snr_lab
 from baselines.lib.backend import BackendArgs
@@ -91,7 +92,7 @@ def slow_job(job: dict[str, Any]) -> dict[str, Any]:
 def same(out: Path) -> None:
     """The tiny SNR lab (its CLI) and the tiny compare sweep on one local Ray instance."""
     patient_ray()
-    snr_lab.main(snr_lab.parse_args([*TINY_LAB, "--backend", "ray", "--out", str(out / "lab")]))
+    snr_lab.main(settings_of("snr_lab", [*TINY_LAB, "--backend", "ray", "--out", str(out / "lab")]))
     compare.run_sweep(tiny_compare(out / "compare", backend="ray"), progress=False)
 
 
@@ -168,7 +169,7 @@ def killed_worker(out: Path, address: str) -> dict[str, Any]:
 def killed_driver(out: Path, address: str) -> dict[str, Any]:
     """The SNR lab's CLI on the cluster, its driver SIGKILLed after its first record, then run
     again."""
-    argv = [sys.executable, "-m", "baselines.snr_lab", *LONG_LAB, "--backend", "ray"]
+    argv = [sys.executable, "-m", "baselines", "snr_lab", *LONG_LAB, "--backend", "ray"]
     argv += ["--address", address, "--out", str(out / "lab")]
     results = out / "lab" / "rho_law" / "results.jsonl"
     driver = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -5,7 +5,7 @@ files two such runs wrote, byte for byte.
     python tests/same_numbers.py run SOURCE_TREE OUT [RUN...]  # a checkout of main, then yours
     python tests/same_numbers.py compare OUT_A OUT_B      # exit status 1 when a file differs
 
-Every command is run as ``python -m baselines.<script>`` with the source tree first on the path
+Every command is run as ``python -m baselines COMMAND`` with the source tree first on the path
 and as the working folder, so each run uses that tree's code. Compared: every CSV, Markdown,
 PNG and ``summary.json`` (the tables, figures and summaries); the JSON-lines records are
 compared after dropping what measures time (``wall_time``, ``seconds``) and what names the
@@ -25,18 +25,19 @@ import sys
 from pathlib import Path
 
 RUNS = {
-    "demo": ["baselines.demo", "--workers", "2"],
+    "demo": ["baselines", "demo", "--workers", "2"],
     "measure": [
-        "baselines.snr_lab", "measure", "--env-id", "CodeFix-v1", "--routine-lengths", "2", "6",
-        "--estimators", "trajectory_mc", "rloo", "gigpo", "oracle", "gae", "trajectory_exact",
-        "--policy", 'mixture{"eps": 0.3}', "--episodes", "4000", "--workers", "2",
+        "baselines", "snr_lab", "measure", "--env-id", "CodeFix-v1", "--routine-lengths",
+        "2", "6", "--estimators", "trajectory_mc", "rloo", "gigpo", "oracle", "gae",
+        "trajectory_exact", "--policy", 'mixture{"eps": 0.3}', "--episodes", "4000",
+        "--workers", "2",
     ],
     "rho_law": [
-        "baselines.snr_lab", "rho-law", "--routine-lengths", "0", "3", "10", "--episodes",
+        "baselines", "snr_lab", "rho-law", "--routine-lengths", "0", "3", "10", "--episodes",
         "4000", "--workers", "2",
     ],
     "detectors": [
-        "baselines.detectors", "score", "--routine-lengths", "3", "--detectors", "annotations",
+        "baselines", "detectors", "score", "--routine-lengths", "3", "--detectors", "annotations",
         "random", "entropy", "group_variance", "mc_spread", "--groups", "16", "--batches", "2",
         "--resamples", "50", "--workers", "1",
     ],

@@ -19,6 +19,7 @@ import torch as th
 from stable_baselines3.common.callbacks import CallbackList
 from stable_baselines3.common.env_util import make_vec_env
 
+from baselines.commands import settings_of
 from baselines.experiments.compare import sweep as compare
 from baselines.experiments.train.command import TrainArgs, main, run_of
 from baselines.lib import curves as analysis
@@ -372,7 +373,7 @@ def test_sweep_validates_before_running(tmp_path):
         compare.plan(compare.SweepArgs(methods=["nope"], out=tmp_path))
     with pytest.raises(ValueError, match="routine_length"):
         compare.plan(compare.SweepArgs(routine_lengths=[-1], out=tmp_path))
-    args = compare.parse_args(["--sweep", "demo", "--seeds", "5"])
+    args = settings_of("compare", ["--sweep", "demo", "--seeds", "5"])
     assert args.seeds == [5] and args.routine_lengths == compare.SWEEPS["demo"]["routine_lengths"]
 
 
@@ -533,15 +534,15 @@ def test_cli_generator_types_defaults_and_missing_help():
 
 
 def test_documented_flags_parse():
-    from baselines import bench_training, demo, multiagent, snr_lab, snr_network, train
-
     flags = "--method trajectory_mc --seed 0 --total-timesteps 100000 --out o --no-progress"
-    args = train.parse_args(
-        ["--env-id", "DilutedDoors-v0", "--env-kwargs", '{"routine_length": 20}', *flags.split()]
+    args = settings_of(
+        "train",
+        ["--env-id", "DilutedDoors-v0", "--env-kwargs", '{"routine_length": 20}', *flags.split()],
     )
     assert args.env_kwargs == {"routine_length": 20} and args.total_timesteps == 100_000
     assert args.out == Path("o") and not args.progress and args.config is None
-    args = compare.parse_args(
+    args = settings_of(
+        "compare",
         [
             "--env-id",
             "RoutineGrid-v0",
@@ -560,14 +561,15 @@ def test_documented_flags_parse():
             "3",
             "--out",
             "results/compare/grid",
-        ]
+        ],
     )
     assert args.routine_lengths == [2, 6, 12] and args.methods[-1] == "gigpo"
-    assert compare.parse_args(["--sweep", "rho"]).out == Path("results/compare/rho")
-    lab = snr_lab.parse_args(["rho-law", "--params", "per_state", "--out", "/tmp/snrtime"])
+    assert settings_of("compare", ["--sweep", "rho"]).out == Path("results/compare/rho")
+    lab = settings_of("snr_lab", ["rho-law", "--params", "per_state", "--out", "/tmp/snrtime"])
     assert lab.experiment == "rho-law" and lab.params == ("per_state",)
-    assert snr_lab.parse_args(["all", "--routine-lengths", "0", "3"]).routine_lengths == (0, 3)
-    team = multiagent.parse_args(
+    assert settings_of("snr_lab", ["all", "--routine-lengths", "0", "3"]).routine_lengths == (0, 3)
+    team = settings_of(
+        "multiagent",
         [
             "--env-id",
             "TeamRoutineGrid-v0",
@@ -578,13 +580,13 @@ def test_documented_flags_parse():
             "ppo",
             "trajectory_mc",
             "oracle",
-        ]
+        ],
     )
     assert team.env_id == "TeamRoutineGrid-v0" and team.budget_episodes == 1500
-    assert not demo.parse_args(["--no-compare"]).compare
-    assert demo.parse_args(["--routine-lengths", "0", "1"]).routine_lengths == (0, 1)
-    assert snr_network.parse_args(["--net-arch", "16"]).net_arch == [16]
-    assert bench_training.parse_args(["--methods", "ppo"]).methods == ["ppo"]
+    assert not settings_of("demo", ["--no-compare"]).compare
+    assert settings_of("demo", ["--routine-lengths", "0", "1"]).routine_lengths == (0, 1)
+    assert settings_of("snr_network", ["--net-arch", "16"]).net_arch == [16]
+    assert settings_of("bench_training", ["--methods", "ppo"]).methods == ["ppo"]
 
 
 def test_an_sb3_run_with_an_output_folder_leaves_no_file_open(tmp_path):

@@ -475,10 +475,11 @@ def test_equivalence_rows_score_both_trainers_as_the_leaderboard(tmp_path):
 
 
 def test_equivalence_settings_are_flags_and_plan_the_references_jobs(tmp_path):
+    from baselines.commands import settings_of
     from baselines.experiments.benchmark import equivalence as sweep
 
-    args = sweep.parse_args(["--env-ids", "DilutedDoors-v1", "--methods", "ppo", "--seeds", "0",
-                             "11", "--out", str(tmp_path)])  # fmt: skip
+    args = settings_of("equivalence", ["--env-ids", "DilutedDoors-v1", "--methods", "ppo",
+                                       "--seeds", "0", "11", "--out", str(tmp_path)])  # fmt: skip
     jobs = sweep.plan(args)
     assert len(jobs) == 8  # 4 densities x 2 seeds
     reference = json.loads(
@@ -490,13 +491,14 @@ def test_equivalence_settings_are_flags_and_plan_the_references_jobs(tmp_path):
     with pytest.raises(ValueError, match="seeds"):
         sweep.plan(sweep.EquivalenceArgs(seeds=[1, 1], out=tmp_path))
     with pytest.raises(SystemExit):  # the CLI refuses it too, with exit status 2
-        sweep.parse_args(["--seeds", "1", "1"])
+        settings_of("equivalence", ["--seeds", "1", "1"])
 
 
 def test_extra_sb3_seeds_are_run_as_the_references_and_kept_as_rows(tmp_path, monkeypatch):
     """``--sb3-seeds`` trains through the benchmark's job (a :class:`TrainingRecord`) and
     appends flat rows; the merge of the one experiment shape once left it spreading the record
     as a mapping (a TypeError after the first run's minutes of training)."""
+    from baselines.commands import settings_of
     from baselines.experiments.benchmark import equivalence as sweep
     from baselines.lib import runs
 
@@ -507,8 +509,8 @@ def test_extra_sb3_seeds_are_run_as_the_references_and_kept_as_rows(tmp_path, mo
         )  # fmt: skip
 
     monkeypatch.setattr(runs, "train_record", fake_training)
-    args = sweep.parse_args(["--env-ids", "DilutedDoors-v1", "--methods", "ppo", "--sb3-seeds",
-                             "10", "--out", str(tmp_path)])  # fmt: skip
+    args = settings_of("equivalence", ["--env-ids", "DilutedDoors-v1", "--methods", "ppo",
+                                       "--sb3-seeds", "10", "--out", str(tmp_path)])  # fmt: skip
     rows = sweep.run_sb3(args)
     assert len(rows) == 4 and {r["seed"] for r in rows} == {10}
     assert all(r["trainer"] == "sb3" and r["steps_to_target"] == 1.0 for r in rows)

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from baselines import commands
 from baselines.experiments.benchmark import command, cost
 from baselines.experiments.compare import sweep as compare
 from baselines.lib import protocol, protocol_runs, runs, sweeps, trainers
@@ -274,7 +275,7 @@ def test_benchmark_run_and_report_with_the_batched_trainer(tmp_path, capsys):
     out = tmp_path / "out"
     argv = ["--method", "trajectory_mc", "--protocol", "rb1", "--tier", "smoke", "--out", str(out)]
     argv += ["--no-lab"]
-    folder = command.cli_main(["run", *argv, "--trainer", "batched", "--workers", "1"])
+    folder = commands.main(["benchmark", "run", *argv, "--trainer", "batched", "--workers", "1"])
     assert folder == out / "rb1" / "smoke" / "trajectory_mc+batched" / "report"
     card = (folder / "report.md").read_text()
     assert "**trainer**: batched; the references: sb3" in card
@@ -282,9 +283,9 @@ def test_benchmark_run_and_report_with_the_batched_trainer(tmp_path, capsys):
     assert len(rows) == 4 and {r["trainer"] for r in rows} == {"batched"}
     assert all(json.loads(r["key"])["trainer"] == "batched" for r in rows)
     capsys.readouterr()
-    command.cli_main(["report", *argv, "--trainer", "batched"])
+    commands.main(["benchmark", "report", *argv, "--trainer", "batched"])
     with pytest.raises(SystemExit):  # SB3's report reads SB3's runs only: none here
-        command.cli_main(["report", *argv])
+        commands.main(["benchmark", "report", *argv])
     assert "no runs of 'trajectory_mc'" in capsys.readouterr().err
 
 
@@ -334,8 +335,19 @@ def test_batched_cost_sums_runs_per_batch_as_the_runner_forms_them():
 
 def test_plan_prints_the_cost_of_each_trainer_and_where_it_was_measured(capsys):
     method = 'mc_rollout{"source": "branch"}'
-    result = command.cli_main(
-        ["plan", "--protocol", "rb1", "--tier", "lite", "--method", method, "--cores", "2"]
+    result = commands.main(
+        [
+            "benchmark",
+            "plan",
+            "--protocol",
+            "rb1",
+            "--tier",
+            "lite",
+            "--method",
+            method,
+            "--cores",
+            "2",
+        ]
     )
     text = capsys.readouterr().out
     assert "sb3: seconds per step measured in the lite references" in text
@@ -359,7 +371,9 @@ def test_plan_prices_a_tier_from_its_own_references_when_they_ship(capsys):
     its references came to 0.24 CPU-h where they took 1.29. A tier with references of its own is
     priced from them (so its total is what they took); one without, from lite's, and says so."""
     loaded = protocol.load_protocol("rb2")
-    result = command.cli_main(["plan", "--protocol", "rb2", "--tier", "paper", "--cores", "2"])
+    result = commands.main(
+        ["benchmark", "plan", "--protocol", "rb2", "--tier", "paper", "--cores", "2"]
+    )
     text = capsys.readouterr().out
     assert "batched: CPU seconds per step measured in the paper references (280 runs" in text
     assert "tier paper priced at its own runs' rates" in text
@@ -372,7 +386,7 @@ def test_plan_prices_a_tier_from_its_own_references_when_they_ship(capsys):
     assert result["batched"]["all references"].cpu_seconds == pytest.approx(took, rel=0.02)
     assert took > 3600  # 77.5 CPU-min measured (docs/benchmark.md)
     assert "smoke" not in protocol.REFERENCE_MANIFESTS["rb2"]  # a tier with none of its own
-    command.cli_main(["plan", "--protocol", "rb2", "--tier", "smoke", "--cores", "2"])
+    commands.main(["benchmark", "plan", "--protocol", "rb2", "--tier", "smoke", "--cores", "2"])
     text = capsys.readouterr().out
     assert "measured in the lite references (2520 runs" in text
     assert "tier smoke priced at the same rates (no references of its own ship" in text

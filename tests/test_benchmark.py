@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from baselines import commands
 from baselines.experiments.benchmark import command, cost, report, scores
 from baselines.experiments.benchmark import lab as benchmark_lab
 from baselines.lib import protocol, protocol_runs
@@ -249,7 +250,8 @@ def test_smoke_tier_end_to_end_with_an_outside_method(tmp_path, monkeypatch):
     """)
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    args = command.parse_args(
+    args = commands.settings_of(
+        "benchmark",
         [
             "run",
             "--method",
@@ -263,7 +265,7 @@ def test_smoke_tier_end_to_end_with_an_outside_method(tmp_path, monkeypatch):
             "--out",
             str(tmp_path / "out"),
             "--no-progress",
-        ]
+        ],
     )
     folder = command.main(args)
     card = (folder / "report.md").read_text()
@@ -288,12 +290,14 @@ def test_smoke_tier_end_to_end_with_an_outside_method(tmp_path, monkeypatch):
 def test_bad_method_is_one_clear_error(tmp_path):
     with pytest.raises(ValueError, match="unknown method 'nope'"):
         command.main(
-            command.parse_args(
-                ["run", "--method", "nope", "--tier", "smoke", "--out", str(tmp_path)]
+            commands.settings_of(
+                "benchmark", ["run", "--method", "nope", "--tier", "smoke", "--out", str(tmp_path)]
             )
         )
     with pytest.raises(ValueError, match="needs --method"):
-        command.main(command.parse_args(["report", "--tier", "smoke", "--out", str(tmp_path)]))
+        command.main(
+            commands.settings_of("benchmark", ["report", "--tier", "smoke", "--out", str(tmp_path)])
+        )
 
 
 def test_references_compute_takes_only_the_tiers_references(tmp_path, capsys):
@@ -304,7 +308,7 @@ def test_references_compute_takes_only_the_tiers_references(tmp_path, capsys):
     out = tmp_path / "out"
     base = ["references", "--compute", "--protocol", "rb2", "--tier", "smoke", "--out", str(out)]
     with pytest.raises(SystemExit):
-        command.cli_main([*base, "--methods", "ppo", "discounted_turn"])
+        commands.main(["benchmark", *base, "--methods", "ppo", "discounted_turn"])
     err = capsys.readouterr().err
     assert "--methods ['discounted_turn']: not a reference of rb2 tier smoke" in err
     assert len(err.strip().splitlines()) == 1 and not out.exists()
@@ -334,7 +338,7 @@ def test_a_refused_benchmark_command_creates_nothing(tmp_path, capsys, verb, fla
     flags = [f.format(tmp=tmp_path) for f in flags]
     args = [verb, "--method", "ppo", "--tier", "smoke", "--out", str(out), *flags]
     with pytest.raises(SystemExit) as exit_:
-        command.cli_main(args)
+        commands.main(["benchmark", *args])
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and err.count("\n") == 1, err
     assert message.format(tmp=tmp_path) in err
@@ -346,8 +350,16 @@ def test_references_refuses_a_missing_folder_even_unverified(tmp_path, capsys):
     methods with 0 runs and exited 0."""
     with pytest.raises(SystemExit) as exit_:
         folder = str(tmp_path / "nope")
-        command.cli_main(
-            ["references", "--tier", "lite", "--references-dir", folder, "--unverified-references"]
+        commands.main(
+            [
+                "benchmark",
+                "references",
+                "--tier",
+                "lite",
+                "--references-dir",
+                folder,
+                "--unverified-references",
+            ]
         )
     assert exit_.value.code == 2
     assert "no such folder" in capsys.readouterr().err
@@ -356,11 +368,13 @@ def test_references_refuses_a_missing_folder_even_unverified(tmp_path, capsys):
 def test_plan_takes_the_trainer_run_and_submit_take(capsys):
     """``plan --trainer batched`` was refused while ``run`` and ``submit`` take it; it prices that
     trainer alone, and one without measured costs is one line naming ``--trainer``."""
-    result = command.cli_main(
-        ["plan", "--protocol", "rb2", "--tier", "smoke", "--trainer", "batched"]
+    result = commands.main(
+        ["benchmark", "plan", "--protocol", "rb2", "--tier", "smoke", "--trainer", "batched"]
     )
     assert result["batched"] and not result["sb3"]
     assert "- batched:" in capsys.readouterr().out
     with pytest.raises(SystemExit):
-        command.cli_main(["plan", "--protocol", "rb2", "--tier", "smoke", "--trainer", "sb3"])
+        commands.main(
+            ["benchmark", "plan", "--protocol", "rb2", "--tier", "smoke", "--trainer", "sb3"]
+        )
     assert "--trainer sb3: no measured costs ship for it" in capsys.readouterr().err

@@ -465,10 +465,10 @@ def test_train_refuses_an_env_it_cannot_train_in_one_line(argv, message, capsys)
     pytest.importorskip("stable_baselines3")
     if "TeamDilutedDoors-v0" in argv:
         pytest.importorskip("pettingzoo")
-    from baselines.lib.training import cli_main
+    from baselines.commands import main
 
     budget = ["--total-timesteps", "64", "--eval-every", "64", "--eval-episodes", "1"]
-    status, out, err = run_cli(cli_main, [*argv, *budget, "--no-progress"], capsys)
+    status, out, err = run_cli(main, ["train", *argv, *budget, "--no-progress"], capsys)
     assert status == 2 and out == "", err
     assert len(err.strip().splitlines()) == 1 and err.startswith("error: "), err
     assert message in err

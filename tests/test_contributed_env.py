@@ -16,6 +16,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from baselines.commands import settings_of
 from routine_envs import registration
 from routine_envs.diagnose import diagnose
 from routine_envs.envs.model_vector import ModelVectorEnv
@@ -143,8 +144,8 @@ def test_snr_lab_measures_it_at_two_densities(tmp_path):
     pytest.importorskip("matplotlib")
     from baselines.experiments.snr_lab import measure
 
-    args = measure.parse_args(
-        [
+    args = settings_of(
+        "snr_lab measure", [
             "--env-id", ENV_ID, "--routine-lengths", "1", "5",
             "--estimators", "trajectory_mc", "oracle", "--episodes", "4000",
             "--group-size", "4", "--workers", "1", "--out", str(tmp_path),
@@ -168,7 +169,7 @@ def test_snr_lab_command_line_imports_the_module_of_the_id(tmp_path):
     registers the id), as ``gym.make`` does."""
     pytest.importorskip("matplotlib")
     command = [
-        sys.executable, "-m", "baselines.snr_lab", "measure",
+        sys.executable, "-m", "baselines", "snr_lab", "measure",
         "--env-id", "tests.contributed.key_corridor:KeyCorridor-v0", "--routine-lengths", "2",
         "--estimators", "trajectory_mc", "--episodes", "400", "--group-size", "4",
         "--workers", "1", "--out", str(tmp_path),
@@ -176,5 +177,5 @@ def test_snr_lab_command_line_imports_the_module_of_the_id(tmp_path):
     children.run(command, cwd=ROOT, timeout=600, check=True)
     rows = (tmp_path / "measure.csv").read_text().splitlines()
     assert len(rows) == 2 and "trajectory_mc" in rows[1]
-    bad = children.run([*command[:5], "nowhere.module:X-v0", *command[6:]], cwd=ROOT, timeout=600)
+    bad = children.run([*command[:6], "nowhere.module:X-v0", *command[7:]], cwd=ROOT, timeout=600)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.describe()

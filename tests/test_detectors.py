@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import routine_envs
+from baselines.commands import settings_of
 from routine_envs import credit, detectors
 from routine_envs.episodes import EpisodeBatch, collect_episodes
 from routine_envs.sampler import ModelSampler
@@ -274,14 +275,16 @@ def test_score_command_runs_resumes_and_refuses_bad_settings(tmp_path):
         "--detectors", "annotations", "random", "critic",
         "--policies", "uniform", 'mixture{"eps": 0.5}', "--out", str(tmp_path),
     ]  # fmt: skip
-    out = score.main(score.parse_args(argv))
+    out = score.main(settings_of("detectors score", argv))
     rows = {(r["policy"], r["detector"]): r for r in out["rows"]}
     assert len(rows) == 6 and rows[("uniform", "annotations")]["auc"] == 1.0
     assert (tmp_path / "detectors.md").read_text().count("\n") == 8
-    again = score.main(score.parse_args(argv))  # resumed: nothing re-run, the same rows
+    again = score.main(settings_of("detectors score", argv))  # resumed: nothing re-run
     assert again["rows"] == out["rows"]
-    keys = {score.setting_key(s) for s in score.plan(score.parse_args(argv))}
-    other = score.plan(score.parse_args([*argv, "--env-kwargs", '{"observation": "position"}']))
+    keys = {score.setting_key(s) for s in score.plan(settings_of("detectors score", argv))}
+    other = score.plan(
+        settings_of("detectors score", [*argv, "--env-kwargs", '{"observation": "position"}'])
+    )
     assert keys.isdisjoint(score.setting_key(s) for s in other)
     for bad, match in (
         (["--detectors", "nope"], "unknown detector"),
@@ -290,7 +293,7 @@ def test_score_command_runs_resumes_and_refuses_bad_settings(tmp_path):
         (["--env-kwargs", '{"routine_length": 3}'], "which --routine-lengths sweeps"),
     ):
         with pytest.raises(ValueError, match=match):
-            score.plan(score.parse_args([*argv, *bad]))
+            score.plan(settings_of("detectors score", [*argv, *bad]))
 
 
 def test_docs_example_runs(capsys):
@@ -309,8 +312,9 @@ def test_policy_command_saves_a_table_the_scorer_accepts(tmp_path):
 
     out = tmp_path / "ppo.npy"
     about = trained_policy.main(
-        trained_policy.parse_args(
-            ["--env-kwargs", '{"routine_length": 1}', "--total-timesteps", "1", "--out", str(out)]
+        settings_of(
+            "detectors policy",
+            ["--env-kwargs", '{"routine_length": 1}', "--total-timesteps", "1", "--out", str(out)],
         )
     )
     env = gym.make("DilutedDoors-v1", routine_length=1).unwrapped
@@ -319,4 +323,4 @@ def test_policy_command_saves_a_table_the_scorer_accepts(tmp_path):
     assert about["success_probability"] == pytest.approx(env.success_probability(table))
     np.testing.assert_allclose(score.policy_table(env, str(out)), table, atol=1e-12)
     with pytest.raises(ValueError, match=r"must end in \.npy"):
-        trained_policy.main(trained_policy.parse_args(["--out", str(tmp_path / "x.zip")]))
+        trained_policy.main(settings_of("detectors policy", ["--out", str(tmp_path / "x.zip")]))

@@ -2,10 +2,11 @@
 
 Each command is one of:
 
-- an entry point of this repository (``python -m baselines.X`` / ``python -m routine_envs ...``):
-  its argv goes through the parse function the script itself uses, so a renamed or removed flag
-  fails here; the cheap ones (:data:`SMALL_RUNS`) also run for real at small scale, their
-  arguments kept and a few budget flags appended (argparse takes the last value);
+- an entry point of this repository (``python -m baselines COMMAND ...`` / ``python -m
+  routine_envs ...``): its argv goes through the parse function the entry point itself uses,
+  so a renamed or removed flag fails here; the cheap ones (:data:`SMALL_RUNS`) also run for
+  real at small scale, their arguments kept and a few budget flags appended (argparse takes
+  the last value);
 - ``pip install -e ".[extra]"`` and ``make target``: the extra is in pyproject.toml, the target in
   the Makefile (installing or running the whole suite is ``make test``'s job);
 - another tool's command, listed in :data:`OTHER_TOOLS` with the reason it is not run here.
@@ -105,8 +106,10 @@ COMMANDS = [c for page in PAGES for c in bash_commands(page)]
 
 
 def _parsers() -> dict[str, Any]:
-    """Entry point module -> the parse function its script runs (argv -> settings): every one
-    is the one command tree (:mod:`baselines.commands`), entered at the script's command."""
+    """Entry point module -> the parse function it runs (argv -> settings): the one command
+    tree (:mod:`baselines.commands`), or the core package's, entered at the top or at a
+    command. ``python -m baselines.<command>`` is not one (every command is a word after
+    ``python -m baselines``): a page that still writes it fails here."""
     from baselines import commands
     from routine_envs import cli
     from routine_envs import commands as core
@@ -114,9 +117,7 @@ def _parsers() -> dict[str, Any]:
     def at(path: str) -> Any:
         return lambda argv: commands.settings_of(path, argv)
 
-    scripts = {name.split()[0] for name, _ in commands.tree().walk()}
     return {
-        **{f"baselines.{name}": at(name) for name in scripts},
         "baselines": lambda argv: cli.parse(commands.tree(), argv)[1],
         "routine_envs": lambda argv: cli.parse(core.tree(), argv)[1],
         "routine_envs.bench": at("bench"),
@@ -316,18 +317,20 @@ def test_cheap_commands_run_at_small_scale(page, needles, small, reader_folder, 
         assert main([*argv, *small, "--no-progress"]) == 0
         assert "Decision-density diagnosis" in capsys.readouterr().out
         return
-    if command.argv[2] == "baselines.benchmark":
+    from baselines.commands import settings_of
+
+    if argv[0] == "benchmark":
         from baselines.experiments.benchmark import command as benchmark
 
-        benchmark.main(benchmark.parse_args(argv))  # imports my_estimators from the folder
+        benchmark.main(settings_of("benchmark", argv[1:]))  # imports my_estimators from the folder
         out = capsys.readouterr().out
         assert "protocol rb2 tier full" in out and "| 128 |" in out
         return
     from baselines.experiments.snr_lab import measure
 
     out = reader_folder / "out"
-    assert argv[0] == "measure"
-    args = measure.parse_args([*argv[1:], *small, "--workers", "1", "--out", str(out)])
+    assert argv[:2] == ["snr_lab", "measure"]
+    args = settings_of("snr_lab measure", [*argv[2:], *small, "--workers", "1", "--out", str(out)])
     result = measure.main(args)
     assert {r["estimator"] for r in result["rows"]} == set(args.estimators)
     for name in ("results.jsonl", "measure.csv", "measure.md", "measure.png", "summary.json"):

@@ -3,12 +3,14 @@ lost work, schedules that are what the record says (fast: no test trains for lon
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
 import gymnasium as gym
 import pytest
 
+from baselines import commands
 from baselines.experiments.compare import sweep as compare
 from baselines.experiments.snr_lab import sweep as snr_lab
 from routine_envs import credit
@@ -125,18 +127,26 @@ def one_line_error(capsys, parse, argv):
     return exit_info.value.code, err
 
 
-def test_duplicate_values_in_list_flags_are_refused(capsys):
-    from baselines import multiagent, snr_network
+def parser(path: str):
+    """``argv -> settings`` of the command ``path`` of ``python -m baselines``."""
+    return functools.partial(commands.settings_of, path)
 
-    code, err = one_line_error(capsys, compare.parse_args, ["--seeds", "0", "0", "1"])
+
+def command(path: str):
+    """``argv -> result`` of ``python -m baselines PATH ARGV``."""
+    return lambda argv: commands.main([*path.split(), *argv])
+
+
+def test_duplicate_values_in_list_flags_are_refused(capsys):
+    code, err = one_line_error(capsys, parser("compare"), ["--seeds", "0", "0", "1"])
     assert code == 2 and "--seeds" in err and "duplicate" in err and "0" in err
     code, err = one_line_error(
-        capsys, snr_lab.parse_args, ["rho-law", "--routine-lengths", "2", "2", "3"]
+        capsys, parser("snr_lab"), ["rho-law", "--routine-lengths", "2", "2", "3"]
     )
     assert code == 2 and "--routine-lengths" in err and "duplicate" in err
-    code, err = one_line_error(capsys, multiagent.parse_args, ["--methods", "ppo", "ppo"])
+    code, err = one_line_error(capsys, parser("multiagent"), ["--methods", "ppo", "ppo"])
     assert code == 2 and "--methods" in err
-    assert snr_network.parse_args(["--net-arch", "64", "64"]).net_arch == [64, 64]  # a shape
+    assert parser("snr_network")(["--net-arch", "64", "64"]).net_arch == [64, 64]  # a shape
 
 
 def test_duplicate_values_in_settings_are_refused_before_any_run(tmp_path):
@@ -463,29 +473,28 @@ def refused(capsys, run, argv, *fragments):
 
 
 def test_train_cli_errors_are_one_line_naming_the_flag(capsys):
-    from baselines.lib.training import cli_main
-
-    refused(capsys, cli_main, ["--seed", "-1"], "--seed", ">= 0")
-    refused(capsys, cli_main, ["--eval-episodes", "-1"], "--eval-episodes", ">= 1")
-    refused(capsys, cli_main, ["--env-kwargs", "[1]"], "--env-kwargs", "JSON object")
-    refused(capsys, cli_main, ["--env-kwargs", "{oops"], "--env-kwargs", "JSON object")
+    train = command("train")
+    refused(capsys, train, ["--seed", "-1"], "--seed", ">= 0")
+    refused(capsys, train, ["--eval-episodes", "-1"], "--eval-episodes", ">= 1")
+    refused(capsys, train, ["--env-kwargs", "[1]"], "--env-kwargs", "JSON object")
+    refused(capsys, train, ["--env-kwargs", "{oops"], "--env-kwargs", "JSON object")
     refused(
-        capsys, cli_main, ["--env-kwargs", '{"nope": 1}'], "--env-kwargs", "nope", "routine_length"
+        capsys, train, ["--env-kwargs", '{"nope": 1}'], "--env-kwargs", "nope", "routine_length"
     )
-    refused(capsys, cli_main, ["--env-id", "no_such_module:Env-v0"], "--env-id", "no_such_module")
+    refused(capsys, train, ["--env-id", "no_such_module:Env-v0"], "--env-id", "no_such_module")
 
 
 def test_sweep_cli_errors_are_one_line_naming_the_flag(capsys, tmp_path):
     a_file = tmp_path / "file"
     a_file.write_text("")
-    refused(capsys, compare.cli_main, ["--seeds", "0", "-1"], "--seeds", ">= 0")
+    refused(capsys, command("compare"), ["--seeds", "0", "-1"], "--seeds", ">= 0")
     refused(
-        capsys, compare.cli_main, ["--env-kwargs", '{"nope": 1}', "--out", str(tmp_path)], "nope"
+        capsys, command("compare"), ["--env-kwargs", '{"nope": 1}', "--out", str(tmp_path)], "nope"
     )
-    refused(capsys, snr_lab.cli_main, ["rho-law", "--seed", "-1"], "--seed")
-    refused(capsys, snr_lab.cli_main, ["rho-law", "--routine-lengths", "-1"], "--routine-lengths")
-    refused(capsys, snr_lab.cli_main, ["rho-law", "--mc-episodes", "0"], "--mc-episodes")
-    refused(capsys, snr_lab.cli_main, ["rho-law", "--out", str(a_file)], "--out", "file")
+    refused(capsys, command("snr_lab"), ["rho-law", "--seed", "-1"], "--seed")
+    refused(capsys, command("snr_lab"), ["rho-law", "--routine-lengths", "-1"], "--routine-lengths")
+    refused(capsys, command("snr_lab"), ["rho-law", "--mc-episodes", "0"], "--mc-episodes")
+    refused(capsys, command("snr_lab"), ["rho-law", "--out", str(a_file)], "--out", "file")
 
 
 def test_diagnose_cli_errors_are_one_line_before_any_work(capsys, tmp_path):

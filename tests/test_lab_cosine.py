@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import routine_envs
+from baselines.commands import settings_of
 from routine_envs import credit, snr
 
 gym.register_envs(routine_envs)
@@ -79,7 +80,8 @@ def lab_run(tmp_path_factory):
     from baselines.experiments.snr_lab import measure
 
     out = tmp_path_factory.mktemp("lab")
-    args = measure.parse_args(
+    args = settings_of(
+        "snr_lab measure",
         [
             "--routine-lengths",
             "30",
@@ -92,7 +94,7 @@ def lab_run(tmp_path_factory):
             "1",
             "--out",
             str(out),
-        ]
+        ],
     )
     return out, args, measure
 

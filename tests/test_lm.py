@@ -199,14 +199,14 @@ def test_exact_gradient_of_the_lm_policy() -> None:
 
 
 def test_exact_snr_of_the_lm_policy_orders_the_estimators(tmp_path: Path) -> None:
-    """``python -m baselines.lm snr`` on two short corridors: the perfect critic's SNR over
+    """``python -m baselines lm snr`` on two short corridors: the perfect critic's SNR over
     the trajectory advantage's is 1 without routine turns and grows with them, and the exact
     gradient the estimators are scored against is the oracle's."""
-    from baselines import lm
+    from baselines import commands
 
     out = tmp_path / "snr"
     args = ["snr", "--routine-lengths", "0", "3", "--episodes", "800", "--warm-start-steps", "10"]
-    lm.main([*args, "--dim", "16", "--out", str(out)])
+    commands.main(["lm", *args, "--dim", "16", "--out", str(out)])
     lines = (out / "results.jsonl").read_text().splitlines()
     rows = {int(r["density_value"]): r for r in map(json.loads, lines)}
     assert all(r["density_kwarg"] == "routine_length" for r in rows.values())
@@ -235,18 +235,18 @@ def test_grpo_learns_on_cpu() -> None:
 def test_the_train_command_runs_and_refuses_bad_flags(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from baselines import lm
+    from baselines import commands
 
     out = tmp_path / "train"
     args = ["train", "--seeds", "0", "--steps", "2", "--warm-start-steps", "5", "--dim", "16"]
-    summary = lm.main([*args, "--out", str(out)])
+    summary = commands.main(["lm", *args, "--out", str(out)])
     assert summary["reached"] == "0/1" or summary["steps_to_target"][0] <= 2
     names = {p.name for p in out.iterdir()}
     assert {"curve.csv", "curve.png", "summary.json", "results.jsonl"} <= names
     assert len((out / "curve.csv").read_text().splitlines()) == 1 + 3  # header, step 0, 2 steps
     capsys.readouterr()
     with pytest.raises(SystemExit) as stop:
-        lm.main(["train", "--loss-type", "ppo"])
+        commands.main(["lm", "train", "--loss-type", "ppo"])
     err = capsys.readouterr().err
     assert stop.value.code == 2 and "--loss-type" in err and len(err.strip().splitlines()) == 1
 

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import routine_envs
+from baselines.commands import settings_of
 from baselines.lib import config, provenance
 from routine_envs import credit, plugins, snr
 from routine_envs.sampler import ModelSampler
@@ -295,7 +296,8 @@ def test_lab_measures_an_outside_estimator_on_codefix_under_a_saved_policy(tmp_p
     proc = run(
         [
             "-m",
-            "baselines.snr_lab",
+            "baselines",
+            "snr_lab",
             "measure",
             "--env-id",
             "CodeFix-v1",
@@ -325,18 +327,18 @@ def test_lab_measures_an_outside_estimator_on_codefix_under_a_saved_policy(tmp_p
     assert (out / "measure.png").stat().st_size > 0 and (out / "measure.csv").exists()
     # a rerun does nothing; a bad policy is one line naming --policy, exit status 2
     again = run(
-        ["-m", "baselines.snr_lab", "measure", *proc.args[4:]], cwd=tmp_path, extra_path=outside
+        ["-m", "baselines", "snr_lab", "measure", *proc.args[5:]], cwd=tmp_path, extra_path=outside
     )
     assert "1 already in" in again.stdout
     # a table fits one size of the env: refused before any work where it does not
     other = run(
-        ["-m", "baselines.snr_lab", "measure", *proc.args[4:], "--routine-lengths", "2", "4"],
+        ["-m", "baselines", "snr_lab", "measure", *proc.args[5:], "--routine-lengths", "2", "4"],
         cwd=tmp_path,
         extra_path=outside,
     )
     assert other.returncode == 2 and "a table of shape" in other.stderr, other.describe()
     bad = run(
-        ["-m", "baselines.snr_lab", "measure", "--policy", "nope.txt", "--out", str(out)],
+        ["-m", "baselines", "snr_lab", "measure", "--policy", "nope.txt", "--out", str(out)],
         cwd=tmp_path,
     )
     assert bad.returncode == 2 and "--policy" in bad.stderr, bad.describe()
@@ -349,7 +351,7 @@ def test_outside_estimator_trains_through_compare_from_the_docs_example(tmp_path
     module = next(b for b in blocks if b.startswith("# my_estimators.py"))
     (tmp_path / "my_estimators.py").write_text(module)
     commands = [b.split("```", 1)[0] for b in text.split("```bash\n")[1:]]
-    compare = next(line for b in commands for line in b.splitlines() if "baselines.compare" in line)
+    compare = next(line for b in commands for line in b.splitlines() if "baselines compare" in line)
     import shlex
 
     words = shlex.split(compare)
@@ -383,7 +385,8 @@ def test_lab_measures_a_saved_sb3_policy_through_its_jacobian(tmp_path):
         device="cpu",
     )
     model.save(tmp_path / "policy.zip")
-    args = measure.parse_args(
+    args = settings_of(
+        "snr_lab measure",
         [
             "--env-kwargs",
             json.dumps(env_kwargs),
@@ -400,7 +403,7 @@ def test_lab_measures_a_saved_sb3_policy_through_its_jacobian(tmp_path):
             "1",
             "--out",
             str(tmp_path / "out"),
-        ]
+        ],
     )
     rows = measure.main(args)["rows"]
     assert {r["estimator"] for r in rows} == {"oracle", "trajectory_exact"}

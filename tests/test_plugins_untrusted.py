@@ -298,15 +298,14 @@ BAD_METHODS = [
 ]
 
 
-def commands(method: str, out: str) -> list[tuple[Any, list[str]]]:
-    from baselines import benchmark, compare, snr_lab, train
-
+def commands(method: str, out: str) -> list[list[str]]:
+    """``python -m baselines ARGV`` of every command that takes a method."""
     lab = ["--env-id", "CodeFix-v1", "--routine-lengths", "2", "--out", out]
     return [
-        (benchmark.main, ["run", "--tier", "smoke", "--method", method, "--out", out]),
-        (train.cli_main, ["--method", method, "--out", out]),
-        (compare.cli_main, ["--methods", "ppo", method, "--out", out]),
-        (snr_lab.main, ["measure", "--estimators", "trajectory_mc", method, *lab]),
+        ["benchmark", "run", "--tier", "smoke", "--method", method, "--out", out],
+        ["train", "--method", method, "--out", out],
+        ["compare", "--methods", "ppo", method, "--out", out],
+        ["snr_lab", "measure", "--estimators", "trajectory_mc", method, *lab],
     ]
 
 
@@ -314,14 +313,16 @@ def commands(method: str, out: str) -> list[tuple[Any, list[str]]]:
 def test_every_command_refuses_a_bad_method_before_any_run(
     method, expected, exiting_plugins, tmp_path, capsys
 ):
+    from baselines.commands import main
+
     out = tmp_path / "out"
-    for main, argv in commands(method, str(out)):
+    for argv in commands(method, str(out)):
         with pytest.raises(SystemExit) as exit_info:
             main(argv)
         lines = capsys.readouterr().err.strip().splitlines()
-        assert exit_info.value.code == 2, (main.__module__, lines)
-        assert len(lines) == 1 and expected in lines[0], (main.__module__, lines)
-        assert not out.exists(), main.__module__  # nothing was started or written
+        assert exit_info.value.code == 2, (argv[0], lines)
+        assert len(lines) == 1 and expected in lines[0], (argv[0], lines)
+        assert not out.exists(), argv[0]  # nothing was started or written
 
 
 OUTSIDE = """

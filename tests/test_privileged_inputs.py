@@ -247,13 +247,14 @@ def report_rows(text: str) -> list[list[str]] | dict[str, list[list[str]]]:
 
 
 def test_a_submissions_card_names_the_privileged_fields_it_read(tmp_path):
+    from baselines import commands
     from baselines.experiments.benchmark import command
 
     method = "tests.test_privileged_inputs:DeclaredCritical"
     args = ["run", "--method", method, "--tier", "smoke", "--workers", "1"]
     args += ["--out", str(tmp_path), "--no-progress", "--no-lab"]
     SEEN.clear()
-    folder = command.main(command.parse_args(args))
+    folder = command.main(commands.settings_of("benchmark", args))
     card = (folder / "report.md").read_text()
     assert "- **privileged fields read**: critical\n" in card
     assert SEEN and all(s is not None for s in SEEN)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from baselines import commands
 from baselines.experiments.compare import sweep as compare
 from baselines.experiments.demo.sweep import DemoArgs
 from baselines.experiments.multiagent import sweep as multiagent
@@ -61,7 +62,7 @@ def test_local_ray_gives_the_process_pools_keys_and_results(tmp_path):
     assert "to do on local Ray (2 CPUs)" in outcome.stdout, outcome.describe()
     pool = tmp_path / "pool"  # in this process (one worker): the same results, faster
     lab = [*ray_scenarios.TINY_LAB, "--workers", "1", "--out", str(pool / "lab")]
-    snr_lab.main(snr_lab.parse_args(lab))
+    snr_lab.main(commands.settings_of("snr_lab", lab))
     compare.run_sweep(ray_scenarios.tiny_compare(pool / "compare", workers=1), progress=False)
     for part in ("lab/rho_law", "compare"):
         on_ray = without_timing(records(tmp_path / "ray" / part / "results.jsonl"))
@@ -142,18 +143,18 @@ def test_every_sweep_has_the_backend_settings():
 
 
 @pytest.mark.parametrize(
-    ("main", "argv"),
+    "argv",
     [
-        (compare.cli_main, ["--routine-lengths", "1", "--seeds", "0"]),
-        (multiagent.cli_main, ["--routine-lengths", "1", "--seeds", "0"]),
-        (snr_lab.cli_main, ["rho-law", "--episodes", "320", "--routine-lengths", "0"]),
+        ["compare", "--routine-lengths", "1", "--seeds", "0"],
+        ["multiagent", "--routine-lengths", "1", "--seeds", "0"],
+        ["snr_lab", "rho-law", "--episodes", "320", "--routine-lengths", "0"],
     ],
     ids=["compare", "multiagent", "snr_lab"],
 )
-def test_address_without_the_ray_backend_is_refused_before_any_work(tmp_path, capsys, main, argv):
+def test_address_without_the_ray_backend_is_refused_before_any_work(tmp_path, capsys, argv):
     out = tmp_path / "out"
     with pytest.raises(SystemExit) as exit_status:
-        main([*argv, "--address", "127.0.0.1:1", "--out", str(out)])
+        commands.main([*argv, "--address", "127.0.0.1:1", "--out", str(out)])
     assert exit_status.value.code == 2
     error = capsys.readouterr().err
     assert "--address 127.0.0.1:1" in error and "--backend ray" in error
@@ -161,7 +162,9 @@ def test_address_without_the_ray_backend_is_refused_before_any_work(tmp_path, ca
 
 
 def test_an_unknown_backend_is_refused():
-    proc = children.run([sys.executable, "-m", "baselines.compare", "--backend", "dask"], cwd=ROOT)
+    proc = children.run(
+        [sys.executable, "-m", "baselines", "compare", "--backend", "dask"], cwd=ROOT
+    )
     said = proc.describe()
     assert proc.returncode == 2 and "--backend" in proc.stderr and "dask" in proc.stderr, said
     with pytest.raises(ValueError, match="--backend must be one of"):
@@ -182,8 +185,11 @@ def test_without_ray_the_error_names_the_extra(monkeypatch, tmp_path):
 
 def test_importing_the_suite_and_the_runner_does_not_import_ray():
     code = (
-        "import sys, routine_envs, baselines.lib.runner, baselines.compare, baselines.snr_lab, "
-        "baselines.multiagent; print(sorted(m for m in sys.modules if m.split('.')[0] == 'ray'))"
+        "import sys, routine_envs, baselines.lib.runner, baselines.commands, "
+        "baselines.experiments.compare.sweep, baselines.experiments.snr_lab.sweep, "
+        "baselines.experiments.multiagent.sweep\n"
+        "baselines.commands.tree()\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'ray'))"
     )
     proc = children.run([sys.executable, "-c", code], cwd=ROOT, check=True)
     assert proc.stdout.strip() == "[]", proc.describe()

@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+from baselines import commands
 from baselines.experiments.benchmark import axes, report, scores
 from baselines.lib import protocol
 
@@ -187,15 +188,15 @@ def test_a_submission_bundles_what_its_scores_rebuild_from(tmp_path, monkeypatch
     import sys
     import zipfile
 
-    from baselines.experiments.benchmark import command
-
     (tmp_path / "rb2_outside.py").write_text(OUTSIDE)
     monkeypatch.syspath_prepend(str(tmp_path))
     out = tmp_path / "out"
     common = ["--protocol", "rb2", "--tier", "smoke", "--out", str(out)]
     method = ["--method", "rb2_outside:HalfMC"]
-    command.cli_main(["run", *method, *common, "--workers", "1", "--no-lab", "--no-progress"])
-    bundle = command.cli_main(["submit", *method, *common, "--no-lab"])
+    commands.main(
+        ["benchmark", "run", *method, *common, "--workers", "1", "--no-lab", "--no-progress"]
+    )
+    bundle = commands.main(["benchmark", "submit", *method, *common, "--no-lab"])
     assert bundle.name == "submission.zip"
     assert bundle.parent.name.startswith("rb2_outside_HalfMC-")
     names = set(zipfile.ZipFile(bundle).namelist())
@@ -208,7 +209,7 @@ def test_a_submission_bundles_what_its_scores_rebuild_from(tmp_path, monkeypatch
     assert manifest_["privileged_fields_read"] == [] and manifest_["runs"] == 8
     assert manifest_["drops"]["planned"] == 8
     capsys.readouterr()
-    result = command.cli_main(["verify-submission", "--bundle", str(bundle)])
+    result = commands.main(["benchmark", "verify-submission", "--bundle", str(bundle)])
     assert result.problems == [], result
     assert "verified: every part rebuilds from the rows" in capsys.readouterr().out
 
@@ -222,7 +223,7 @@ def test_a_submission_bundles_what_its_scores_rebuild_from(tmp_path, monkeypatch
     bad = rewrite(bundle, tmp_path / "bad.zip", change_row)
     capsys.readouterr()
     with pytest.raises(SystemExit) as exit_:
-        command.cli_main(["verify-submission", "--bundle", str(bad)])
+        commands.main(["benchmark", "verify-submission", "--bundle", str(bad)])
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and err.count("\n") == 1
     assert "member results.jsonl differs from its SHA-256 in SUBMISSION.json" in err
@@ -236,7 +237,7 @@ def test_a_submission_bundles_what_its_scores_rebuild_from(tmp_path, monkeypatch
 
     forged = rewrite(bundle, tmp_path / "forged.zip", change_row_and_hash)
     with pytest.raises(SystemExit) as exit_:
-        command.cli_main(["verify-submission", "--bundle", str(forged)])
+        commands.main(["benchmark", "verify-submission", "--bundle", str(forged)])
     assert "NOT verified" in str(exit_.value.code)  # exit status 1: a message, not 2
     out = capsys.readouterr().out
     assert "PROBLEM: report/report.md differs from its rebuild" in out, out

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from baselines.experiments.benchmark import command, manifest, scores
+from baselines import commands
+from baselines.experiments.benchmark import manifest, scores
 from baselines.lib import protocol, protocol_runs
 from tests import children
 
@@ -117,7 +118,7 @@ def test_a_card_lists_one_protocol_file_for_its_runs_and_the_references(tmp_path
     mine.parent.mkdir(parents=True)
     shutil.copy(ROOT / "baselines" / "references" / "rb2" / "lite" / "ppo.jsonl", mine)
     argv = ["report", "--method", "ppo", "--tier", "lite", "--env-id", "CodeFix-v1"]
-    card = command.cli_main([*argv, "--no-lab", "--out", str(out)])
+    card = commands.main(["benchmark", *argv, "--no-lab", "--out", str(out)])
     header = json.loads((card / "scores.json").read_text())["header"]
     assert "protocol files of the runs" not in header
     assert header["protocol"].startswith(f"rb2 (released, sha256 {protocol.RELEASED['rb2'][:12]})")
@@ -158,7 +159,7 @@ def test_an_edited_reference_row_is_refused_naming_the_file(argv, shipped_copy, 
     edit_one_success(shipped_copy)
     out = tmp_path / "out"
     with pytest.raises(SystemExit) as end:
-        command.cli_main([*argv, "--out", str(out)])
+        commands.main(["benchmark", *argv, "--out", str(out)])
     err = capsys.readouterr().err.strip()
     assert end.value.code == 2, err
     assert len(err.splitlines()) == 1 and str(shipped_copy / "ppo.jsonl") in err
@@ -200,13 +201,24 @@ def test_unverified_references_are_used_only_when_asked_and_every_output_says_so
     monkeypatch.setattr(protocol, "REFERENCE_METHODS", ("ppo",))  # one method: fast
     monkeypatch.setattr(scores, "RESAMPLES", 200)
     out = tmp_path / "out"
-    clean = command.cli_main(
-        ["leaderboard", "--protocol", "rb1", "--tier", "lite", "--out", str(tmp_path / "clean")]
+    clean = commands.main(
+        [
+            "benchmark",
+            "leaderboard",
+            "--protocol",
+            "rb1",
+            "--tier",
+            "lite",
+            "--out",
+            str(tmp_path / "clean"),
+        ]
     )
     assert "unverified" not in clean.read_text()
     edit_one_success(shipped_copy)
     flag = ["--unverified-references", "--out", str(out)]
-    board = command.cli_main(["leaderboard", "--protocol", "rb1", "--tier", "lite", *flag])
+    board = commands.main(
+        ["benchmark", "leaderboard", "--protocol", "rb1", "--tier", "lite", *flag]
+    )
     text = board.read_text()
     assert board == out / "rb1" / "lite" / "LEADERBOARD.md"
     assert text.splitlines()[0].endswith("(unverified references)")
@@ -216,8 +228,8 @@ def test_unverified_references_are_used_only_when_asked_and_every_output_says_so
     mine = out / "rb1" / "lite" / "trajectory_mc" / "results.jsonl"
     mine.parent.mkdir(parents=True)
     shutil.copy(shipped_copy / "trajectory_mc.jsonl", mine)
-    card = command.cli_main(
-        ["report", "--method", "trajectory_mc", "--protocol", "rb1", "--no-lab", *flag]
+    card = commands.main(
+        ["benchmark", "report", "--method", "trajectory_mc", "--protocol", "rb1", "--no-lab", *flag]
     )
     report_md = (card / "report.md").read_text()
     assert report_md.splitlines()[0].endswith("(unverified references)")
@@ -242,23 +254,32 @@ def test_reading_the_references_writes_nothing_into_the_package(
     monkeypatch.setattr(scores, "RESAMPLES", 100)
     monkeypatch.chdir(tmp_path)
     before = snapshot(shipped_copy)
-    listed = command.cli_main(["references", "--protocol", "rb1", "--tier", "lite"])
+    listed = commands.main(["benchmark", "references", "--protocol", "rb1", "--tier", "lite"])
     assert listed == {"ppo": 120, "oracle": 120}
     printed = capsys.readouterr().out
     assert "# Leaderboard: protocol rb1, tier lite" in printed and "| oracle |" in printed
-    command.cli_main(["plan", "--protocol", "rb1", "--tier", "lite"])
+    commands.main(["benchmark", "plan", "--protocol", "rb1", "--tier", "lite"])
     assert snapshot(shipped_copy) == before  # LEADERBOARD.md included: nothing rewritten
     assert list(tmp_path.glob("results")) == []  # nor anything in the working folder
-    path = command.cli_main(
-        ["leaderboard", "--protocol", "rb1", "--tier", "lite", "--out", str(tmp_path / "board")]
+    path = commands.main(
+        [
+            "benchmark",
+            "leaderboard",
+            "--protocol",
+            "rb1",
+            "--tier",
+            "lite",
+            "--out",
+            str(tmp_path / "board"),
+        ]
     )
     assert path.parent == tmp_path / "board" / "rb1" / "lite" and snapshot(shipped_copy) == before
 
 
 def test_the_manifest_a_maintainer_writes_is_the_shipped_one(shipped_copy, capsys):
     (shipped_copy / manifest.MANIFEST_NAME).unlink()
-    result = command.cli_main(
-        ["references", "--write-manifest", "--protocol", "rb1", "--tier", "lite"]
+    result = commands.main(
+        ["benchmark", "references", "--write-manifest", "--protocol", "rb1", "--tier", "lite"]
     )
     assert result["sha256"] == protocol.REFERENCE_MANIFESTS["rb1"]["lite"]
     assert result["manifest"].read_bytes() == (SHIPPED / manifest.MANIFEST_NAME).read_bytes()
@@ -287,7 +308,7 @@ def test_computed_references_go_to_a_folder_you_name_not_the_package(
     out = tmp_path / "out"
     argv = ["references", "--compute", "--protocol", "rb1", "--tier", "smoke"]
     argv += ["--methods", "ppo", "--workers", "1"]
-    command.cli_main([*argv, "--out", str(out), "--no-progress"])
+    commands.main(["benchmark", *argv, "--out", str(out), "--no-progress"])
     computed = out / "references" / "rb1" / "smoke" / "ppo.jsonl"
     assert (
         len(computed.read_text().splitlines())
@@ -296,11 +317,22 @@ def test_computed_references_go_to_a_folder_you_name_not_the_package(
     assert not (shipped_copy.parent / "smoke").exists()
     assert "--write-manifest" in capsys.readouterr().out  # how to ship them
     named = tmp_path / "mine"
-    command.cli_main([*argv, "--out", str(out), "--references-dir", str(named), "--no-progress"])
+    commands.main(
+        ["benchmark", *argv, "--out", str(out), "--references-dir", str(named), "--no-progress"]
+    )
     assert (named / "ppo.jsonl").exists()
     with pytest.raises(SystemExit) as end:  # reading them back is a local experiment
-        command.cli_main(
-            ["references", "--protocol", "rb1", "--tier", "smoke", "--references-dir", str(named)]
+        commands.main(
+            [
+                "benchmark",
+                "references",
+                "--protocol",
+                "rb1",
+                "--tier",
+                "smoke",
+                "--references-dir",
+                str(named),
+            ]
         )
     assert end.value.code == 2 and "not the shipped references" in capsys.readouterr().err
 
@@ -330,7 +362,7 @@ def test_a_protocol_file_that_is_not_a_protocol_is_one_line_naming_it(
     assert str(path) in str(err.value)
     monkeypatch.setattr(protocol, "PROTOCOL_DIR", tmp_path)
     with pytest.raises(SystemExit) as end:
-        command.cli_main(["plan", "--protocol", "rbx"])
+        commands.main(["benchmark", "plan", "--protocol", "rbx"])
     line = capsys.readouterr().err.strip()
     assert end.value.code == 2 and len(line.splitlines()) == 1 and str(path) in line
 
@@ -360,7 +392,7 @@ def test_the_shipped_lab_is_the_current_codes(tier):
         if lab.lab_key(loaded, setting, value, method) not in cache
     ]
     assert not missing, f"{len(missing)} lab rows not shipped, e.g. {missing[0]}: rerun " + (
-        f"python -m baselines.benchmark references --write-manifest --tier {tier}"
+        f"python -m baselines benchmark references --write-manifest --tier {tier}"
     )
 
 

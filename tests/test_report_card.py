@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from baselines import commands
 from baselines.experiments.benchmark import command, drops, figures, merging, report, scores
 from baselines.experiments.benchmark import lab as benchmark_lab
 from baselines.lib import protocol, protocol_runs
@@ -341,7 +342,7 @@ def test_env_id_limits_every_section_and_the_wall_time_is_the_commands(tmp_path,
     age_before = report.command_seconds(0.0)
     argv = ["report", "--method", "rloo", "--protocol", "rb1", "--tier", "lite"]
     argv += ["--env-id", "DilutedDoors-v1"]
-    path = command.cli_main([*argv, "--out", str(out)])
+    path = commands.main(["benchmark", *argv, "--out", str(out)])
     data = json.loads((path / "scores.json").read_text())
     doors = ['DilutedDoors-v1{"num_floors": 2}']
     assert list(data["method"]["settings"]) == doors
@@ -358,7 +359,7 @@ def test_env_id_limits_every_section_and_the_wall_time_is_the_commands(tmp_path,
 
 
 def test_plan_prints_the_assumptions_of_its_estimate(capsys):
-    command.cli_main(["plan", "--protocol", "rb1", "--tier", "lite", "--cores", "2"])
+    commands.main(["benchmark", "plan", "--protocol", "rb1", "--tier", "lite", "--cores", "2"])
     out = capsys.readouterr().out
     assert "This estimate assumes:" in out and "a quiet machine" in out
     assert (

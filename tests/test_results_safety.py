@@ -259,25 +259,11 @@ def test_a_run_whose_holder_died_is_trained_here(tmp_path, monkeypatch):
 
 
 # ------------------------------------------------------------- output folders, full disk
-ENTRIES = {
-    "benchmark": ("baselines.experiments.benchmark.command", "cli_main"),
-    "compare": ("baselines.experiments.compare.sweep", "cli_main"),
-    "multiagent": ("baselines.experiments.multiagent.sweep", "cli_main"),
-    "snr_lab": ("baselines.snr_lab", "main"),
-    "detectors": ("baselines.detectors", "main"),
-    "demo": ("baselines.demo", "cli_main"),
-    "snr_network": ("baselines.snr_network", "main"),
-    "train": ("baselines.lib.training", "cli_main"),
-}
-"""What each ``python -m`` command calls with its arguments."""
-
-
 def cli(argv: list[str]):
-    """The entry point ``argv[0]`` called with the rest, as its ``python -m`` command would."""
-    import importlib
+    """``python -m baselines ARGV``, in this process."""
+    from baselines.commands import main
 
-    module, name = ENTRIES[argv[0]]
-    return getattr(importlib.import_module(module), name)(argv[1:])
+    return main(argv)
 
 
 ENTRY_POINTS = [
@@ -496,7 +482,8 @@ def test_ctrl_c_in_a_sweep_is_one_line_with_what_is_saved_and_the_resume_command
 
 def test_ctrl_c_in_benchmark_run_is_one_line_exit_130(tmp_path):
     out_dir = tmp_path / "out"
-    argv = ["-m", "baselines.benchmark", "run", "--method", "trajectory_mc", "--protocol", "rb1"]
+    argv = ["-m", "baselines", "benchmark", "run", "--method", "trajectory_mc"]
+    argv += ["--protocol", "rb1"]
     argv += ["--tier", "smoke"]
     argv += ["--workers", "2", "--out", str(out_dir), "--no-progress", "--no-lab"]
     proc = subprocess.Popen(

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from baselines.commands import settings_of
 from routine_envs import credit, snr
 from routine_envs.envs import DilutedDoorsEnv
 from routine_envs.sampler import ModelSampler
@@ -206,7 +207,7 @@ def test_lab_rho_law_small_run_is_resumable(tmp_path):
     from baselines.experiments.snr_lab import sweep as snr_lab
 
     def run(argv):
-        return snr_lab.main(snr_lab.parse_args(argv))
+        return snr_lab.main(settings_of("snr_lab", argv))
 
     argv = [
         "rho-law",

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from baselines import commands
 from baselines.experiments.benchmark import submission, verification
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,16 +43,14 @@ class HalfMC(credit.TrajectoryMC):
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory) -> Path:
     """A genuine smoke-tier bundle of an outside method (8 runs on the batched trainer)."""
-    from baselines.experiments.benchmark import command
-
     folder = tmp_path_factory.mktemp("submission")
     (folder / "sub_probe.py").write_text(OUTSIDE)
     sys.path.insert(0, str(folder))
     try:
         common = ["--protocol", "rb2", "--tier", "smoke", "--out", str(folder / "out")]
         method = ["--method", "sub_probe:HalfMC", "--no-lab"]
-        command.cli_main(["run", *method, *common, "--workers", "1", "--no-progress"])
-        path = command.cli_main(["submit", *method, *common])
+        commands.main(["benchmark", "run", *method, *common, "--workers", "1", "--no-progress"])
+        path = commands.main(["benchmark", "submit", *method, *common])
     finally:  # the module stays imported: the method's parsed spec (cached) holds it
         sys.path.remove(str(folder))
     return path
@@ -216,9 +215,9 @@ def test_a_genuine_bundle_verifies(bundle):
 
 
 def run_cli(args, cwd, **env):
-    """``python -m baselines.benchmark ARGS`` in ``cwd`` (the project on PYTHONPATH)."""
+    """``python -m baselines benchmark ARGS`` in ``cwd`` (the project on PYTHONPATH)."""
     done = subprocess.run(
-        [sys.executable, "-m", "baselines.benchmark", *args],
+        [sys.executable, "-m", "baselines", "benchmark", *args],
         cwd=cwd,
         env={**os.environ, "PYTHONPATH": str(ROOT), **env},
         capture_output=True,
@@ -340,8 +339,6 @@ def test_a_partial_submission_is_refused_unless_asked_and_then_says_so(bundle, t
     the setting's remaining density beside the references' fitted on all."""
     import shutil
 
-    from baselines.experiments.benchmark import command
-
     out = tmp_path / "out"
     shutil.copytree(bundle.parents[3], out)
     results = next(out.glob("rb2/smoke/sub_probe*/results.jsonl"))
@@ -359,9 +356,9 @@ def test_a_partial_submission_is_refused_unless_asked_and_then_says_so(bundle, t
         common = ["--protocol", "rb2", "--tier", "smoke", "--out", str(out)]
         method = ["--method", "sub_probe:HalfMC", "--no-lab"]
         with pytest.raises(SystemExit) as exit_:
-            command.cli_main(["submit", *method, *common])
+            commands.main(["benchmark", "submit", *method, *common])
         assert exit_.value.code == 2
-        path = command.cli_main(["submit", *method, *common, "--partial"])
+        path = commands.main(["benchmark", "submit", *method, *common, "--partial"])
     finally:
         sys.path.remove(str(source))
     manifest = json.loads(members_of(path)["SUBMISSION.json"])
@@ -381,12 +378,10 @@ def test_a_partial_submission_is_refused_unless_asked_and_then_says_so(bundle, t
 def test_a_built_in_methods_lab_rows_are_rebuilt(tmp_path):
     """A built-in method's lab rows come from this checkout's code: a forger who edits its SNR
     in scores.json and report.md alike (every hash fixed) is refused."""
-    from baselines.experiments.benchmark import command
-
     common = ["--protocol", "rb2", "--tier", "smoke", "--out", str(tmp_path / "out")]
     method = ["--method", "trajectory_mc"]
-    command.cli_main(["run", *method, *common, "--workers", "1", "--no-progress"])
-    path = command.cli_main(["submit", *method, *common])
+    commands.main(["benchmark", "run", *method, *common, "--workers", "1", "--no-progress"])
+    path = commands.main(["benchmark", "submit", *method, *common])
     assert verification.verify(path).verified
     members = members_of(path)
     scores = json.loads(members["report/scores.json"])

@@ -1,7 +1,8 @@
 """The command-line grammar of the baselines: :mod:`routine_envs.cli` (one generator from settings
 dataclasses for every entry point, ``routine_envs`` ones included), re-exported here with what
-only the baselines add: the shared setting ``--env-kwargs`` checked against the env, and the
-tree of every ``python -m baselines`` command (:mod:`baselines.commands`).
+only the baselines add: the shared setting ``--env-kwargs`` checked against the env. The tree of
+every ``python -m baselines`` command is :mod:`baselines.commands`, gathered from the rows each
+experiment package declares.
 
 See :mod:`routine_envs.cli` for how fields become flags.
 """

@@ -19,8 +19,9 @@ line is generated from them, :mod:`routine_envs.cli`) and four functions, gather
 :func:`run_experiment` runs a plan through the one runner (:func:`~baselines.lib.runner.
 run_resumable`: a process pool or Ray, per-run claims, the one results file with its schema
 derived from the record class); :func:`main` is ``plan``, ``run`` and ``analyse`` in a row.
-Experiments share library code (:mod:`baselines.lib`), never import each other; one that runs
-others (the demo) runs them by name through the command tree (:mod:`baselines.commands`).
+Experiments share library code (:mod:`baselines.lib`); one that runs others (the demo) calls
+their public entry functions. The library imports no experiment, and declares no command (each
+experiment package declares its own rows: :mod:`baselines.commands`).
 """
 
 from __future__ import annotations

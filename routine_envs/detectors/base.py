@@ -246,6 +246,6 @@ def need_context(context: credit.EstimatorContext, name: str, fields: Mapping[st
         reasons = "; ".join(f"{f} ({why})" for f, why in missing.items())
         raise ValueError(
             f"detector {name!r} needs {reasons}, which this caller does not offer (the SNR lab "
-            "and `python -m baselines.detectors score` offer an exact-model sampler and the "
+            "and `python -m baselines detectors score` offer an exact-model sampler and the "
             "policy table; TrajectoryAdvantagePPO offers no sampler)"
         )

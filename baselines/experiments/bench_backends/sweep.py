@@ -1,4 +1,4 @@
-"""Sweep backends: ``python -m baselines.bench_backends``.
+"""Sweep backends: ``python -m baselines bench_backends``.
 
 The same small comparison sweep (DilutedDoors-v1, PPO, ``--runs`` seeds) on the process pool
 and on a local Ray instance, with 1 and 2 workers, each in a fresh interpreter and a fresh
@@ -118,13 +118,6 @@ def measure(out: Path, backend: str, workers: int, args: BenchArgs) -> dict[str,
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"{backend} x {workers} failed: {proc.stderr[-2000:]}")
     return json.loads(lines[-1][len("RESULT ") :])
-
-
-def parse_args(argv: list[str] | None = None) -> BenchArgs:
-    """The settings from the command line (one flag per :class:`BenchArgs` field)."""
-    from baselines.commands import settings_of
-
-    return settings_of("bench_backends", argv)
 
 
 def main(args: BenchArgs) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Training cost: ``python -m baselines.bench_training``.
+"""Training cost: ``python -m baselines bench_training``.
 
 CPU seconds per 10^6 environment steps of one run (collection, updates and, for the batched
 trainer, its exact evaluations at 0 and at the budget), measured side by side in one process
@@ -107,13 +107,6 @@ class BenchArgs:
             "from this tier of --protocol (e.g. full), with the first --methods"
         },
     )
-
-
-def parse_args(argv: list[str] | None = None) -> BenchArgs:
-    """The settings of ``python -m baselines bench_training`` from ``argv``."""
-    from baselines.commands import settings_of
-
-    return settings_of("bench_training", argv)
 
 
 def main(args: BenchArgs) -> list[dict[str, Any]]:

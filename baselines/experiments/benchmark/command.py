@@ -1,4 +1,4 @@
-"""``python -m baselines.benchmark {run,report,references,leaderboard,plan,submit,
+"""``python -m baselines benchmark {run,report,references,leaderboard,plan,submit,
 verify-submission}``: score a credit-assignment method on a versioned protocol against the
 shipped references.
 
@@ -405,7 +405,7 @@ def references(args: BenchmarkArgs, protocol: protocols.Protocol) -> dict[str, A
         print(
             f"\ncomputed references in {folder} (not shipped). To ship them: copy its .jsonl "
             f"files into {manifest.shipped_folder(protocol.version, args.tier)}, run "
-            f"`python -m baselines.benchmark references --write-manifest --tier {args.tier}` "
+            f"`python -m baselines benchmark references --write-manifest --tier {args.tier}` "
             "and pin the SHA-256 it prints (docs/benchmark.md)"
         )
         return listed
@@ -416,7 +416,7 @@ def references(args: BenchmarkArgs, protocol: protocols.Protocol) -> dict[str, A
     if found:
         print(f"\n{leaderboard_text(protocol, args.tier, refs, found)}")
         print(
-            "to write it to a file: python -m baselines.benchmark leaderboard "
+            "to write it to a file: python -m baselines benchmark leaderboard "
             f"--tier {args.tier} --out DIR"
         )
     return listed
@@ -578,17 +578,3 @@ def verify_submission(args: BenchmarkArgs) -> verification.Verdict:
         path = verdict.write_card(folder, report.git_commit(Path(__file__).parent))
         print(f"the verified card: {path}")
     return verdict
-
-
-def parse_args(argv: list[str] | None = None) -> BenchmarkArgs:
-    """The settings of ``benchmark COMMAND ...`` (``argv[0]`` is the command)."""
-    from baselines.commands import settings_of
-
-    return settings_of("benchmark", argv)
-
-
-def cli_main(argv: list[str] | None = None) -> Any:
-    """``python -m baselines.benchmark``: bad settings are one line on stderr, exit status 2."""
-    from baselines.commands import script
-
-    return script("benchmark")(argv)

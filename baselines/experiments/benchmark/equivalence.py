@@ -1,4 +1,4 @@
-"""The equivalence study: ``python -m baselines.equivalence``: the two trainers on the same runs.
+"""The equivalence study: ``python -m baselines equivalence``: the two trainers on the same runs.
 
 The references' trainer is the protocol's (rb1: SB3; rb2: the batched one); the study trains
 the same runs on the other trainer and compares steps to target per cell (batched / SB3).
@@ -171,13 +171,6 @@ def run_sb3(args: EquivalenceArgs) -> list[dict[str, Any]]:
     return [r for r in read_records(path) if r["key"] in keys]
 
 
-def parse_args(argv: list[str] | None = None) -> EquivalenceArgs:
-    """The settings of ``python -m baselines equivalence`` from ``argv`` (the one command tree)."""
-    from baselines.commands import settings_of
-
-    return settings_of("equivalence", argv)
-
-
 def cross_check_sb3(args: EquivalenceArgs, refs: References) -> list[dict[str, Any]]:
     """Protocols whose references are the batched trainer's: SB3 trains the references' runs
     of ``args.methods`` on ``args.seeds`` (resumable, ``--workers`` processes; with
@@ -251,10 +244,3 @@ def main(args: EquivalenceArgs) -> list[dict[str, Any]]:
     )
     print(analysis.markdown_table(rows))
     return rows
-
-
-def cli_main(argv: list[str] | None = None) -> list[dict[str, Any]]:
-    """``python -m baselines equivalence``: parse and run (every ending one line)."""
-    from baselines.commands import script
-
-    return script("equivalence")(argv)

@@ -1,4 +1,4 @@
-"""The comparison sweep: ``python -m baselines.compare --sweep demo``.
+"""The comparison sweep: ``python -m baselines compare --sweep demo``.
 
 A sweep is environments x routine lengths x methods x seeds (settings only, in
 :data:`SWEEPS`; flags override them). Each run is a :class:`baselines.lib.runs.Run`, trained in its
@@ -102,14 +102,6 @@ def main(args: SweepArgs) -> dict[str, list[dict[str, Any]]]:
     return experiment_main(experiment(), args)
 
 
-def cli_main(argv: list[str] | None = None) -> dict[str, list[dict[str, Any]]]:
-    """``python -m baselines.compare``: bad settings are one line on stderr and exit status 2,
-    before any training; a failed run names itself (exit status 1, the runs done kept)."""
-    from baselines.commands import script
-
-    return script("compare")(argv)
-
-
 @dataclass
 class CompareCommand(SweepArgs):
     """A comparison sweep: density values x methods x seeds of one environment, each run one
@@ -135,11 +127,3 @@ def named_sweep(given: dict[str, Any]) -> CompareCommand:
     return cli.settings_from(
         CompareCommand, {"out": Path("results/compare") / name, **SWEEPS[name]}
     )
-
-
-def parse_args(argv: list[str] | None = None) -> SweepArgs:
-    """The settings of a sweep from the command line: ``--sweep NAME`` starts from a named
-    sweep of :data:`SWEEPS` (output in ``results/compare/NAME``), other flags override it."""
-    from baselines.commands import settings_of
-
-    return settings_of("compare", argv)

@@ -1,13 +1,13 @@
-"""The main job on its embedded defaults: ``make demo`` (``python -m baselines.demo``).
+"""The main job on its embedded defaults: ``make demo`` (``python -m baselines demo``).
 
 1. A rendered Diluted Doors episode (text on stdout, a PNG of the last frame).
 2. The measured decision density for several routine lengths beside ``1 / (1 + L)``.
 3. The oracle's advantages under the uniform policy: exactly zero on every routine state.
 4. The rho law: gradient SNR of the perfect critic over the trajectory advantage against rho,
-   its log-log fit beside the closed form (``baselines.snr_lab rho-law`` on 20,000 episodes per
-   setting; ``results/demo/snr/rho_law``).
+   its log-log fit beside the closed form (``python -m baselines snr_lab rho-law`` on 20,000
+   episodes per setting; ``results/demo/snr/rho_law``).
 5. A short training comparison: SB3 PPO vs TrajectoryAdvantagePPO (trajectory_mc) at two
-   routine lengths, 3 seeds (``baselines.compare`` sweep "demo"; tables and PNGs in
+   routine lengths, 3 seeds (``python -m baselines compare --sweep demo``; tables and PNGs in
    ``results/demo/compare``).
 
 Writes ``rho_by_routine_length.csv``, ``oracle_advantages.csv`` and ``episode.png`` into
@@ -203,12 +203,15 @@ def main(args: DemoArgs) -> None:
     print(f"\nwrote {args.out}/rho_by_routine_length.csv, oracle_advantages.csv, episode.png")
 
     print("\n== 4. The rho law: SNR(perfect critic) / SNR(trajectory advantage) against rho")
-    from baselines import commands  # the other experiments, run by name (never imported)
+    # the other experiments' entry functions, imported here: parsing the demo's flags (which
+    # loads this module) stays as light as the demo's own imports
+    from baselines.experiments.snr_lab import sweep as snr_lab
     from baselines.lib.lab import PAPER, fit_text
 
     lab = cli.settings_from(
-        commands.settings_class("snr_lab rho-law"),
+        snr_lab.LabCommand,
         {
+            "experiment": "rho-law",
             "out": args.out / "snr",
             "episodes": args.snr_episodes,
             "workers": args.workers,
@@ -216,7 +219,7 @@ def main(args: DemoArgs) -> None:
         },
     )
     start = time.perf_counter()
-    summary = commands.run_command("snr_lab rho-law", lab)["rho-law"]
+    summary = snr_lab.main(lab)["rho-law"]
     columns = ("routine_length", "rho", "ratio", "ratio_low", "ratio_high", "theory_ratio")
     rows = [r for r in read_csv(lab.out / "rho_law" / "rho_law.csv") if r["param"] == "per_state"]
     print_table([{k: r[k] for k in columns} for r in rows])
@@ -233,15 +236,15 @@ def main(args: DemoArgs) -> None:
 
     if args.compare:
         print("\n== 5. PPO (turn-level, learned critic) vs TrajectoryAdvantagePPO (trajectory_mc)")
-        compare = commands.settings_class("compare")
-        base = commands.find("compare")
-        named = cli.load(base.base)({"sweep": "demo"})
+        from baselines.experiments.compare import sweep as compare
+
         settings = {
             "out": args.out / "compare",
             "workers": args.workers,
             **backend_fields(args),
         }
-        commands.run_command("compare", cli.settings_from(compare, settings, named))
+        named = compare.named_sweep({"sweep": "demo"})
+        compare.main(cli.settings_from(compare.CompareCommand, settings, named))
 
 
 def read_csv(path: Path) -> list[dict]:
@@ -254,10 +257,3 @@ def read_csv(path: Path) -> list[dict]:
                 row[key] = float(value)
                 row[key] = int(value)
     return rows
-
-
-def parse_args(argv: list[str] | None = None) -> DemoArgs:
-    """Command-line flags, one per :class:`DemoArgs` field."""
-    from baselines.commands import settings_of
-
-    return settings_of("demo", argv)

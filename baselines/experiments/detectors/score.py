@@ -1,4 +1,4 @@
-"""Detectors scored against the truth: ``python -m baselines.detectors score --env-id ...``.
+"""Detectors scored against the truth: ``python -m baselines detectors score --env-id ...``.
 
 For every value of the env's density keyword and every policy, batches of episodes are sampled
 from the exact model (their steps annotated), every detector is run on them in order (fitted on
@@ -370,17 +370,3 @@ def main(args: ScoreArgs) -> dict[str, Any]:
 
 EXPERIMENT = Experiment("detectors score", plan, setting_key, score_setting, DetectorRecord)
 """Detectors scored against the annotations (the analysis is :func:`main`'s tables)."""
-
-
-def parse_args(argv: list[str] | None = None) -> ScoreArgs:
-    """The settings from the command line (one flag per :class:`ScoreArgs` field)."""
-    from baselines.commands import settings_of
-
-    return settings_of("detectors score", argv)
-
-
-def cli_main(argv: list[str] | None = None) -> dict[str, Any]:
-    """``python -m baselines.detectors score``: bad settings are one line on stderr, exit 2."""
-    from baselines.commands import script
-
-    return script("detectors score")(argv)

@@ -1,10 +1,10 @@
-"""A partly trained policy to score detectors under: ``python -m baselines.detectors policy``.
+"""A partly trained policy to score detectors under: ``python -m baselines detectors policy``.
 
 Trains one short run of an SB3 method (``ppo`` by default, through
 :func:`baselines.lib.sb3_trainer.build`, the env's shipped hyperparameters) and saves its tabular
 policy (:func:`baselines.lib.trajectory_ppo.policy_table`: the network's action probabilities
 on every decision state) as a ``.npy`` table ``(num_states, num_actions)``, which
-``python -m baselines.detectors score --policies`` and the SNR lab's ``--policy`` accept.
+``python -m baselines detectors score --policies`` and the SNR lab's ``--policy`` accept.
 """
 
 from __future__ import annotations
@@ -71,17 +71,3 @@ def main(args: PolicyArgs) -> dict[str, Any]:
     write_atomic(args.out.with_suffix(".json"), json.dumps(about, indent=2, default=str))
     print(json.dumps(about, default=str))
     return about
-
-
-def parse_args(argv: list[str] | None = None) -> PolicyArgs:
-    """The settings from the command line (one flag per :class:`PolicyArgs` field)."""
-    from baselines.commands import settings_of
-
-    return settings_of("detectors policy", argv)
-
-
-def cli_main(argv: list[str] | None = None) -> dict[str, Any]:
-    """``python -m baselines.detectors policy``: bad settings are one line, exit status 2."""
-    from baselines.commands import script
-
-    return script("detectors policy")(argv)

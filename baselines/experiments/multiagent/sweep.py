@@ -1,4 +1,4 @@
-"""The team comparison: ``python -m baselines.multiagent --routine-lengths 2 10 --seeds 0 1 2``.
+"""The team comparison: ``python -m baselines multiagent --routine-lengths 2 10 --seeds 0 1 2``.
 
 Parameter-shared training on the team environments through the turn-based adapter
 (:class:`TurnBasedTeamEnv`), PPO beside ``TrajectoryAdvantagePPO``: each run is
@@ -20,7 +20,7 @@ from baselines.lib.runs import Run, TrainingRecord
 from baselines.lib.sweeps import SweepArgs, check_sweep, runs_of
 from routine_envs.multiagent.turn_based import TEAM_ENVS, TurnBasedTeamEnv
 
-__all__ = ["TEAM_ENVS", "TeamSweepArgs", "TurnBasedTeamEnv", "main", "parse_args", "plan"]
+__all__ = ["TEAM_ENVS", "TeamSweepArgs", "TurnBasedTeamEnv", "main", "plan"]
 
 
 # ------------------------------------------------------------------------------- the sweep
@@ -105,18 +105,3 @@ def run_sweep(args: TeamSweepArgs, progress: bool = True) -> list[dict[str, Any]
 def main(args: TeamSweepArgs) -> dict[str, list[dict[str, Any]]]:
     """Run the sweep, write its tables (CSV) and plots (PNG) into ``args.out``, print them."""
     return experiment_main(experiment(), args)
-
-
-def cli_main(argv: list[str] | None = None) -> dict[str, list[dict[str, Any]]]:
-    """``python -m baselines.multiagent``: bad settings are one line on stderr and exit status 2,
-    before any training; a failed run names itself (exit status 1, the runs done kept)."""
-    from baselines.commands import script
-
-    return script("multiagent")(argv)
-
-
-def parse_args(argv: list[str] | None = None) -> TeamSweepArgs:
-    """The settings of a team sweep from the command line (one flag per field)."""
-    from baselines.commands import settings_of
-
-    return settings_of("multiagent", argv)

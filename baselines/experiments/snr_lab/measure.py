@@ -1,4 +1,4 @@
-"""The open lab: ``python -m baselines.snr_lab measure --env-id CodeFix-v1 --estimators ...``.
+"""The open lab: ``python -m baselines snr_lab measure --env-id CodeFix-v1 --estimators ...``.
 
 Gradient SNR, exact relative bias, cosine to the exact gradient and MSE of any estimators
 (built-in names, lab labels such as ``trajectory_exact`` or ``oracle:0.5``, or import paths
@@ -355,17 +355,3 @@ def main(args: MeasureArgs) -> dict[str, Any]:
 
 EXPERIMENT = Experiment("snr_lab measure", plan, setting_key, measure_setting, MeasureRecord)
 """The open lab (its analysis is :func:`main`'s tables, figure and summary)."""
-
-
-def parse_args(argv: list[str] | None = None) -> MeasureArgs:
-    """The settings from the command line (one flag per :class:`MeasureArgs` field)."""
-    from baselines.commands import settings_of
-
-    return settings_of("snr_lab measure", argv)
-
-
-def cli_main(argv: list[str] | None = None) -> dict[str, Any]:
-    """``python -m baselines.snr_lab measure``: bad settings are one line on stderr, exit 2."""
-    from baselines.commands import script
-
-    return script("snr_lab measure")(argv)

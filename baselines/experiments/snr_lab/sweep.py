@@ -1,4 +1,4 @@
-"""Reproducing "Drowning in Routine": ``python -m baselines.snr_lab {rho-law,critic,beyond,all}``.
+"""Reproducing "Drowning in Routine": ``python -m baselines snr_lab {rho-law,critic,beyond,all}``.
 
 The sweep (settings, the jobs, the experiments); tables and plots are in
 :mod:`baselines.experiments.snr_lab.analysis`.
@@ -477,13 +477,6 @@ class LabCommand(LabArgs):
     )
 
 
-def parse_args(argv: list[str] | None = None) -> LabCommand:
-    """The experiment and its settings from the command line (one flag per field)."""
-    from baselines.commands import settings_of
-
-    return settings_of("snr_lab", argv)
-
-
 def check_command(args: LabCommand, parser: Any) -> None:
     """Refuse what the flags alone cannot (``parser.error``: one line, exit status 2): fewer
     episodes than the SNR's jackknife needs, an ``--out`` that is a file."""
@@ -496,14 +489,6 @@ def check_command(args: LabCommand, parser: Any) -> None:
             )
     if args.out.exists() and not args.out.is_dir():
         parser.error(f"argument --out: {args.out} is a file; give a folder")
-
-
-def cli_main(argv: list[str] | None = None) -> dict[str, Any]:
-    """``python -m baselines.snr_lab``: bad settings are one line on stderr and exit status 2,
-    before any work."""
-    from baselines.commands import script
-
-    return script("snr_lab")(argv)
 
 
 def main(args: LabCommand) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Gradient SNR of a neural policy: ``python -m baselines.snr_network`` (the sweep; the figure is
+"""Gradient SNR of a neural policy: ``python -m baselines snr_network`` (the sweep; the figure is
 in :mod:`baselines.experiments.snr_network.analysis`).
 
 The paper measured the rho law with a small network at initialization. Here the network is
@@ -79,13 +79,6 @@ class NetworkArgs:
     )
     seed: int = field(default=0, metadata={"help": "seed of the network and the episodes"})
     out: Path = field(default=Path("results/snr/network"), metadata={"help": "output folder"})
-
-
-def parse_args(argv: list[str] | None = None) -> NetworkArgs:
-    """The settings from the command line (one flag per :class:`NetworkArgs` field)."""
-    from baselines.commands import settings_of
-
-    return settings_of("snr_network", argv)
 
 
 def main(args: NetworkArgs) -> dict[str, Any]:
