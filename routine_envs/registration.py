@@ -44,9 +44,9 @@ class EnvEntry:
     ``kwargs`` are the registered keyword arguments (for an id of a dynamics class: every field's
     default, then the preset). ``max_episode_steps`` is ``None`` for environments whose episodes
     end by construction within a bound that depends on their keyword arguments: a fixed
-    Gymnasium ``TimeLimit`` would cut episodes of larger configurations short. ``rho`` says what
-    sets the decision density and ``density_kwarg`` names that keyword (swept by the
-    experiments). ``vector_entry_point`` is the native vector env
+    Gymnasium ``TimeLimit`` would cut episodes of larger configurations short. ``rho_rule`` says
+    (in words) what sets the decision density and ``density_kwarg`` names that keyword (swept by
+    the experiments). ``vector_entry_point`` is the native vector env
     (:class:`ModelVectorEntryPoint`, for every id of a dynamics class). ``small_kwargs`` is a
     configuration (over ``kwargs``) whose episodes take a few steps, for the tests' Monte-Carlo
     checks; ``dynamics`` the dynamics class (``None`` for the team adapters).
@@ -57,7 +57,8 @@ class EnvEntry:
     kwargs: dict[str, Any] = field(default_factory=dict)
     max_episode_steps: int | None = None
     vector_entry_point: Any = None
-    rho: str = ""
+    #: how :attr:`density_kwarg` sets rho, in words (``"routine_length L: rho = 1/(1+L)"``).
+    rho_rule: str = ""
     #: the keyword argument that sets the decision density (swept by the comparison runner).
     density_kwarg: str | None = None
     small_kwargs: dict[str, Any] = field(default_factory=dict)
@@ -162,7 +163,7 @@ def dynamics_entry(env_id: str, dynamics: type[Dynamics], **preset: Any) -> EnvE
         entry_point=entry_point,
         kwargs=kwargs,
         vector_entry_point=ModelVectorEntryPoint(entry_point),
-        rho=dynamics.density_rule,
+        rho_rule=dynamics.density_rule,
         density_kwarg=dynamics.density_kwarg,
         small_kwargs=dict(dynamics.small_config),
         dynamics=dynamics,
@@ -239,7 +240,7 @@ TEAM_ADAPTERS: tuple[EnvEntry, ...] = (
             "reward": "success",
             "layout_seed": 0,
         },
-        rho="routine_length L: rho per agent = 1/(N(1+L)) (rotating chooser)",
+        rho_rule="routine_length L: rho per agent = 1/(N(1+L)) (rotating chooser)",
         density_kwarg="routine_length",
         small_kwargs={"num_floors": 2, "routine_length": (0, 2)},
     ),
@@ -254,7 +255,7 @@ TEAM_ADAPTERS: tuple[EnvEntry, ...] = (
             "reward": "success",
             "layout_seed": 0,
         },
-        rho="corridor_length L: rho per agent = 1/(1+L)",
+        rho_rule="corridor_length L: rho per agent = 1/(1+L)",
         density_kwarg="corridor_length",
         # (two branches: under a random policy three make success too rare for the tests'
         # Monte-Carlo checks)
@@ -273,7 +274,7 @@ TEAM_ADAPTERS: tuple[EnvEntry, ...] = (
             "layout_seed": 0,
             "observation": "actions",
         },
-        rho="routine_length L: rho per agent = 1/(N(1+L)) (rotating chooser)",
+        rho_rule="routine_length L: rho per agent = 1/(N(1+L)) (rotating chooser)",
         density_kwarg="routine_length",
         small_kwargs={"num_floors": 2, "routine_length": (0, 2)},
     ),
@@ -288,7 +289,7 @@ TEAM_ADAPTERS: tuple[EnvEntry, ...] = (
             "reward": "success",
             "layout_seed": 0,
         },
-        rho="corridor_length L: rho per agent = 1/(1+L)",
+        rho_rule="corridor_length L: rho per agent = 1/(1+L)",
         density_kwarg="corridor_length",
         small_kwargs={"num_junctions": 2, "branching": 2, "corridor_length": 2},
     ),

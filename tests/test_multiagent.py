@@ -20,7 +20,7 @@ from pettingzoo.utils.conversions import parallel_to_aec_wrapper
 from pettingzoo.utils.wrappers import AssertOutOfBoundsWrapper, OrderEnforcingWrapper
 
 from routine_envs import annotations as keys
-from routine_envs.envs import DilutedDoorsEnv, RoutineGridEnv
+from routine_envs.envs import DilutedDoorsV0Env, RoutineGridV0Env
 from routine_envs.multiagent import (
     MODULES,
     TeamDilutedDoorsEnv,
@@ -319,9 +319,9 @@ def test_team_of_one_is_the_single_agent_env():
     pairs = [
         (
             TeamDilutedDoorsEnv(num_agents=1, num_floors=3, routine_length=(0, 4)),
-            DilutedDoorsEnv(routine_length=(0, 4)),
+            DilutedDoorsV0Env(routine_length=(0, 4)),
         ),
-        (TeamRoutineGridEnv(num_agents=1, corridor_length=3), RoutineGridEnv(corridor_length=3)),
+        (TeamRoutineGridEnv(num_agents=1, corridor_length=3), RoutineGridV0Env(corridor_length=3)),
     ]
     for team, single in pairs:
         rng = np.random.default_rng(0)
