@@ -24,7 +24,6 @@ every agent. Agents leave ``env.agents`` only when the team's episode ends.
 from __future__ import annotations
 
 import inspect
-import itertools
 from abc import abstractmethod
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -110,14 +109,6 @@ class TeamDynamics(Dynamics[StateType, np.ndarray]):
         """Joint actions: ``agent_num_actions ** team_size``."""
         return self.agent_num_actions**self.team_size
 
-    @property
-    def joint_actions(self) -> tuple[tuple[int, ...], ...]:
-        """Every joint action, in index order (agent 0's action varies slowest)."""
-        return self._cached(
-            "joint_actions",
-            lambda: tuple(itertools.product(range(self.agent_num_actions), repeat=self.team_size)),
-        )
-
     def joint_action_index(self, actions: Sequence[int]) -> int:
         """Index of a joint action (one action per agent, agent 0 first) in the joint model:
         ``np.ravel_multi_index(actions, (num_actions,) * team_size)``, computed in Python (the
@@ -134,8 +125,8 @@ class TeamDynamics(Dynamics[StateType, np.ndarray]):
 
     def joint_action(self, index: int) -> tuple[int, ...]:
         """The joint action (one action per agent, agent 0 first) of number ``index``: the
-        inverse of :meth:`joint_action_index` (computed, not looked up in :attr:`joint_actions`,
-        which large teams cannot hold)."""
+        inverse of :meth:`joint_action_index` (computed: a table of every joint action would not
+        fit for large teams)."""
         m = self.agent_num_actions
         actions = [0] * self.team_size
         for i in range(self.team_size - 1, -1, -1):
@@ -316,12 +307,11 @@ class TeamEnv(ParallelEnv[str, np.ndarray, int], Generic[StateType]):
         render_mode: str | None = None,
     ) -> None:
         render_mode = validation.render_mode(render_mode, self.metadata["render_modes"])
-        if max_cycles is not None:
-            max_cycles = validation.integer("max_cycles", max_cycles, minimum=1)
         #: the team's exact, immutable MDP (shared by deep copies).
         self.dynamics = dynamics
         #: the episode (joint states, joint actions by index, the random generator).
-        self.episode = JointEpisode(dynamics, render_mode=render_mode, max_steps=max_cycles)
+        self.episode = JointEpisode(dynamics, render_mode=render_mode)
+        self.max_cycles = max_cycles
         self.possible_agents = [agent_name(i) for i in range(dynamics.team_size)]
         self.agents: list[str] = []
         # One space object per agent, returned by every call (seeding one agent's action space
