@@ -62,7 +62,7 @@ def render_page(entries: list[EnvEntry]) -> str:
         f"Entry point `{cls.__module__}:{cls.__qualname__}`, the env of "
         f"`{entries[0].dynamics.__qualname__}` (its fields are the configuration):\n\n"
         f"```python\n{call_text(cls)}\n```\n\n"
-        f"Decision density: {entries[0].rho}.\n\n"
+        f"Decision density: {entries[0].rho_rule}.\n\n"
         "| id | keyword arguments | registered time limit |\n"
         "|---|---|---|\n" + "\n".join(rows) + f"\n\n{doc}\n"
     )
@@ -102,7 +102,7 @@ def render_team_page(cls: type, entries: list[EnvEntry]) -> str:
         "single-agent view is the registered id, `routine_envs.multiagent.turn_based`; see "
         "docs/multiagent.md):\n\n"
         f"```python\n{call_text(cls)}\n```\n\n"
-        f"Decision density: {entries[0].rho}.\n\n"
+        f"Decision density: {entries[0].rho_rule}.\n\n"
         "| turn-based id | keyword arguments |\n"
         "|---|---|\n" + "\n".join(rows) + f"\n\n{doc}\n"
     )

@@ -9,11 +9,20 @@ MyDynamics)`` (``docs/contributing-an-env.md``).
     import routine_envs
 
     gym.register_envs(routine_envs)
-    env = gym.make("DilutedDoors-v0", routine_length=50)
+    env = gym.make("DilutedDoors-v1", routine_length=50)
+
+Classes with two versions are named by version (``DilutedDoorsV0Env``, ``DilutedDoorsV1Env``);
+the plain name ``DilutedDoorsEnv`` is the current version (v1).
 """
 
 from routine_envs import annotations
-from routine_envs.envs import DilutedDoorsEnv, InvalidActionError, RoutineEnv
+from routine_envs.envs import (
+    DilutedDoorsEnv,
+    DilutedDoorsV0Env,
+    DilutedDoorsV1Env,
+    InvalidActionError,
+    RoutineEnv,
+)
 from routine_envs.oracle import OracleValues, TabularModel
 from routine_envs.registration import ENVIRONMENTS, register_all, register_dynamics
 
@@ -24,6 +33,8 @@ register_all()
 __all__ = [
     "ENVIRONMENTS",
     "DilutedDoorsEnv",
+    "DilutedDoorsV0Env",
+    "DilutedDoorsV1Env",
     "InvalidActionError",
     "OracleValues",
     "RoutineEnv",

@@ -44,9 +44,9 @@ class EnvEntry:
     ``kwargs`` are the registered keyword arguments (for an id of a dynamics class: every field's
     default, then the preset). ``max_episode_steps`` is ``None`` for environments whose episodes
     end by construction within a bound that depends on their keyword arguments: a fixed
-    Gymnasium ``TimeLimit`` would cut episodes of larger configurations short. ``rho`` says what
-    sets the decision density and ``density_kwarg`` names that keyword (swept by the
-    experiments). ``vector_entry_point`` is the native vector env
+    Gymnasium ``TimeLimit`` would cut episodes of larger configurations short. ``rho_rule`` says
+    (in words) what sets the decision density and ``density_kwarg`` names that keyword (swept by
+    the experiments). ``vector_entry_point`` is the native vector env
     (:class:`ModelVectorEntryPoint`, for every id of a dynamics class). ``small_kwargs`` is a
     configuration (over ``kwargs``) whose episodes take a few steps, for the tests' Monte-Carlo
     checks; ``dynamics`` the dynamics class (``None`` for the team adapters).
@@ -57,7 +57,8 @@ class EnvEntry:
     kwargs: dict[str, Any] = field(default_factory=dict)
     max_episode_steps: int | None = None
     vector_entry_point: Any = None
-    rho: str = ""
+    #: how :attr:`density_kwarg` sets rho, in words (``"routine_length L: rho = 1/(1+L)"``).
+    rho_rule: str = ""
     #: the keyword argument that sets the decision density (swept by the comparison runner).
     density_kwarg: str | None = None
     small_kwargs: dict[str, Any] = field(default_factory=dict)
@@ -162,7 +163,7 @@ def dynamics_entry(env_id: str, dynamics: type[Dynamics], **preset: Any) -> EnvE
         entry_point=entry_point,
         kwargs=kwargs,
         vector_entry_point=ModelVectorEntryPoint(entry_point),
-        rho=dynamics.density_rule,
+        rho_rule=dynamics.density_rule,
         density_kwarg=dynamics.density_kwarg,
         small_kwargs=dict(dynamics.small_config),
         dynamics=dynamics,
@@ -226,77 +227,73 @@ ENVIRONMENTS: tuple[EnvEntry, ...] = (
 """The package's environments, one row per id (registered by :func:`register_all`)."""
 
 
+def team_adapter_entry(
+    env_id: str,
+    module: str,
+    kwargs: dict[str, Any],
+    rho_rule: str,
+    density_kwarg: str,
+    small_kwargs: dict[str, Any],
+) -> EnvEntry:
+    """The row of a turn-based team id: the entry point is ``turn_based_env`` of the versioned
+    module ``routine_envs.multiagent.<module>`` (imported by ``gym.make``, not here: it needs
+    PettingZoo); ``kwargs`` are the team env's defaults."""
+    return EnvEntry(
+        id=env_id,
+        entry_point=f"routine_envs.multiagent.{module}:turn_based_env",
+        kwargs=dict(kwargs),
+        rho_rule=rho_rule,
+        density_kwarg=density_kwarg,
+        small_kwargs=dict(small_kwargs),
+    )
+
+
+#: the team envs of each family, both versions (v1's Diluted Doors has one keyword more)
+_TEAM_DOORS: dict[str, Any] = {
+    "kwargs": {
+        "num_agents": 2,
+        "num_floors": 4,
+        "num_doors": 3,
+        "routine_length": 10,
+        "chooser": "rotate",
+        "reward": "success",
+        "layout_seed": 0,
+    },
+    "rho_rule": "routine_length L: rho per agent = 1/(N(1+L)) (rotating chooser)",
+    "density_kwarg": "routine_length",
+    "small_kwargs": {"num_floors": 2, "routine_length": (0, 2)},
+}
+_TEAM_GRID: dict[str, Any] = {
+    "kwargs": {
+        "num_agents": 2,
+        "num_junctions": 3,
+        "branching": 3,
+        "corridor_length": 5,
+        "reward": "success",
+        "layout_seed": 0,
+    },
+    "rho_rule": "corridor_length L: rho per agent = 1/(1+L)",
+    "density_kwarg": "corridor_length",
+    # (two branches: under a random policy three make success too rare for the tests'
+    # Monte-Carlo checks)
+    "small_kwargs": {"num_junctions": 2, "branching": 2, "corridor_length": 2},
+}
+
 TEAM_ADAPTERS: tuple[EnvEntry, ...] = (
-    EnvEntry(
-        id="TeamDilutedDoors-v0",
-        entry_point="routine_envs.multiagent.turn_based:team_diluted_doors",
-        kwargs={
-            "num_agents": 2,
-            "num_floors": 4,
-            "num_doors": 3,
-            "routine_length": 10,
-            "chooser": "rotate",
-            "reward": "success",
-            "layout_seed": 0,
-        },
-        rho="routine_length L: rho per agent = 1/(N(1+L)) (rotating chooser)",
-        density_kwarg="routine_length",
-        small_kwargs={"num_floors": 2, "routine_length": (0, 2)},
+    team_adapter_entry("TeamDilutedDoors-v0", "diluted_doors_v0", **_TEAM_DOORS),
+    team_adapter_entry("TeamRoutineGrid-v0", "routine_grid_v0", **_TEAM_GRID),
+    team_adapter_entry(
+        "TeamDilutedDoors-v1",
+        "diluted_doors_v1",
+        **{**_TEAM_DOORS, "kwargs": {**_TEAM_DOORS["kwargs"], "observation": "actions"}},
     ),
-    EnvEntry(
-        id="TeamRoutineGrid-v0",
-        entry_point="routine_envs.multiagent.turn_based:team_routine_grid",
-        kwargs={
-            "num_agents": 2,
-            "num_junctions": 3,
-            "branching": 3,
-            "corridor_length": 5,
-            "reward": "success",
-            "layout_seed": 0,
-        },
-        rho="corridor_length L: rho per agent = 1/(1+L)",
-        density_kwarg="corridor_length",
-        # (two branches: under a random policy three make success too rare for the tests'
-        # Monte-Carlo checks)
-        small_kwargs={"num_junctions": 2, "branching": 2, "corridor_length": 2},
-    ),
-    EnvEntry(
-        id="TeamDilutedDoors-v1",
-        entry_point="routine_envs.multiagent.turn_based:team_diluted_doors_v1",
-        kwargs={
-            "num_agents": 2,
-            "num_floors": 4,
-            "num_doors": 3,
-            "routine_length": 10,
-            "chooser": "rotate",
-            "reward": "success",
-            "layout_seed": 0,
-            "observation": "actions",
-        },
-        rho="routine_length L: rho per agent = 1/(N(1+L)) (rotating chooser)",
-        density_kwarg="routine_length",
-        small_kwargs={"num_floors": 2, "routine_length": (0, 2)},
-    ),
-    EnvEntry(
-        id="TeamRoutineGrid-v1",
-        entry_point="routine_envs.multiagent.turn_based:team_routine_grid_v1",
-        kwargs={
-            "num_agents": 2,
-            "num_junctions": 3,
-            "branching": 3,
-            "corridor_length": 5,
-            "reward": "success",
-            "layout_seed": 0,
-        },
-        rho="corridor_length L: rho per agent = 1/(1+L)",
-        density_kwarg="corridor_length",
-        small_kwargs={"num_junctions": 2, "branching": 2, "corridor_length": 2},
-    ),
+    team_adapter_entry("TeamRoutineGrid-v1", "routine_grid_v1", **_TEAM_GRID),
 )
 """The team environments as single-agent Gymnasium envs for a parameter-shared policy (agents
 take turns; needs the ``multiagent`` extra when made, so their rows name their keyword arguments
-here instead of reading them from the team envs). Adapters, not dynamics: the docs pages cover
-:data:`ENVIRONMENTS`; the PettingZoo envs have their own tests."""
+here instead of reading them from the team envs: ``tests/test_multiagent.py`` checks that they
+are the team envs' defaults). Adapters, not dynamics: the docs pages cover :data:`ENVIRONMENTS`;
+the PettingZoo envs have their own tests."""
 
 
 def entries() -> tuple[EnvEntry, ...]:

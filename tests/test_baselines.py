@@ -33,7 +33,7 @@ from baselines.lib.trajectory_ppo import (
     policy_table,
 )
 from routine_envs import credit
-from routine_envs.envs import DilutedDoorsEnv
+from routine_envs.envs import DilutedDoorsV0Env
 from tests import children
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -160,7 +160,7 @@ def test_oracle_and_mc_rollout_estimators_run_inside_training():
         algo.learn(200)
 
 
-class MaskedDoors(DilutedDoorsEnv):
+class MaskedDoors(DilutedDoorsV0Env):
     """Diluted Doors where door 0 is never allowed (for the masked variant)."""
 
     def action_masks(self) -> np.ndarray:

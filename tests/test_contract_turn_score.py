@@ -10,9 +10,6 @@ import numpy as np
 import pytest
 
 from routine_envs import annotations as keys
-from routine_envs.envs.diluted_doors import DoorsDynamics
-from routine_envs.envs.routine_grid import GridDynamics
-from routine_envs.envs.routine_grid_v1 import TreeGridDynamics
 from routine_envs.episodes import PRIVILEGED_FIELDS, collect_episodes
 from routine_envs.multiagent.team_doors import TeamDoorsDynamics
 from routine_envs.multiagent.team_grid import TeamGridDynamics
@@ -113,22 +110,12 @@ def test_batches_carry_the_score_of_the_state_each_step_reached(case):
 @pytest.mark.parametrize(
     "make_dynamics",
     [
-        lambda: TeamDoorsDynamics(DoorsDynamics(num_floors=2, num_doors=2, routine_length=1), 2),
+        lambda: TeamDoorsDynamics(num_agents=2, num_floors=2, num_doors=2, routine_length=1),
         lambda: TeamDoorsDynamics(
-            DoorsDynamics(num_floors=3, num_doors=2, routine_length=(0, 1), reward="fraction"), 3
+            num_agents=3, num_floors=3, num_doors=2, routine_length=(0, 1), reward="fraction"
         ),
-        lambda: TeamGridDynamics(
-            tuple(
-                GridDynamics(num_junctions=2, branching=2, corridor_length=1, layout_seed=seed)
-                for seed in (0, 1)
-            )
-        ),
-        lambda: TeamTreeGridDynamics(
-            tuple(
-                TreeGridDynamics(num_junctions=2, corridor_length=2, layout_seed=seed)
-                for seed in (0, 1)
-            )
-        ),
+        lambda: TeamGridDynamics(num_agents=2, num_junctions=2, branching=2, corridor_length=1),
+        lambda: TeamTreeGridDynamics(num_agents=2, num_junctions=2, corridor_length=2),
     ],
     ids=["doors", "doors-fraction", "grid", "grid-v1"],
 )

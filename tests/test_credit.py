@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from routine_envs import credit
-from routine_envs.envs import DilutedDoorsEnv
+from routine_envs.envs import DilutedDoorsV0Env
 from routine_envs.episodes import Episode, EpisodeBatch, collect_episodes
 from routine_envs.oracle import occupancy
 
@@ -147,7 +147,7 @@ def test_routine_masked_zeroes_routine_steps():
 
 
 def test_oracle_is_exactly_zero_on_routine_steps_and_noise_has_given_sigma():
-    env = DilutedDoorsEnv(num_floors=3, num_doors=3, routine_length=(1, 5), reward="fraction")
+    env = DilutedDoorsV0Env(num_floors=3, num_doors=3, routine_length=(1, 5), reward="fraction")
     table = np.random.default_rng(0).dirichlet(np.ones(3), size=env.num_states)
     batch = collect_episodes(env, sampler(table), num_groups=50, seed=1)
     out = credit.Oracle(env, table)(batch)
@@ -224,7 +224,7 @@ def test_returns_to_go_and_padding():
 
 
 def test_collect_episodes_groups_share_initial_state_and_env_randomness():
-    env = DilutedDoorsEnv(num_floors=3, routine_length=(0, 9))
+    env = DilutedDoorsV0Env(num_floors=3, routine_length=(0, 9))
     batch = collect_episodes(
         env, lambda o, i, rng: int(rng.integers(3)), num_groups=4, group_size=3, seed=0
     )
@@ -276,7 +276,7 @@ def gradient_per_group(batch, advantages, table):
     "name", ["rloo", "oracle", "routine_masked", "mc_rollout", "trajectory_mc"]
 )
 def test_unbiased_estimators_agree_with_exact_policy_gradient(name):
-    env = DilutedDoorsEnv(num_floors=2, num_doors=2, routine_length=2, reward="fraction")
+    env = DilutedDoorsV0Env(num_floors=2, num_doors=2, routine_length=2, reward="fraction")
     table = np.random.default_rng(3).dirichlet(np.ones(2) * 2, size=env.num_states)
     model = env.model()
     exact = (occupancy(model, table)[:, None] * table * env.oracle(table).advantage).ravel()
@@ -311,7 +311,7 @@ def test_unbiased_estimators_agree_with_exact_policy_gradient(name):
 
 # ------------------------------------------------------------------ context and factory
 def test_build_estimator_from_context():
-    env = DilutedDoorsEnv(num_floors=2, num_doors=2, routine_length=1)
+    env = DilutedDoorsV0Env(num_floors=2, num_doors=2, routine_length=1)
     table = np.full((env.num_states, 2), 0.5)
     context = credit.EstimatorContext(env=env, policy_table=table, gamma=0.9, seed=3)
     gae = credit.build_estimator("gae", context)
@@ -375,7 +375,7 @@ def test_outside_estimator_class_is_built_from_a_context():
         def __call__(self, batch):
             return credit.Advantages(np.full(batch.num_steps, self.value))
 
-    env = DilutedDoorsEnv(num_floors=2, num_doors=2, routine_length=1)
+    env = DilutedDoorsV0Env(num_floors=2, num_doors=2, routine_length=1)
     table = np.full((env.num_states, 2), 0.5)
     context = credit.EstimatorContext(env=env, policy_table=table, gamma=0.5)
     batch = collect_episodes(env, lambda o, i, rng: int(rng.integers(2)), 4, 2, seed=0)

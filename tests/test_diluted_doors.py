@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from routine_envs import annotations as keys
-from routine_envs.envs import DilutedDoorsEnv, DoorsState
+from routine_envs.envs import DilutedDoorsV0Env, DoorsState
 from routine_envs.rendering.doors import chosen_doors
 from tests.strategies import doors_configs
 from tests.utils import (
@@ -21,7 +21,7 @@ from tests.utils import (
 )
 
 
-def correct_policy(env: DilutedDoorsEnv):
+def correct_policy(env: DilutedDoorsV0Env):
     """Always the correct door (any action in corridors)."""
     return lambda sid, _rng: (
         env.correct_doors[env.describe_state(sid).floor]
@@ -46,7 +46,7 @@ def test_defaults_and_episode_shape():
 
 
 def test_wrong_door_does_not_end_episode_and_later_doors_are_not_critical():
-    env = DilutedDoorsEnv(num_floors=3, num_doors=3, routine_length=2)
+    env = DilutedDoorsV0Env(num_floors=3, num_doors=3, routine_length=2)
     _obs, info = env.reset(seed=0)
     wrong = (env.correct_doors[0] + 1) % 3
     flags = [info["critical"]]
@@ -62,7 +62,7 @@ def test_wrong_door_does_not_end_episode_and_later_doors_are_not_critical():
 
 
 def test_fraction_reward_pays_share_of_correct_doors_and_all_doors_are_critical():
-    env = DilutedDoorsEnv(num_floors=4, num_doors=2, routine_length=1, reward="fraction")
+    env = DilutedDoorsV0Env(num_floors=4, num_doors=2, routine_length=1, reward="fraction")
     env.reset(seed=0)
     doors = [
         env.correct_doors[0],
@@ -84,7 +84,7 @@ def test_fraction_reward_pays_share_of_correct_doors_and_all_doors_are_critical(
 def test_oracle_closed_forms_for_uniform_policy():
     """Uniform policy, success reward: V at floor f (on track) = (1/D)^(F-f); routine A = 0."""
     F, D = 4, 3
-    env = DilutedDoorsEnv(num_floors=F, num_doors=D, routine_length=5)
+    env = DilutedDoorsV0Env(num_floors=F, num_doors=D, routine_length=5)
     values = env.oracle(np.full((env.num_states, D), 1 / D))
     for f in range(F):
         door = env.dynamics.state_id(DoorsState(f, 0, 0, f))
@@ -101,14 +101,14 @@ def test_oracle_closed_forms_for_uniform_policy():
 
 
 def test_decision_density_of_range_is_exact_expectation():
-    env = DilutedDoorsEnv(num_floors=2, routine_length=(0, 2))
+    env = DilutedDoorsV0Env(num_floors=2, routine_length=(0, 2))
     # T = 2 + L1 + L2 with L uniform on {0,1,2}: E[2/T] by enumeration.
     expected = np.mean([2 / (2 + a + b) for a in range(3) for b in range(3)])
     assert env.decision_density == pytest.approx(expected, rel=1e-14)
 
 
 def test_rho_with_routine_range_matches_within_sampling_error():
-    env = DilutedDoorsEnv(num_floors=3, num_doors=2, routine_length=(2, 12), reward="fraction")
+    env = DilutedDoorsV0Env(num_floors=3, num_doors=2, routine_length=(2, 12), reward="fraction")
     rng = np.random.default_rng(0)
     densities = []
     for ep in range(1500):
@@ -122,8 +122,8 @@ def test_rho_with_routine_range_matches_within_sampling_error():
 
 
 def test_fixed_routine_length_is_deterministic_whatever_the_seed():
-    a = run_episode(DilutedDoorsEnv(), uniform_policy(3), np.random.default_rng(0), seed=1)
-    b = run_episode(DilutedDoorsEnv(), uniform_policy(3), np.random.default_rng(0), seed=2)
+    a = run_episode(DilutedDoorsV0Env(), uniform_policy(3), np.random.default_rng(0), seed=1)
+    b = run_episode(DilutedDoorsV0Env(), uniform_policy(3), np.random.default_rng(0), seed=2)
     assert a["state_ids"] == b["state_ids"] and a["rewards"] == b["rewards"]
 
 
@@ -156,12 +156,12 @@ def test_invalid_configuration_raises_value_error_naming_parameter(kwargs, name)
 
 
 def test_numpy_integers_are_accepted_as_configuration():
-    env = DilutedDoorsEnv(num_floors=np.int64(2), routine_length=(np.int32(1), 3))
+    env = DilutedDoorsV0Env(num_floors=np.int64(2), routine_length=(np.int32(1), 3))
     assert env.num_floors == 2 and env.routine_range == (1, 3)
 
 
 def test_stepping_finished_episode_or_before_reset_fails_clearly():
-    env = DilutedDoorsEnv(num_floors=1, routine_length=0)
+    env = DilutedDoorsV0Env(num_floors=1, routine_length=0)
     with pytest.raises(gym.error.ResetNeeded, match="reset"):
         env.step(0)
     env.reset(seed=0)
@@ -195,7 +195,7 @@ def test_render_modes():
 @settings(max_examples=40, deadline=None)
 @given(doors_configs, st.integers(0, 2**16))
 def test_property_fraction_rho_formula_and_annotation_truth(kwargs, seed):
-    env = DilutedDoorsEnv(**kwargs)
+    env = DilutedDoorsV0Env(**kwargs)
     rng = np.random.default_rng(seed)
     rec = run_episode(env, uniform_policy(env.num_doors), rng, seed=seed)
     end = rec["final_info"]
@@ -221,7 +221,7 @@ def test_property_fraction_rho_formula_and_annotation_truth(kwargs, seed):
 
 
 def test_base_step_budget_truncates_with_episode_end_info():
-    env = DilutedDoorsEnv(num_floors=2, routine_length=5)
+    env = DilutedDoorsV0Env(num_floors=2, routine_length=5)
     env.max_steps = 4
     env.reset(seed=0)
     for _ in range(3):

@@ -18,7 +18,7 @@ from gymnasium.vector import AutoresetMode
 
 from routine_envs import annotations as keys
 from routine_envs.dynamics import Dynamics
-from routine_envs.envs import DilutedDoorsEnv, InvalidActionError, model_vector
+from routine_envs.envs import DilutedDoorsV0Env, InvalidActionError, model_vector
 from routine_envs.envs.base import RoutineEnv
 from routine_envs.envs.diluted_doors_v1 import PathDoorsDynamics
 from routine_envs.envs.model_vector import ModelVectorEnv
@@ -368,10 +368,10 @@ def test_make_vec_passes_arguments_and_spec():
     assert envs.dynamics == PathDoorsDynamics(routine_length=3, observation="position")
     assert envs.observation_space.shape == (4, 7) and envs.action_space.shape == (4,)
     assert isinstance(envs.metadata["autoreset_mode"], AutoresetMode)
-    registered = make_model_vector_env("routine_envs.envs.diluted_doors:DilutedDoorsEnv")
+    registered = make_model_vector_env("routine_envs.envs.diluted_doors:DilutedDoorsV0Env")
     envs = registered(num_envs=2, max_episode_steps=9, autoreset_mode="same_step", num_floors=2)
     assert envs.max_episode_steps == 9 and envs.autoreset_mode == AutoresetMode.SAME_STEP
-    assert isinstance(envs.single_env, DilutedDoorsEnv) and envs.dynamics.num_floors == 2
+    assert isinstance(envs.single_env, DilutedDoorsV0Env) and envs.dynamics.num_floors == 2
 
 
 def test_deepcopy_branches_the_vector_env():

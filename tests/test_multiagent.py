@@ -20,11 +20,11 @@ from pettingzoo.utils.conversions import parallel_to_aec_wrapper
 from pettingzoo.utils.wrappers import AssertOutOfBoundsWrapper, OrderEnforcingWrapper
 
 from routine_envs import annotations as keys
-from routine_envs.envs import DilutedDoorsEnv, RoutineGridEnv
+from routine_envs.envs import DilutedDoorsV0Env, RoutineGridV0Env
 from routine_envs.multiagent import (
     MODULES,
-    TeamDilutedDoorsEnv,
-    TeamRoutineGridEnv,
+    TeamDilutedDoorsV0Env,
+    TeamRoutineGridV0Env,
     diluted_doors_v0,
     routine_grid_v0,
 )
@@ -65,6 +65,41 @@ def test_versioned_module_conventions(name):
     assert isinstance(aec, OrderEnforcingWrapper)
     assert isinstance(aec.env, AssertOutOfBoundsWrapper)
     assert isinstance(mod.raw_env().env, parallel_to_aec_wrapper)
+    # the class is named by version; its signature (the dynamics' fields, then the options) is
+    # the constructors', and its repr shows the configuration
+    cls = type(par)
+    assert cls.__name__.endswith(f"V{name[-1]}Env") and cls.dynamics_class is type(par.dynamics)
+    assert inspect.signature(mod.parallel_env) == inspect.signature(cls)
+    assert repr(cls(max_cycles=5)) == repr(par).removesuffix(")") + ", max_cycles=5)"
+    turn_based = mod.turn_based_env()
+    assert type(turn_based.team) is cls and turn_based.team.dynamics == par.dynamics
+
+
+def test_plain_names_are_the_current_versions():
+    import routine_envs
+    from routine_envs import envs, multiagent
+
+    assert routine_envs.DilutedDoorsEnv is envs.DilutedDoorsEnv is envs.DilutedDoorsV1Env
+    assert envs.RoutineGridEnv is envs.RoutineGridV1Env
+    assert multiagent.TeamDilutedDoorsEnv is multiagent.TeamDilutedDoorsV1Env
+    assert multiagent.TeamRoutineGridEnv is multiagent.TeamRoutineGridV1Env
+
+
+def test_turn_based_rows_name_the_team_envs_defaults():
+    """``import routine_envs`` registers the turn-based ids without PettingZoo, so their rows
+    name their keyword arguments: they are the team envs' defaults, and the entry point is the
+    versioned module's."""
+    from routine_envs.registration import TEAM_ADAPTERS
+
+    assert len(TEAM_ADAPTERS) == len(MODULES)
+    for row in TEAM_ADAPTERS:
+        module, _, attribute = row.entry_point.partition(":")
+        name = module.removeprefix("routine_envs.multiagent.")
+        assert attribute == "turn_based_env" and name in MODULES
+        parameters = inspect.signature(MODULES[name].parallel_env).parameters.values()
+        defaults = {p.name: p.default for p in parameters if p.kind is not p.KEYWORD_ONLY}
+        assert row.kwargs == defaults, row.id
+        assert set(row.small_kwargs) <= set(defaults) and row.density_kwarg in defaults
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=config_id)
@@ -133,14 +168,14 @@ def visited_states(env, num_states: int, seed: int):
 
 
 COUNTERFACTUAL_CONFIGS = [
-    (TeamDilutedDoorsEnv, {"num_floors": 2, "routine_length": 1}),
+    (TeamDilutedDoorsV0Env, {"num_floors": 2, "routine_length": 1}),
     (
-        TeamDilutedDoorsEnv,
+        TeamDilutedDoorsV0Env,
         {"num_agents": 3, "num_floors": 2, "routine_length": (0, 2), "reward": "fraction"},
     ),
-    (TeamRoutineGridEnv, {"num_junctions": 2, "branching": 2, "corridor_length": 1}),
+    (TeamRoutineGridV0Env, {"num_junctions": 2, "branching": 2, "corridor_length": 1}),
     (
-        TeamRoutineGridEnv,
+        TeamRoutineGridV0Env,
         {"num_junctions": 2, "branching": 2, "corridor_length": 1, "reward": "fraction"},
     ),
 ]
@@ -170,7 +205,7 @@ def test_per_agent_critical_is_true_by_counterfactual_rollouts(cls, kwargs):
 
 
 def test_doors_critical_only_for_the_floor_chooser():
-    env = TeamDilutedDoorsEnv(num_agents=3, num_floors=4, routine_length=2, reward="fraction")
+    env = TeamDilutedDoorsV0Env(num_agents=3, num_floors=4, routine_length=2, reward="fraction")
     assert env.choosers == (0, 1, 2, 0)
     _, infos = env.reset(seed=0)
     floors = []
@@ -184,9 +219,9 @@ def test_doors_critical_only_for_the_floor_chooser():
             assert not any(flags)
         _, _, _, _, infos = env.step({a: 0 for a in env.agents})
     assert floors == [0, 1, 2, 3]
-    assert TeamDilutedDoorsEnv(num_agents=2, chooser=1).choosers == (1, 1, 1, 1)
+    assert TeamDilutedDoorsV0Env(num_agents=2, chooser=1).choosers == (1, 1, 1, 1)
     # the joint model: at the start only agent_0's (the chooser's) action moves Q*
-    team = TeamDilutedDoorsEnv(num_agents=2, num_floors=2, routine_length=1)
+    team = TeamDilutedDoorsV0Env(num_agents=2, num_floors=2, routine_length=1)
     q = team.optimal().q[team.reset(seed=0)[1]["agent_0"][keys.STATE_ID]]
     door = team.correct_doors[0]
     for other in range(3):
@@ -196,7 +231,7 @@ def test_doors_critical_only_for_the_floor_chooser():
 
 
 def test_grid_teammate_failure_makes_junctions_routine_under_success_reward():
-    env = TeamRoutineGridEnv(num_junctions=2, branching=2, corridor_length=1)
+    env = TeamRoutineGridV0Env(num_junctions=2, branching=2, corridor_length=1)
     wrong = [1 - core.layout.correct_actions[0] for core in env.cores]
     right = [core.layout.correct_actions[0] for core in env.cores]
     _, infos = env.reset(seed=0)
@@ -206,7 +241,7 @@ def test_grid_teammate_failure_makes_junctions_routine_under_success_reward():
     cell = env.cores[0].layout.cells[env.joint_state[0]]
     assert cell.walked == 0 and cell.junction == 1  # agent_0 stands at its next junction
     assert not infos["agent_0"][keys.CRITICAL]  # ... but the team can no longer succeed
-    fraction = TeamRoutineGridEnv(
+    fraction = TeamRoutineGridV0Env(
         num_junctions=2, branching=2, corridor_length=1, reward="fraction"
     )
     fraction.reset(seed=0)
@@ -260,7 +295,7 @@ def play(env, policy, seed=0):
 
 @pytest.mark.parametrize("num_agents, num_floors, length", [(2, 4, 10), (3, 3, 2), (2, 3, 5)])
 def test_doors_per_agent_decision_density(num_agents, num_floors, length):
-    env = TeamDilutedDoorsEnv(
+    env = TeamDilutedDoorsV0Env(
         num_agents=num_agents, num_floors=num_floors, routine_length=length, reward="fraction"
     )
     infos, steps = play(env, lambda e, i: int(np.random.default_rng(i).integers(3)))
@@ -280,7 +315,7 @@ def test_doors_per_agent_decision_density(num_agents, num_floors, length):
 
 
 def test_grid_per_agent_decision_density():
-    env = TeamRoutineGridEnv(num_agents=2, num_junctions=3, branching=3, corridor_length=4)
+    env = TeamRoutineGridV0Env(num_agents=2, num_junctions=3, branching=3, corridor_length=4)
 
     def correct(e, i):
         cell = e.cores[i].layout.cells[e.joint_state[i]]
@@ -307,7 +342,7 @@ def trajectory(env, seed, num_steps=60):
 
 
 def test_seed_changes_random_corridors():
-    env = TeamDilutedDoorsEnv(num_floors=4, routine_length=(0, 9))
+    env = TeamDilutedDoorsV0Env(num_floors=4, routine_length=(0, 9))
     lengths = set()
     for seed in range(6):
         _, steps = play(env, lambda e, i: 0, seed=seed)
@@ -318,10 +353,13 @@ def test_seed_changes_random_corridors():
 def test_team_of_one_is_the_single_agent_env():
     pairs = [
         (
-            TeamDilutedDoorsEnv(num_agents=1, num_floors=3, routine_length=(0, 4)),
-            DilutedDoorsEnv(routine_length=(0, 4)),
+            TeamDilutedDoorsV0Env(num_agents=1, num_floors=3, routine_length=(0, 4)),
+            DilutedDoorsV0Env(routine_length=(0, 4)),
         ),
-        (TeamRoutineGridEnv(num_agents=1, corridor_length=3), RoutineGridEnv(corridor_length=3)),
+        (
+            TeamRoutineGridV0Env(num_agents=1, corridor_length=3),
+            RoutineGridV0Env(corridor_length=3),
+        ),
     ]
     for team, single in pairs:
         rng = np.random.default_rng(0)
@@ -345,23 +383,23 @@ def test_team_of_one_is_the_single_agent_env():
 @pytest.mark.parametrize(
     "cls, kwargs, match",
     [
-        (TeamDilutedDoorsEnv, {"num_agents": 0}, "num_agents"),
-        (TeamDilutedDoorsEnv, {"num_agents": 2.0}, "num_agents"),
-        (TeamDilutedDoorsEnv, {"chooser": 2}, "chooser"),
-        (TeamDilutedDoorsEnv, {"chooser": "random"}, "chooser"),
-        (TeamDilutedDoorsEnv, {"chooser": [0, 1]}, "chooser"),
-        (TeamDilutedDoorsEnv, {"chooser": [0, 1, 2, 0]}, "chooser"),
-        (TeamDilutedDoorsEnv, {"chooser": True}, "chooser"),
-        (TeamDilutedDoorsEnv, {"routine_length": -1}, "routine_length"),
-        (TeamDilutedDoorsEnv, {"reward": "mean"}, "reward"),
-        (TeamDilutedDoorsEnv, {"max_cycles": 0}, "max_cycles"),
-        (TeamDilutedDoorsEnv, {"render_mode": "rgb_array"}, "render_mode"),
-        (TeamRoutineGridEnv, {"num_agents": -1}, "num_agents"),
-        (TeamRoutineGridEnv, {"reward": "all"}, "reward"),
-        (TeamRoutineGridEnv, {"branching": 4}, "branching"),
-        (TeamRoutineGridEnv, {"corridor_length": 1}, "corridor_length"),
-        (TeamRoutineGridEnv, {"layout_seed": -1}, "layout_seed"),
-        (TeamRoutineGridEnv, {"max_cycles": 1.5}, "max_cycles"),
+        (TeamDilutedDoorsV0Env, {"num_agents": 0}, "num_agents"),
+        (TeamDilutedDoorsV0Env, {"num_agents": 2.0}, "num_agents"),
+        (TeamDilutedDoorsV0Env, {"chooser": 2}, "chooser"),
+        (TeamDilutedDoorsV0Env, {"chooser": "random"}, "chooser"),
+        (TeamDilutedDoorsV0Env, {"chooser": [0, 1]}, "chooser"),
+        (TeamDilutedDoorsV0Env, {"chooser": [0, 1, 2, 0]}, "chooser"),
+        (TeamDilutedDoorsV0Env, {"chooser": True}, "chooser"),
+        (TeamDilutedDoorsV0Env, {"routine_length": -1}, "routine_length"),
+        (TeamDilutedDoorsV0Env, {"reward": "mean"}, "reward"),
+        (TeamDilutedDoorsV0Env, {"max_cycles": 0}, "max_cycles"),
+        (TeamDilutedDoorsV0Env, {"render_mode": "rgb_array"}, "render_mode"),
+        (TeamRoutineGridV0Env, {"num_agents": -1}, "num_agents"),
+        (TeamRoutineGridV0Env, {"reward": "all"}, "reward"),
+        (TeamRoutineGridV0Env, {"branching": 4}, "branching"),
+        (TeamRoutineGridV0Env, {"corridor_length": 1}, "corridor_length"),
+        (TeamRoutineGridV0Env, {"layout_seed": -1}, "layout_seed"),
+        (TeamRoutineGridV0Env, {"max_cycles": 1.5}, "max_cycles"),
     ],
 )
 def test_invalid_arguments_raise_value_error(cls, kwargs, match):
@@ -394,10 +432,9 @@ def test_render_ansi_and_global_state(name):
 
 def test_docs_page_names_every_argument_and_info_key():
     text = (ROOT / "docs" / "multiagent.md").read_text()
-    for cls in (TeamDilutedDoorsEnv, TeamRoutineGridEnv):
-        for param in inspect.signature(cls.__init__).parameters:
-            if param != "self":
-                assert f"`{param}`" in text, (cls.__name__, param)
+    for module in MODULES.values():
+        for param in inspect.signature(module.parallel_env).parameters:
+            assert f"`{param}`" in text, (module.__name__, param)
     env = diluted_doors_v0.parallel_env(routine_length=0, num_floors=1)
     env.reset(seed=0)
     _, _, _, _, infos = env.step({"agent_0": 0, "agent_1": 0})
@@ -425,9 +462,9 @@ def test_turn_based_adapter_episode():
 
     for env_id in TEAM_ENVS:  # importing the module registers the turn-based ids
         assert isinstance(gym.make(env_id).unwrapped, TurnBasedTeamEnv)
-    env = TurnBasedTeamEnv(TeamDilutedDoorsEnv(num_floors=2, routine_length=2))
+    env = TurnBasedTeamEnv(TeamDilutedDoorsV0Env(num_floors=2, routine_length=2))
     check_env(env, skip_render_check=True)
-    reference = TeamDilutedDoorsEnv(num_floors=2, routine_length=2)
+    reference = TeamDilutedDoorsV0Env(num_floors=2, routine_length=2)
     obs, info = env.reset(seed=0)
     _, ref_infos = reference.reset(seed=0)
     rng = np.random.default_rng(0)

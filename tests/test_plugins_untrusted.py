@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from baselines.lib import config
 from routine_envs import credit, detectors, plugins
-from routine_envs.envs import DilutedDoorsEnv
+from routine_envs.envs import DilutedDoorsV0Env
 
 DEEP = 'gigpo{"a": ' + "[" * 100000 + "]" * 100000 + "}"
 MESSAGE_LIMIT = 600  # characters: every error here is one bounded line
@@ -172,7 +172,7 @@ def test_python_arguments_are_checked_too():
         credit.build_estimator, "mc_rollout", num_rollouts=2.5
     )
     assert credit.build_estimator("gigpo", omega=np.float64(0.5)).omega == 0.5
-    env = DilutedDoorsEnv(num_floors=2, num_doors=2, routine_length=1)
+    env = DilutedDoorsV0Env(num_floors=2, num_doors=2, routine_length=1)
     table = np.full((env.num_states, 2), 0.5)
     oracle = credit.build_estimator("oracle", env=env, policy=table, seed=np.int64(3))
     assert oracle.env is env and oracle.seed == 3

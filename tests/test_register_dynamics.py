@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 from routine_envs import registration
-from routine_envs.envs import DilutedDoorsEnv
+from routine_envs.envs import DilutedDoorsV0Env
 from routine_envs.envs.base import RoutineEnv, env_class
 from routine_envs.envs.code_fix import CodeFixDynamics, CodeFixEnv
 from routine_envs.envs.diluted_doors import DoorsDynamics
 from routine_envs.envs.model_vector import ModelVectorEnv
-from routine_envs.envs.routine_grid import GridDynamics, RoutineGridEnv
+from routine_envs.envs.routine_grid import GridDynamics, RoutineGridV0Env
 from routine_envs.registration import dynamics_entry, register_dynamics
 from tests.contributed.key_corridor import KeyCorridorDynamics
 
@@ -40,7 +40,7 @@ def test_a_preset_is_the_defaults_then_the_preset(far_corridor):
     the class's rho rule, density keyword and small configuration."""
     row = far_corridor
     assert row.kwargs == {"length": 20, "fumble": 0.25, "max_steps": 9}
-    assert (row.rho, row.density_kwarg) == (
+    assert (row.rho_rule, row.density_kwarg) == (
         KeyCorridorDynamics.density_rule,
         KeyCorridorDynamics.density_kwarg,
     )
@@ -78,7 +78,9 @@ def test_bad_registrations_are_one_line_value_errors(args, preset, message):
 def test_the_env_class_of_a_dynamics_class():
     """The package's env classes are declared for their dynamics; a dynamics class without one
     gets a generic class, built once, whose instances pickle and branch."""
-    assert env_class(DoorsDynamics) is DilutedDoorsEnv and env_class(CodeFixDynamics) is CodeFixEnv
+    assert (
+        env_class(DoorsDynamics) is DilutedDoorsV0Env and env_class(CodeFixDynamics) is CodeFixEnv
+    )
     cls = env_class(KeyCorridorDynamics)
     assert env_class(KeyCorridorDynamics) is cls and issubclass(cls, RoutineEnv)
     env = cls(length=4)
@@ -92,7 +94,7 @@ def test_the_env_class_of_a_dynamics_class():
 
 
 def test_signatures_are_the_fields_then_the_options():
-    doors = inspect.signature(DilutedDoorsEnv).parameters
+    doors = inspect.signature(DilutedDoorsV0Env).parameters
     assert list(doors) == [
         "num_floors", "num_doors", "routine_length", "reward", "layout_seed",
         "max_steps", "render_mode",
@@ -101,7 +103,7 @@ def test_signatures_are_the_fields_then_the_options():
         doors["routine_length"].default == 10
         and doors["max_steps"].kind is doors["max_steps"].KEYWORD_ONLY
     )
-    grid = inspect.signature(RoutineGridEnv).parameters  # a kw_only dataclass: keyword-only
+    grid = inspect.signature(RoutineGridV0Env).parameters  # a kw_only dataclass: keyword-only
     assert all(p.kind is p.KEYWORD_ONLY for p in grid.values())
     assert list(grid)[:4] == ["num_junctions", "branching", "corridor_length", "layout_seed"]
     assert dataclasses.fields(GridDynamics)[0].name == "critical_tolerance"  # (the base's place)
@@ -110,16 +112,16 @@ def test_signatures_are_the_fields_then_the_options():
 
 
 def test_the_env_takes_its_fields_by_position_or_name_and_nothing_else():
-    assert DilutedDoorsEnv(2, 3, 4).dynamics == DoorsDynamics(2, 3, 4)
-    assert DilutedDoorsEnv(num_floors=2).dynamics == DoorsDynamics(num_floors=2)
+    assert DilutedDoorsV0Env(2, 3, 4).dynamics == DoorsDynamics(2, 3, 4)
+    assert DilutedDoorsV0Env(num_floors=2).dynamics == DoorsDynamics(num_floors=2)
     with pytest.raises(TypeError, match="unexpected keyword argument 'floors'"):
-        DilutedDoorsEnv(floors=2)
+        DilutedDoorsV0Env(floors=2)
     with pytest.raises(TypeError, match="multiple values for argument 'num_floors'"):
-        DilutedDoorsEnv(2, num_floors=3)
+        DilutedDoorsV0Env(2, num_floors=3)
     with pytest.raises(TypeError, match="at most 5 positional"):
-        DilutedDoorsEnv(1, 2, 3, "success", 0, 9)
+        DilutedDoorsV0Env(1, 2, 3, "success", 0, 9)
     with pytest.raises(TypeError, match="at most 0 positional"):
-        RoutineGridEnv(3)
+        RoutineGridV0Env(3)
     with pytest.raises(ValueError, match="dynamics must be a Dynamics subclass"):
 
         class _Bad(RoutineEnv, dynamics=int):  # type: ignore[call-arg]
@@ -127,11 +129,11 @@ def test_the_env_takes_its_fields_by_position_or_name_and_nothing_else():
 
 
 def test_repr_shows_the_configuration():
-    assert repr(DilutedDoorsEnv(num_floors=2)) == (
-        "DilutedDoorsEnv(num_floors=2, num_doors=3, routine_length=10, reward='success', "
+    assert repr(DilutedDoorsV0Env(num_floors=2)) == (
+        "DilutedDoorsV0Env(num_floors=2, num_doors=3, routine_length=10, reward='success', "
         "layout_seed=0)"
     )
-    assert "max_steps=7" in repr(RoutineGridEnv(max_steps=7))
+    assert "max_steps=7" in repr(RoutineGridV0Env(max_steps=7))
     assert "obs_mode='text'" in repr(CodeFixEnv(obs_mode="text"))
 
 

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from routine_envs import annotations as keys
 from routine_envs.annotations import ACTION_GAP
 from routine_envs.dynamics import Dynamics
-from routine_envs.envs import RoutineGridEnv
+from routine_envs.envs import RoutineGridV0Env
 from routine_envs.envs.routine_grid import (
     CORRIDOR,
     DEAD_END,
@@ -45,7 +45,7 @@ from tests.utils import (
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def correct_policy(env: RoutineGridEnv):
+def correct_policy(env: RoutineGridV0Env):
     """The right branch at every junction, action 0 (free) in corridors."""
     return lambda sid, _rng: (
         env.layout.correct_actions[env.describe_state(sid).junction]
@@ -94,7 +94,7 @@ def test_defaults_and_successful_episode_shape():
 
 @pytest.mark.parametrize("failing_junction", [0, 1, 2])
 def test_wrong_branch_ends_after_a_full_corridor_with_the_same_rho(failing_junction):
-    env = RoutineGridEnv(num_junctions=3, branching=3, corridor_length=4, layout_seed=1)
+    env = RoutineGridV0Env(num_junctions=3, branching=3, corridor_length=4, layout_seed=1)
     _, info = env.reset(seed=0)
     correct = env.layout.correct_actions
     rewards, steps = [], 0
@@ -118,7 +118,7 @@ def test_wrong_branch_ends_after_a_full_corridor_with_the_same_rho(failing_junct
 
 
 def test_corridor_outcome_does_not_depend_on_the_action():
-    env = RoutineGridEnv(num_junctions=2, branching=2, corridor_length=3, layout_seed=4)
+    env = RoutineGridV0Env(num_junctions=2, branching=2, corridor_length=3, layout_seed=4)
     model = env.model()
     for sid in np.flatnonzero(model.decision_states):
         rows = (model.state == sid).nonzero()[0]
@@ -151,7 +151,7 @@ ANNOTATION_CONFIGS = [
 
 @pytest.mark.parametrize("kwargs", ANNOTATION_CONFIGS)
 def test_annotations_equal_value_iteration_over_the_model(kwargs):
-    env = RoutineGridEnv(**kwargs)
+    env = RoutineGridV0Env(**kwargs)
     model = env.model()
     assert model.reachable.all()  # every cell of the maze is reachable
     gap = optimal_values(model).action_gap  # the oracle's own value iteration
@@ -174,7 +174,7 @@ EDGE_CONFIGS = [  # a tolerance equal to the dithering cost: the gap's rounding 
 
 @pytest.mark.parametrize("kwargs", ANNOTATION_CONFIGS + EDGE_CONFIGS)
 def test_dynamics_is_critical_and_state_from_id_agree_with_the_definitions(kwargs):
-    dyn = RoutineGridEnv(**kwargs).unwrapped.dynamics
+    dyn = RoutineGridV0Env(**kwargs).unwrapped.dynamics
     assert isinstance(dyn, GridDynamics) and dyn == GridDynamics(**kwargs)
     model = dyn.model()
     gap = optimal_values(model).action_gap  # the exact action gap, from the oracle directly
@@ -203,7 +203,7 @@ def test_dynamics_are_immutable_shared_and_normalized():
         dyn.branching = 2
     replaced = dataclasses.replace(dyn, critical_tolerance=0.005)
     assert replaced.layout.desc == dyn.layout.desc and replaced.decision_density == 1.0
-    env = RoutineGridEnv(corridor_length=4, soft_routine=True, layout_seed=2)
+    env = RoutineGridV0Env(corridor_length=4, soft_routine=True, layout_seed=2)
     assert env.dynamics == dyn and copy.deepcopy(env).dynamics is env.dynamics
     assert pickle.loads(pickle.dumps(dyn)) == dyn
     with pytest.raises(ValueError, match="view_size"):
@@ -242,7 +242,7 @@ def test_soft_routine_rewards_gap_and_tolerance():
     assert r0 == 0.0 and info[ACTION_GAP] == pytest.approx(0.01) and not info["critical"]
     assert env.step(1)[1] == pytest.approx(-0.01) and env.step(0)[1] == 0.0
     # a tolerance below the dithering cost makes every state on the way critical
-    strict = RoutineGridEnv(soft_routine=0.01, critical_tolerance=0.005)
+    strict = RoutineGridV0Env(soft_routine=0.01, critical_tolerance=0.005)
     assert strict.decision_density == 1.0
     rec = run_episode(strict, correct_policy(strict), np.random.default_rng(0), seed=0)
     assert all(rec["critical"]) and rec["final_info"]["num_critical"] == 18
@@ -283,7 +283,7 @@ def test_annotation_truth_by_counterfactual_branching(soft):
 def test_oracle_closed_forms_for_uniform_policy():
     """Uniform policy, hard routine: V at junction j = (1/B)^(J-j); routine advantages are 0."""
     J, B = 4, 2
-    env = RoutineGridEnv(num_junctions=J, branching=B, corridor_length=3, layout_seed=9)
+    env = RoutineGridV0Env(num_junctions=J, branching=B, corridor_length=3, layout_seed=9)
     values = env.oracle(np.full((env.num_states, B), 1 / B))
     junctions = [s for s in env.layout.spine if env.describe_state(s).kind == JUNCTION]
     assert len(junctions) == J
@@ -297,7 +297,7 @@ def test_oracle_closed_forms_for_uniform_policy():
 
 # ----------------------------------------------------------------------------- layouts
 def test_layout_text_map_and_solvability():
-    env = RoutineGridEnv(num_junctions=3, branching=3, corridor_length=5)
+    env = RoutineGridV0Env(num_junctions=3, branching=3, corridor_length=5)
     desc = env.layout.desc
     text = "".join(desc)
     assert text.count("S") == 1 and text.count("+") == 2 and text.count("G") == 1
@@ -316,7 +316,7 @@ def test_correct_branch_is_uniform_over_actions():
 
 
 def test_state_ids_are_canonical_and_describe_state_inverts():
-    env = RoutineGridEnv(num_junctions=3, branching=2, corridor_length=(0, 3), layout_seed=3)
+    env = RoutineGridV0Env(num_junctions=3, branching=2, corridor_length=(0, 3), layout_seed=3)
     positions = [(c.row, c.col) for c in env.layout.cells]
     assert positions == sorted(positions) and len(set(positions)) == env.num_states
     assert env.layout.kinds[positions[0]] != 0
@@ -326,7 +326,7 @@ def test_state_ids_are_canonical_and_describe_state_inverts():
 
 # ------------------------------------------------------------------------ observations
 def test_vector_observation_is_a_function_of_the_state_and_in_space():
-    env = RoutineGridEnv(num_junctions=3, branching=2, corridor_length=(1, 3), layout_seed=5)
+    env = RoutineGridV0Env(num_junctions=3, branching=2, corridor_length=(1, 3), layout_seed=5)
     seen: dict[int, np.ndarray] = {}
     rng = np.random.default_rng(1)
     for ep in range(20):
@@ -345,7 +345,7 @@ def test_vector_observation_is_a_function_of_the_state_and_in_space():
 
 
 def test_image_observation_is_the_egocentric_view():
-    env = RoutineGridEnv(obs_mode="image", view_size=5)
+    env = RoutineGridV0Env(obs_mode="image", view_size=5)
     obs, _ = env.reset(seed=0)
     assert obs.shape == (5, 5, 3) and obs.dtype == np.uint8
     start = env.layout.cells[env.layout.start]
@@ -464,7 +464,7 @@ def test_docs_layout_picture_is_up_to_date(tmp_path):
 @settings(max_examples=40, deadline=None)
 @given(grid_configs, st.integers(0, 2**16))
 def test_property_rho_formula_solvability_and_annotation_truth(kwargs, seed):
-    env = RoutineGridEnv(**kwargs)
+    env = RoutineGridV0Env(**kwargs)
     lengths = env.layout.corridor_lengths
     low, high = env.corridor_range
     assert all(low <= n <= high for n in lengths)

@@ -10,7 +10,7 @@ import pytest
 
 from baselines.commands import settings_of
 from routine_envs import credit, snr
-from routine_envs.envs import DilutedDoorsEnv
+from routine_envs.envs import DilutedDoorsV0Env
 from routine_envs.sampler import ModelSampler
 
 
@@ -58,7 +58,7 @@ def test_variance_split_adds_up():
 
 
 def test_model_sampler_matches_the_environment():
-    env = DilutedDoorsEnv(num_floors=2, num_doors=3, routine_length=(0, 4), reward="fraction")
+    env = DilutedDoorsV0Env(num_floors=2, num_doors=3, routine_length=(0, 4), reward="fraction")
     probs = np.random.default_rng(2).dirichlet(np.ones(3), size=env.num_states)
     sampler = ModelSampler(env)
     batch = sampler.sample(probs, 20_000, 1, np.random.default_rng(3))
@@ -85,7 +85,7 @@ def test_mc_rollout_on_the_model_and_branched_agree():
     branched from deep copies of the live env; both converge to the TD error of the exact V."""
     from routine_envs.episodes import collect_episodes
 
-    env = DilutedDoorsEnv(num_floors=2, num_doors=2, routine_length=1, reward="fraction")
+    env = DilutedDoorsV0Env(num_floors=2, num_doors=2, routine_length=1, reward="fraction")
     table = np.random.default_rng(0).dirichlet(np.ones(2), size=env.num_states)
     batch = collect_episodes(
         env,
@@ -128,7 +128,7 @@ def test_tabular_softmax():
 
 
 def oracle_and_trajectory(
-    env: DilutedDoorsEnv, policy: snr.TabularSoftmax, num_groups: int, seed: int
+    env: DilutedDoorsV0Env, policy: snr.TabularSoftmax, num_groups: int, seed: int
 ) -> snr.SNRComparison:
     """The perfect critic and the trajectory-level estimator (baseline 1/27, the uniform
     policy's success) measured on the same ``num_groups`` single episodes."""
@@ -148,7 +148,7 @@ def oracle_and_trajectory(
 @pytest.mark.parametrize("param", ["per_state", "per_floor"])
 @pytest.mark.parametrize("length", [0, 4, 12])
 def test_closed_form_and_measurement_agree(length, param):
-    env = DilutedDoorsEnv(routine_length=length)
+    env = DilutedDoorsV0Env(routine_length=length)
     rows = snr.floor_rows(env) if param == "per_floor" else np.arange(env.num_states)
     policy = snr.TabularSoftmax.shared(rows, 3)
     theory = snr.uniform_doors_snr(3, 3, length)
@@ -195,7 +195,7 @@ def test_fit_loglog_recovers_a_power_law():
 
 
 def test_measure_snr_validates():
-    env = DilutedDoorsEnv(routine_length=1)
+    env = DilutedDoorsV0Env(routine_length=1)
     policy = snr.TabularSoftmax.per_state(env.num_states, 3)
     with pytest.raises(ValueError, match="num_groups"):
         snr.measure_snr(env, policy, {"t": credit.TrajectoryMC()}, num_groups=10)
@@ -244,7 +244,7 @@ def test_lab_rho_law_small_run_is_resumable(tmp_path):
 def test_the_gradient_snr_matches_the_closed_form_from_few_episodes(length):
     """``gradient_snr`` (the exact gradient's norm over the measured noise) gives the closed
     form's SNRs and their ratio from 1,024 episodes at every rho, with tight intervals."""
-    env = DilutedDoorsEnv(routine_length=length)
+    env = DilutedDoorsV0Env(routine_length=length)
     policy = snr.TabularSoftmax.shared(np.arange(env.num_states), 3)
     theory = snr.uniform_doors_snr(3, 3, length)
     comparison = oracle_and_trajectory(env, policy, 1024, seed=length)

@@ -9,12 +9,12 @@ import torch as th
 from baselines.experiments.snr_network import sweep as snr_network
 from baselines.lib import network
 from routine_envs import snr
-from routine_envs.envs import DilutedDoorsEnv
+from routine_envs.envs import DilutedDoorsV0Env
 from routine_envs.sampler import ModelSampler
 
 
 def test_jacobian_route_equals_autograd_gradient():
-    env = DilutedDoorsEnv(routine_length=2)
+    env = DilutedDoorsV0Env(routine_length=2)
     policy = network.network_policy(env, [16], seed=0)
     logits, jac = network.logits_and_jacobian(policy, env)
     log_probs = logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)

@@ -18,7 +18,7 @@ import routine_envs  # noqa: F401
 from routine_envs import annotations as keys
 from routine_envs.dynamics import Dynamics
 from routine_envs.envs.diluted_doors_v1 import DilutedDoorsV1Env
-from routine_envs.envs.routine_grid import RoutineGridEnv
+from routine_envs.envs.routine_grid import RoutineGridV0Env
 from routine_envs.registration import TEAM_ADAPTERS
 from routine_envs.text import (
     TextEnv,
@@ -190,9 +190,9 @@ def _texts_by_observation(env: gym.Env) -> dict[bytes, set[str]]:
             for mode in ("actions", "position", "progress")
         ),
         gym.make("DilutedDoors-v0", routine_length=(0, 2)).unwrapped,
-        RoutineGridEnv(branching=2, corridor_length=(0, 3)),
-        RoutineGridEnv(corridor_length=3, obs_mode="image"),
-        RoutineGridEnv(corridor_length=2, soft_routine=True),
+        RoutineGridV0Env(branching=2, corridor_length=(0, 3)),
+        RoutineGridV0Env(corridor_length=3, obs_mode="image"),
+        RoutineGridV0Env(corridor_length=2, soft_routine=True),
     ],
     ids=repr,
 )

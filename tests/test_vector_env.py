@@ -16,7 +16,7 @@ from gymnasium.vector import AutoresetMode
 
 import routine_envs
 from routine_envs import annotations as keys
-from routine_envs.envs import DilutedDoorsEnv, InvalidActionError
+from routine_envs.envs import DilutedDoorsV0Env, InvalidActionError
 from routine_envs.envs.model_vector import ModelVectorEnv
 
 ENV_ID = "DilutedDoors-v0"
@@ -157,14 +157,14 @@ def test_routine_lengths_are_drawn_per_sub_env():
 
 
 def native(num_envs: int, **kwargs: Any) -> ModelVectorEnv:
-    """The native vector env over ``DilutedDoorsEnv(**kwargs)`` (what ``gym.make_vec`` builds),
+    """The native vector env over ``DilutedDoorsV0Env(**kwargs)`` (what ``gym.make_vec`` builds),
     with the vector env's own arguments split off."""
     vector = {
         k: kwargs.pop(k)
         for k in ("max_episode_steps", "autoreset_mode", "render_mode")
         if k in kwargs
     }
-    return ModelVectorEnv(DilutedDoorsEnv(**kwargs), num_envs, **vector)
+    return ModelVectorEnv(DilutedDoorsV0Env(**kwargs), num_envs, **vector)
 
 
 # -------------------------------------------------------------------------------- autoreset

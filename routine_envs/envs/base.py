@@ -213,24 +213,7 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
     def make_dynamics(cls, *args: Any, **config: Any) -> Dynamics:
         """The dynamics of a configuration: ``args`` the dynamics' positional fields in their
         order, ``config`` fields by name (``TypeError`` for any other, as a call gives)."""
-        dynamics = cls.dynamics_class
-        if dynamics is None:
-            raise TypeError(f"{cls.__name__} is given its dynamics: RoutineEnv(dynamics, ...)")
-        names = [f.name for f in config_fields(dynamics) if not f.kw_only]
-        if len(args) > len(names):
-            raise TypeError(
-                f"{cls.__name__}() takes at most {len(names)} positional arguments (the fields "
-                f"of {dynamics.__name__}), got {len(args)}"
-            )
-        for name, value in zip(names, args, strict=False):
-            if name in config:
-                raise TypeError(f"{cls.__name__}() got multiple values for argument {name!r}")
-            config[name] = value
-        known = {f.name for f in config_fields(dynamics)}
-        for name in config:
-            if name not in known:
-                raise TypeError(f"{cls.__name__}() got an unexpected keyword argument {name!r}")
-        return dynamics(**config)
+        return dynamics_from_arguments(cls, args, config)
 
     def __init__(
         self, dynamics: Dynamics, render_mode: str | None = None, max_steps: int | None = None
@@ -475,20 +458,54 @@ class RoutineEnv(gym.Env[ObsType, np.int64], Generic[ObsType, StateType]):
     def __repr__(self) -> str:
         """``Name(field=value, ...)``: the dynamics' fields, then the options that differ from
         their defaults (e.g. ``max_steps``)."""
-        dynamics = self.__dict__.get("dynamics")
-        if not dataclasses.is_dataclass(dynamics):
-            return f"<{type(self).__name__}>"
-        fields_ = config_fields(dynamics)
-        parts = [f"{f.name}={getattr(dynamics, f.name)!r}" for f in fields_]
-        signature = getattr(type(self), "__signature__", None)
-        options = [] if signature is None else signature.parameters.values()
-        skip = {"render_mode", *(f.name for f in fields_)}
-        for p in options:
-            if p.kind is p.KEYWORD_ONLY and p.name not in skip:
-                value = getattr(self, p.name, p.default)
-                if value != p.default:
-                    parts.append(f"{p.name}={value!r}")
-        return f"{type(self).__name__}({', '.join(parts)})"
+        return config_repr(self)
+
+
+def config_repr(env: Any) -> str:
+    """``Name(field=value, ...)`` of an env on dynamics (a team env's too): its dynamics'
+    fields, then the keyword-only options of its class's signature (``max_steps``,
+    ``max_cycles``, ...; not ``render_mode``) that differ from their defaults."""
+    dynamics = vars(env).get("dynamics")
+    if not dataclasses.is_dataclass(dynamics):
+        return f"<{type(env).__name__}>"
+    fields_ = config_fields(dynamics)
+    parts = [f"{f.name}={getattr(dynamics, f.name)!r}" for f in fields_]
+    signature = getattr(type(env), "__signature__", None)
+    options = [] if signature is None else signature.parameters.values()
+    skip = {"render_mode", *(f.name for f in fields_)}
+    for p in options:
+        if p.kind is p.KEYWORD_ONLY and p.name not in skip:
+            value = getattr(env, p.name, p.default)
+            if value != p.default:
+                parts.append(f"{p.name}={value!r}")
+    return f"{type(env).__name__}({', '.join(parts)})"
+
+
+def dynamics_from_arguments(
+    env_class: type, args: Sequence[Any], config: dict[str, Any]
+) -> Dynamics:
+    """The dynamics of ``env_class`` (its ``dynamics_class``) for a call's arguments: ``args``
+    the dynamics' positional fields in their order, ``config`` fields by name (``TypeError``
+    for any other, as a call gives)."""
+    dynamics = env_class.dynamics_class
+    name = env_class.__name__
+    if dynamics is None:
+        raise TypeError(f"{name} is given its dynamics: {name}(dynamics, ...)")
+    names = [f.name for f in config_fields(dynamics) if not f.kw_only]
+    if len(args) > len(names):
+        raise TypeError(
+            f"{name}() takes at most {len(names)} positional arguments (the fields "
+            f"of {dynamics.__name__}), got {len(args)}"
+        )
+    for field_name, value in zip(names, args, strict=False):
+        if field_name in config:
+            raise TypeError(f"{name}() got multiple values for argument {field_name!r}")
+        config[field_name] = value
+    known = {f.name for f in config_fields(dynamics)}
+    for field_name in config:
+        if field_name not in known:
+            raise TypeError(f"{name}() got an unexpected keyword argument {field_name!r}")
+    return dynamics(**config)
 
 
 def _init_from_config(

@@ -40,7 +40,7 @@ class DoorsState(NamedTuple):
 
 @dataclass(frozen=True)
 class DoorsDynamics(Dynamics[DoorsState, np.ndarray]):
-    """The exact MDP of Diluted Doors (see :class:`DilutedDoorsEnv` for the rules).
+    """The exact MDP of Diluted Doors (see :class:`DilutedDoorsV0Env` for the rules).
 
     ``state_id`` layout: the doors ``floor * (num_floors + 1) + num_correct``, then the terminal
     states (one per ``num_correct``), then the corridor cells, block by block.
@@ -338,7 +338,7 @@ class DoorsDynamics(Dynamics[DoorsState, np.ndarray]):
         return doors_view(self, "v0")
 
 
-class DilutedDoorsEnv(RoutineEnv[np.ndarray, DoorsState], dynamics=DoorsDynamics):
+class DilutedDoorsV0Env(RoutineEnv[np.ndarray, DoorsState], dynamics=DoorsDynamics):
     """## Description
 
     The controlled environment of "Drowning in Routine: Signal Dilution in Multi-Turn Agent

@@ -239,7 +239,7 @@ def _tolerance(value: Any) -> float:
 
 @dataclass(frozen=True, kw_only=True)
 class GridDynamics(Dynamics[int, np.ndarray]):
-    """The exact MDP of Routine Grid (see :class:`RoutineGridEnv` for the rules).
+    """The exact MDP of Routine Grid (see :class:`RoutineGridV0Env` for the rules).
 
     A state is its ``state_id``: the row-major number of the agent's cell in :attr:`layout`
     (:class:`GridLayout`; :meth:`cell` gives its :class:`GridCell`). The fields are the
@@ -484,7 +484,7 @@ class GridDynamics(Dynamics[int, np.ndarray]):
         return tuple(out)
 
 
-class RoutineGridEnv(RoutineEnv[np.ndarray, int], dynamics=GridDynamics):
+class RoutineGridV0Env(RoutineEnv[np.ndarray, int], dynamics=GridDynamics):
     """## Description
 
     Navigation in a gridworld maze, in the MiniGrid tradition, where the decision density is set
@@ -665,4 +665,4 @@ class RoutineGridEnv(RoutineEnv[np.ndarray, int], dynamics=GridDynamics):
         return self.dynamics.cell(state_id)
 
 
-__all__ = ["GridCell", "GridDynamics", "GridLayout", "RoutineGridEnv", "make_layout"]
+__all__ = ["GridCell", "GridDynamics", "GridLayout", "RoutineGridV0Env", "make_layout"]

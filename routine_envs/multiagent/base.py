@@ -5,10 +5,17 @@ holds only the episode. :class:`TeamDynamics` is a :class:`~routine_envs.dynamic
 whose actions are *joint* actions (index ``np.ravel_multi_index(actions, (m,) * k)``), so the
 exact-model layer (model, oracle, optimal values) serves teams unchanged; on top it has every
 agent's observation, every agent's exact action gap (the definition of ``critical`` per agent)
-and the values of decentralized policies. :class:`TeamEnv` owns ``reset``/``step`` with
-seeding on ``self.np_random``, action checking, the per-agent info contract of
-:mod:`routine_envs.annotations`, the ``max_cycles`` truncation, ``state()``, rendering dispatch
-and ``copy.deepcopy`` branching (the dynamics and their model are shared by every copy).
+and the values of decentralized policies. Its fields are the team env's configuration.
+
+:class:`TeamEnv` is a PettingZoo view of the single-agent episode on those dynamics
+(:class:`~routine_envs.envs.base.RoutineEnv`, one step per joint action): the episode owns
+``reset``/``step`` with seeding on ``np_random``, the ``max_cycles`` truncation, the history,
+rendering and ``copy.deepcopy`` branching; the team env adds the agents, the per-agent
+observations, the per-agent info contract of :mod:`routine_envs.annotations` and ``state()``.
+A team env class is declared with its dynamics class, as a single-agent one is
+(``class MyTeamEnv(TeamEnv, dynamics=MyTeamDynamics, name="my_team_v0")``): its constructor,
+signature and ``repr`` come from the dynamics' fields; :func:`constructors` gives a versioned
+module's ``parallel_env``, ``env`` and ``raw_env``.
 
 Every agent acts on every step (a simultaneous-move game); the team shares one reward, paid to
 every agent. Agents leave ``env.agents`` only when the team's episode ends.
@@ -16,7 +23,7 @@ every agent. Agents leave ``env.agents`` only when the team's episode ends.
 
 from __future__ import annotations
 
-import itertools
+import inspect
 from abc import abstractmethod
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,8 +31,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.utils import seeding
-from pettingzoo import ParallelEnv
+from pettingzoo import AECEnv, ParallelEnv
 
 from routine_envs import annotations as keys
 from routine_envs.annotations import observation_anchor
@@ -33,11 +39,15 @@ from routine_envs.dynamics import Dynamics
 from routine_envs.envs import validation
 from routine_envs.envs.base import (
     EpisodeHistory,
+    RoutineEnv,
     branch_copy,
     check_discrete_action,
-    sample_item,
+    config_repr,
+    config_signature,
+    dynamics_from_arguments,
+    forward_to_dynamics,
 )
-from routine_envs.oracle import OracleValues, Outcome, evaluate_policy, success_values
+from routine_envs.oracle import Outcome, evaluate_policy, success_values
 
 StateType = TypeVar("StateType", bound=Hashable)
 
@@ -99,22 +109,33 @@ class TeamDynamics(Dynamics[StateType, np.ndarray]):
         """Joint actions: ``agent_num_actions ** team_size``."""
         return self.agent_num_actions**self.team_size
 
-    @property
-    def joint_actions(self) -> tuple[tuple[int, ...], ...]:
-        """Every joint action, in index order (agent 0's action varies slowest)."""
-        return self._cached(
-            "joint_actions",
-            lambda: tuple(itertools.product(range(self.agent_num_actions), repeat=self.team_size)),
-        )
-
     def joint_action_index(self, actions: Sequence[int]) -> int:
-        """Index of a joint action (one action per agent, agent 0 first) in the joint model."""
-        shape = (self.agent_num_actions,) * self.team_size
-        return int(np.ravel_multi_index(tuple(actions), shape))
+        """Index of a joint action (one action per agent, agent 0 first) in the joint model:
+        ``np.ravel_multi_index(actions, (num_actions,) * team_size)``, computed in Python (the
+        numpy call costs more than a team step)."""
+        m = self.agent_num_actions
+        if len(actions) != self.team_size or not all(0 <= a < m for a in actions):
+            raise ValueError(
+                f"a joint action is {self.team_size} actions in [0, {m}), got {actions!r}"
+            )
+        index = 0
+        for a in actions:
+            index = index * m + int(a)
+        return index
+
+    def joint_action(self, index: int) -> tuple[int, ...]:
+        """The joint action (one action per agent, agent 0 first) of number ``index``: the
+        inverse of :meth:`joint_action_index` (computed: a table of every joint action would not
+        fit for large teams)."""
+        m = self.agent_num_actions
+        actions = [0] * self.team_size
+        for i in range(self.team_size - 1, -1, -1):
+            index, actions[i] = divmod(index, m)
+        return tuple(actions)
 
     def outcomes(self, state: StateType, action: int) -> Sequence[Outcome]:
         """The outcomes of joint action number ``action`` (see :meth:`joint_action_index`)."""
-        return self.joint_outcomes(state, self.joint_actions[action])
+        return self.joint_outcomes(state, self.joint_action(action))
 
     @property
     def observation_space(self) -> gym.spaces.Box:
@@ -235,14 +256,22 @@ class TeamDynamics(Dynamics[StateType, np.ndarray]):
         return success_values(self.model(), self.success_table(), self.joint_policy(policy))
 
 
-class TeamEnv(ParallelEnv[str, np.ndarray, int], Generic[StateType]):
-    """A thin ``ParallelEnv`` on :class:`TeamDynamics`: it holds only the episode.
+class JointEpisode(RoutineEnv):
+    """A team's episode: the single-agent episode on :class:`TeamDynamics`, one step per joint
+    action (by index). :class:`TeamEnv` presents it to PettingZoo."""
 
-    A subclass's ``__init__`` builds its dynamics from its keyword arguments and calls
-    ``super().__init__(dynamics, max_cycles=..., render_mode=...)``; its pictures are the
-    dynamics' ``renderer`` (the default describes the state in text). Public attributes the env
-    does not define are read from its dynamics. Agent ``i`` is ``possible_agents[i] ==
-    f"agent_{i}"``.
+
+class TeamEnv(ParallelEnv[str, np.ndarray, int], Generic[StateType]):
+    """A ``ParallelEnv`` view of one episode (:class:`JointEpisode`) on :class:`TeamDynamics`.
+
+    ``TeamEnv(dynamics, max_cycles=None, render_mode=None)`` holds an episode on the given
+    dynamics. A team env class declared for a dynamics class, ``class MyTeamEnv(TeamEnv,
+    dynamics=MyTeamDynamics, name="my_team_v0")`` (a docstring is all it needs), builds its
+    dynamics from its keyword arguments instead: the dynamics' fields (their defaults are the
+    env's), then ``max_cycles`` and ``render_mode``; ``metadata["name"]`` is ``name`` and
+    ``repr`` shows the configuration. Its pictures are the dynamics' ``renderer``. Public
+    attributes the env does not define are read from its dynamics. Agent ``i`` is
+    ``possible_agents[i] == f"agent_{i}"``.
     """
 
     metadata: ClassVar[dict[str, Any]] = {
@@ -251,6 +280,25 @@ class TeamEnv(ParallelEnv[str, np.ndarray, int], Generic[StateType]):
         "render_fps": 4,
         "is_parallelizable": True,
     }
+    #: the dynamics class this env class builds from its keyword arguments (``None``: the env
+    #: is given its dynamics).
+    dynamics_class: ClassVar[type[TeamDynamics] | None] = None
+
+    def __init_subclass__(
+        cls, dynamics: type[TeamDynamics] | None = None, name: str | None = None, **kwargs: Any
+    ) -> None:
+        """``dynamics=``: the team env class of that dynamics class; ``name=``: its
+        ``metadata["name"]`` (the versioned module's name, PettingZoo's convention)."""
+        super().__init_subclass__(**kwargs)
+        if name is not None:
+            cls.metadata = {**cls.metadata, "name": name}
+        if dynamics is not None:
+            if not (isinstance(dynamics, type) and issubclass(dynamics, TeamDynamics)):
+                raise ValueError(f"dynamics must be a TeamDynamics subclass, got {dynamics!r}")
+            cls.dynamics_class = dynamics
+            if "__init__" not in cls.__dict__:
+                cls.__init__ = _init_from_config  # type: ignore[method-assign]
+            cls.__signature__ = config_signature(cls)  # type: ignore[attr-defined]
 
     def __init__(
         self,
@@ -261,12 +309,10 @@ class TeamEnv(ParallelEnv[str, np.ndarray, int], Generic[StateType]):
         render_mode = validation.render_mode(render_mode, self.metadata["render_modes"])
         #: the team's exact, immutable MDP (shared by deep copies).
         self.dynamics = dynamics
-        self.render_mode = render_mode
-        #: the number of agents in the team (``len(possible_agents)``; PettingZoo's
-        #: ``num_agents`` is the number of *live* agents, 0 before reset and after the end).
-        self.team_size = dynamics.team_size
+        #: the episode (joint states, joint actions by index, the random generator).
+        self.episode = JointEpisode(dynamics, render_mode=render_mode)
         self.max_cycles = max_cycles
-        self.possible_agents = [agent_name(i) for i in range(self.team_size)]
+        self.possible_agents = [agent_name(i) for i in range(dynamics.team_size)]
         self.agents: list[str] = []
         # One space object per agent, returned by every call (seeding one agent's action space
         # does not touch another's).
@@ -277,21 +323,12 @@ class TeamEnv(ParallelEnv[str, np.ndarray, int], Generic[StateType]):
             name: gym.spaces.Discrete(dynamics.agent_num_actions) for name in self.possible_agents
         }
         self.state_space = dynamics.observation_space
-        self.num_actions = dynamics.agent_num_actions
-        #: the joint states of the episode so far and the joint actions taken (tuples, one
-        #: action per agent, agent 0 first).
-        self.history: EpisodeHistory = EpisodeHistory()
-        self._np_random: np.random.Generator | None = None
-        self._state: StateType | None = None
-        self._rounds = 0
-        self._critical_now: tuple[bool, ...] = (False,) * self.team_size
-        self._num_critical = [0] * self.team_size
+        self._critical_now: tuple[bool, ...] = (False,) * dynamics.team_size
+        self._num_critical = [0] * dynamics.team_size
+        forward_to_dynamics(type(self), dynamics)
 
-    def __getattr__(self, name: str) -> Any:
-        # Configuration lives in the dynamics; read public names from there.
-        if name.startswith("_") or name == "dynamics" or "dynamics" not in self.__dict__:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        return getattr(self.__dict__["dynamics"], name)
+    def __repr__(self) -> str:
+        return config_repr(self)
 
     # ---------------------------------------------------------------------- PettingZoo API
     def observation_space(self, agent: str) -> gym.spaces.Box:
@@ -303,26 +340,38 @@ class TeamEnv(ParallelEnv[str, np.ndarray, int], Generic[StateType]):
         return self.action_spaces[agent]
 
     @property
+    def num_actions(self) -> int:
+        """Actions per agent (the joint model has ``num_actions ** team_size``)."""
+        return self.dynamics.agent_num_actions
+
+    @property
     def np_random(self) -> np.random.Generator:
-        """The environment's random generator (seeded by ``reset(seed=...)``; may be set, as a
+        """The episode's random generator (seeded by ``reset(seed=...)``; may be set, as a
         Gymnasium env's, e.g. to give branches common random numbers)."""
-        if self._np_random is None:
-            self._np_random, _ = seeding.np_random()
-        return self._np_random
+        return self.episode.np_random
 
     @np_random.setter
     def np_random(self, value: np.random.Generator) -> None:
-        self._np_random = value
+        self.episode.np_random = value
+
+    @property
+    def render_mode(self) -> str | None:
+        """``None``, ``"ansi"`` or ``"human"`` (the episode's)."""
+        return self.episode.render_mode
+
+    @render_mode.setter
+    def render_mode(self, value: str | None) -> None:
+        self.episode.render_mode = validation.render_mode(value, self.metadata["render_modes"])
 
     @property
     def max_cycles(self) -> int | None:
         """Truncate the episode after this many steps (rounds of joint actions); ``None``: never
         (every episode ends by itself within ``max_episode_length`` steps)."""
-        return self._max_cycles
+        return self.episode.max_steps
 
     @max_cycles.setter
     def max_cycles(self, value: int | None) -> None:
-        self._max_cycles = (
+        self.episode.max_steps = (
             None if value is None else validation.integer("max_cycles", value, minimum=1)
         )
 
@@ -330,24 +379,13 @@ class TeamEnv(ParallelEnv[str, np.ndarray, int], Generic[StateType]):
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
         """Start an episode; ``seed`` reseeds ``self.np_random`` (as in Gymnasium). Returns every
-        agent's observation and info (``critical``, ``state_id``)."""
-        if seed is not None or self._np_random is None:
-            self._np_random, _ = seeding.np_random(seed)
-        dynamics = self.dynamics
-        state = self._state = sample_item(dynamics.initial_outcomes(), self.np_random)[1]
+        agent's observation and info (``critical``, ``state_id``, ``anchor``, ``turn_score``)."""
+        observation, info = self.episode.reset(seed=seed, options=options)
+        state = self.episode.state
         self.agents = list(self.possible_agents)
-        self._rounds = 0
-        self._num_critical = [0] * self.team_size
+        self._num_critical = [0] * len(self.possible_agents)
         self._critical_now = self._critical_flags(state)
-        self.history = EpisodeHistory([state], [])
-        sid = dynamics.state_id(state)
-        observations = {
-            name: dynamics.observe_agent(state, i) for i, name in enumerate(self.agents)
-        }
-        infos = {name: self._step_info(state, sid, i) for i, name in enumerate(self.agents)}
-        if self.render_mode == "human":
-            self.render()
-        return observations, infos
+        return self._split(observation), self._agent_infos(state, info)
 
     def step(
         self, actions: Mapping[str, Any]
@@ -365,45 +403,37 @@ class TeamEnv(ParallelEnv[str, np.ndarray, int], Generic[StateType]):
             ValueError: ``actions`` is not a mapping, or lacks a live agent or names another.
             InvalidActionError: an action outside the agent's action space.
         """
-        if self._state is None:
-            raise gym.error.ResetNeeded("step() called before reset(): call env.reset() first")
         if not self.agents:
+            if not self.episode.history.states:
+                raise gym.error.ResetNeeded("step() called before reset(): call env.reset() first")
             raise gym.error.ResetNeeded(
                 "step() called on a finished episode (every agent is terminated or truncated): "
                 "call env.reset() to start a new one"
             )
         joint = self.check_actions(actions)
-        dynamics = self.dynamics
-        state = self._state
-        _, nxt, reward, terminated = sample_item(
-            dynamics.joint_outcomes(state, joint), self.np_random
+        observation, reward, terminated, truncated, info = self.episode.step(
+            self.dynamics.joint_action_index(joint)
         )
-        self._rounds += 1
+        state = self.episode.state
         for i, flag in enumerate(self._critical_now):
             self._num_critical[i] += flag
-        self.history.actions.append(joint)
-        self.history.states.append(nxt)
-        self._state = nxt
-        self._critical_now = (False,) * self.team_size if terminated else self._critical_flags(nxt)
-        truncated = (
-            not terminated and self._max_cycles is not None and self._rounds >= self._max_cycles
+        self._critical_now = (
+            (False,) * len(self._critical_now) if terminated else self._critical_flags(state)
         )
-        sid = dynamics.state_id(nxt)
         agents = self.agents
-        observations = {name: dynamics.observe_agent(nxt, i) for i, name in enumerate(agents)}
-        infos = {name: self._step_info(nxt, sid, i) for i, name in enumerate(agents)}
+        observations = self._split(observation)
+        infos = self._agent_infos(state, info)
         if terminated or truncated:
-            success = bool(dynamics.is_success(nxt))
             for i, name in enumerate(agents):
                 infos[name].update(
-                    keys.episode_end_info(success, self._num_critical[i], self._rounds)
+                    keys.episode_end_info(
+                        info[keys.SUCCESS], self._num_critical[i], info[keys.EPISODE_LENGTH]
+                    )
                 )
             self.agents = []
         rewards = dict.fromkeys(agents, float(reward))
         terminations = dict.fromkeys(agents, bool(terminated))
         truncations = dict.fromkeys(agents, bool(truncated))
-        if self.render_mode == "human":
-            self.render()
         return observations, rewards, terminations, truncations, infos
 
     def render(self) -> str | None:
@@ -412,13 +442,7 @@ class TeamEnv(ParallelEnv[str, np.ndarray, int], Generic[StateType]):
         if self.render_mode is None:
             gym.logger.warn("render() called with render_mode=None: pass render_mode='ansi'")
             return None
-        if self._state is None:
-            raise gym.error.ResetNeeded("render() called before reset()")
-        dynamics = self.dynamics
-        if self.render_mode == "human":
-            print(dynamics.renderer(dynamics, self._state, self.history, "ansi"), flush=True)
-            return None
-        return dynamics.renderer(dynamics, self._state, self.history, self.render_mode)
+        return self.episode.render()
 
     def close(self) -> None:
         """Nothing to release."""
@@ -426,22 +450,20 @@ class TeamEnv(ParallelEnv[str, np.ndarray, int], Generic[StateType]):
     def state(self) -> np.ndarray:
         """A global view for centralized critics: every agent's observation, concatenated
         (agent 0 first), shape ``(num_agents * observation_size,)``, in ``state_space``."""
-        if self._state is None:
+        if not self.episode.history.states:
             raise gym.error.ResetNeeded("state() called before reset()")
-        return self.dynamics.observe(self._state)
+        return self.dynamics.observe(self.episode.state)
 
     # ------------------------------------------------------------------------- annotations
     @property
     def joint_state(self) -> StateType:
         """The current underlying joint state (immutable)."""
-        if self._state is None:
-            raise gym.error.ResetNeeded("no state before reset()")
-        return self._state
+        return self.episode.state
 
     @property
     def state_id(self) -> int:
         """Canonical id of the current joint state."""
-        return self.dynamics.state_id(self.joint_state)
+        return self.episode.state_id
 
     @property
     def critical(self) -> dict[str, bool]:
@@ -451,25 +473,47 @@ class TeamEnv(ParallelEnv[str, np.ndarray, int], Generic[StateType]):
     @property
     def rounds(self) -> int:
         """Steps (joint actions) taken in the episode so far."""
-        return self._rounds
+        return len(self.episode.history.actions)
+
+    @property
+    def history(self) -> EpisodeHistory:
+        """The episode so far (a copy): the joint states and the joint actions taken (tuples,
+        one action per agent, agent 0 first)."""
+        history = self.episode.history
+        joint_action = self.dynamics.joint_action
+        return EpisodeHistory(list(history.states), [joint_action(a) for a in history.actions])
+
+    def describe_state(self, state_id: int) -> StateType:
+        """Inverse of ``state_id``: the joint state with that id."""
+        return self.dynamics.state_from_id(state_id)
 
     def _critical_flags(self, state: StateType) -> tuple[bool, ...]:
-        return tuple(bool(self.dynamics.is_agent_critical(state, i)) for i in range(self.team_size))
+        dynamics = self.dynamics
+        return tuple(bool(dynamics.is_agent_critical(state, i)) for i in range(dynamics.team_size))
 
-    def _step_info(self, state: StateType, state_id: int, agent: int) -> dict[str, Any]:
+    def _split(self, observation: np.ndarray) -> dict[str, np.ndarray]:
+        """Every agent's part of the global observation (every agent's, concatenated)."""
+        size = self.dynamics.agent_observation_size
         return {
-            keys.CRITICAL: self._critical_now[agent],
-            keys.STATE_ID: state_id,
-            keys.ANCHOR: self.dynamics.agent_anchor(state, agent),
-            keys.TURN_SCORE: float(self.dynamics.turn_score(state)),
+            name: observation[i * size : (i + 1) * size]
+            for i, name in enumerate(self.possible_agents)
+        }
+
+    def _agent_infos(self, state: StateType, info: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        """Every agent's info: its ``critical`` and ``anchor``, the episode's ``state_id`` and
+        ``turn_score`` (the team's)."""
+        anchor = self.dynamics.agent_anchor
+        return {
+            name: {
+                keys.CRITICAL: self._critical_now[i],
+                keys.STATE_ID: info[keys.STATE_ID],
+                keys.ANCHOR: anchor(state, i),
+                keys.TURN_SCORE: info[keys.TURN_SCORE],
+            }
+            for i, name in enumerate(self.possible_agents)
         }
 
     # ------------------------------------------------------- the exact model (the dynamics')
-    @property
-    def num_states(self) -> int:
-        """Size of the joint ``state_id`` space."""
-        return self.dynamics.num_states
-
     @property
     def num_joint_actions(self) -> int:
         """``num_actions ** num_agents``."""
@@ -479,10 +523,6 @@ class TeamEnv(ParallelEnv[str, np.ndarray, int], Generic[StateType]):
         """Every agent's exact optimal action gap, shape ``(num_states, num_agents)`` (see
         :meth:`TeamDynamics.action_gaps_per_agent`)."""
         return self.dynamics.action_gaps_per_agent()
-
-    def optimal(self, gamma: float = 1.0) -> OracleValues:
-        """Exact team-optimal ``Q*(s, joint action)`` and ``V*(s)``."""
-        return self.dynamics.optimal(gamma=gamma)
 
     # --------------------------------------------------------------------------- internals
     def check_actions(self, actions: Mapping[str, Any]) -> tuple[int, ...]:
@@ -509,7 +549,20 @@ class TeamEnv(ParallelEnv[str, np.ndarray, int], Generic[StateType]):
     def __deepcopy__(self, memo: dict[int, Any]) -> TeamEnv:
         """Branch: an independent env whose future, for the same actions, equals this one's
         (random generator included). The dynamics and the (immutable) state are shared."""
-        return branch_copy(self, memo, shared=("_state",))
+        return branch_copy(self, memo)
+
+
+def _init_from_config(
+    self: TeamEnv,
+    *args: Any,
+    max_cycles: int | None = None,
+    render_mode: str | None = None,
+    **config: Any,
+) -> None:
+    """``__init__`` of a team env class for a dynamics class: the dynamics' fields (positional
+    in their order, or by name), then the truncation and the render mode."""
+    dynamics = dynamics_from_arguments(type(self), args, config)
+    TeamEnv.__init__(self, dynamics, max_cycles=max_cycles, render_mode=render_mode)
 
 
 def to_aec(parallel: Any, wrapped: bool = True) -> Any:
@@ -522,3 +575,31 @@ def to_aec(parallel: Any, wrapped: bool = True) -> Any:
     if wrapped:
         aec = wrappers.OrderEnforcingWrapper(wrappers.AssertOutOfBoundsWrapper(aec))
     return aec
+
+
+def constructors(
+    env_class: type[TeamEnv],
+) -> tuple[Callable[..., TeamEnv], Callable[..., AECEnv], Callable[..., AECEnv]]:
+    """A versioned module's ``parallel_env`` (the native ``ParallelEnv``), ``env`` (the AEC
+    version, wrapped as PettingZoo wraps its own environments) and ``raw_env`` (AEC, derived
+    with ``parallel_to_aec``, no extra wrappers) of ``env_class``: each takes its keyword
+    arguments."""
+
+    def parallel_env(**kwargs: Any) -> TeamEnv:
+        return env_class(**kwargs)
+
+    def env(**kwargs: Any) -> AECEnv:
+        return to_aec(env_class(**kwargs))
+
+    def raw_env(**kwargs: Any) -> AECEnv:
+        return to_aec(env_class(**kwargs), wrapped=False)
+
+    signature = inspect.signature(env_class)
+    for function, what in (
+        (parallel_env, "The native ``ParallelEnv``"),
+        (env, "The AEC version wrapped as PettingZoo wraps its own environments"),
+        (raw_env, "The AEC version, derived with PettingZoo's ``parallel_to_aec``"),
+    ):
+        function.__doc__ = f"{what} (keyword arguments of :class:`{env_class.__name__}`)."
+        function.__signature__ = signature  # type: ignore[attr-defined]
+    return parallel_env, env, raw_env

@@ -8,17 +8,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
-from pettingzoo import AECEnv
 
 from routine_envs.envs import validation
 from routine_envs.envs.diluted_doors import DoorsDynamics, DoorsState
-from routine_envs.multiagent.base import (
-    MAX_TEAM_SIZE,
-    TeamDynamics,
-    TeamEnv,
-    agent_name,
-    to_aec,
-)
+from routine_envs.multiagent.base import MAX_TEAM_SIZE, TeamDynamics, TeamEnv, agent_name
 from routine_envs.multiagent.rendering import render_team_doors, team_doors_view
 from routine_envs.oracle import Outcome
 from routine_envs.rendering.text_view import TextView
@@ -55,28 +48,56 @@ def _chooser_table(chooser: Any, num_agents: int, num_floors: int) -> tuple[int,
 
 @dataclass(frozen=True)
 class TeamDoorsDynamics(TeamDynamics[DoorsState]):
-    """The exact MDP of Team Diluted Doors: the single-agent :class:`DoorsDynamics` ``core``
-    (same joint states, ``state_id``, rewards), moved by the floor's chooser's action alone.
+    """The exact MDP of Team Diluted Doors (see :class:`TeamDilutedDoorsV0Env` for the rules):
+    the single-agent dynamics ``core`` (:meth:`make_core`: same joint states, ``state_id``,
+    rewards), moved by the floor's chooser's action alone.
 
-    Fields: ``core`` (the single-agent dynamics), ``num_agents``, ``chooser`` (``"rotate"``, an
-    agent index or a sequence of ``num_floors`` agent indices).
+    The fields are the team env's configuration: ``num_agents``, the core's ``num_floors``,
+    ``num_doors``, ``routine_length``, ``reward`` and ``layout_seed``, and ``chooser``
+    (``"rotate"``, an agent index or a sequence of ``num_floors`` agent indices).
     """
+
+    num_agents: int = 2
+    num_floors: int = 4
+    num_doors: int = 3
+    routine_length: int | tuple[int, int] = 10
+    chooser: str | int | tuple[int, ...] = "rotate"
+    reward: str = "success"
+    layout_seed: int = 0
 
     renderer = staticmethod(render_team_doors)
     #: v0's core shows the share of doors right so far (kept for comparison: v1 hides it)
     hides_outcome = False
-
-    core: DoorsDynamics
-    num_agents: int = 2
-    chooser: str | int | tuple[int, ...] = "rotate"
+    #: the version of the core's text view (``doors_view``)
+    core_version: ClassVar[str] = "v0"
 
     def __post_init__(self) -> None:
+        core = self.make_core()
         n = validation.integer("num_agents", self.num_agents, minimum=1, maximum=MAX_TEAM_SIZE)
-        choosers = _chooser_table(self.chooser, n, self.core.num_floors)
+        choosers = _chooser_table(self.chooser, n, core.num_floors)
         chooser = tuple(self.chooser) if isinstance(self.chooser, list) else self.chooser
-        self._derive(num_agents=n, chooser=chooser)
-        #: the chooser (agent index) of every floor, length ``num_floors``.
-        self._derive(choosers=choosers)
+        self._derive(
+            num_agents=n,
+            chooser=chooser,
+            num_floors=core.num_floors,
+            num_doors=core.num_doors,
+            routine_length=core.routine_length,
+            reward=core.reward,
+            layout_seed=core.layout_seed,
+        )
+        #: the single-agent dynamics, the chooser (agent index) of every floor (length
+        #: ``num_floors``) and the length of the core's observation.
+        self._derive(
+            core=core,
+            choosers=choosers,
+            core_observation_size=core.observation_space.shape[0],
+        )
+
+    def make_core(self) -> DoorsDynamics:
+        """The single-agent dynamics of the configuration (``DilutedDoors-v0``'s)."""
+        return DoorsDynamics(
+            self.num_floors, self.num_doors, self.routine_length, self.reward, self.layout_seed
+        )
 
     # ---------------------------------------------------------------------------- config
     @property
@@ -85,32 +106,19 @@ class TeamDoorsDynamics(TeamDynamics[DoorsState]):
 
     @property
     def agent_num_actions(self) -> int:
-        return self.core.num_doors
+        return self.num_doors
 
     @property
     def agent_observation_size(self) -> int:
-        return self.core.num_floors + 5 + self.num_agents + 1
+        return self.core_observation_size + self.num_agents + 1
 
     @property
     def num_states(self) -> int:
         return self.core.num_states
 
     @property
-    def num_floors(self) -> int:
-        return self.core.num_floors
-
-    @property
-    def num_doors(self) -> int:
-        return self.core.num_doors
-
-    @property
-    def routine_length(self) -> int | tuple[int, int]:
-        """The configured routine length: an int, or the ``(low, high)`` range."""
-        return self.core.routine_length
-
-    @property
     def reward_mode(self) -> str:
-        return self.core.reward
+        return self.reward
 
     @property
     def correct_doors(self) -> tuple[int, ...]:
@@ -195,7 +203,9 @@ class TeamDoorsDynamics(TeamDynamics[DoorsState]):
         return team_doors_view(self)
 
 
-class TeamDilutedDoorsEnv(TeamEnv[DoorsState]):
+class TeamDilutedDoorsV0Env(
+    TeamEnv[DoorsState], dynamics=TeamDoorsDynamics, name="diluted_doors_v0"
+):
     """## Description
 
     Diluted Doors (``DilutedDoors-v0``) played by a team of ``num_agents`` agents on one shared
@@ -208,7 +218,7 @@ class TeamDilutedDoorsEnv(TeamEnv[DoorsState]):
 
     The dynamics are the single-agent core's: the team's joint state is a
     :class:`~routine_envs.envs.diluted_doors.DoorsState`, and a joint action moves it exactly as
-    the chooser's action alone moves ``DilutedDoorsEnv`` (same transition function, same
+    the chooser's action alone moves ``DilutedDoorsV0Env`` (same transition function, same
     ``state_id``, same reward). In a team trained on the shared reward most of an agent's actions
     are routine for the team outcome: the signal is diluted across agents as well as across
     steps.
@@ -309,49 +319,3 @@ class TeamDilutedDoorsEnv(TeamEnv[DoorsState]):
       reveals).
     - v1: ``TeamDilutedDoors-v1`` (``diluted_doors_v1``), on ``DilutedDoors-v1``: no outcome shown.
     """
-
-    metadata: ClassVar[dict[str, Any]] = {**TeamEnv.metadata, "name": "diluted_doors_v0"}
-
-    def __init__(
-        self,
-        num_agents: int = 2,
-        num_floors: int = 4,
-        num_doors: int = 3,
-        routine_length: int | tuple[int, int] = 10,
-        chooser: str | int | Sequence[int] = "rotate",
-        reward: str = "success",
-        layout_seed: int = 0,
-        max_cycles: int | None = None,
-        render_mode: str | None = None,
-    ) -> None:
-        core = DoorsDynamics(num_floors, num_doors, routine_length, reward, layout_seed)
-        dynamics = TeamDoorsDynamics(core, num_agents, chooser)
-        super().__init__(dynamics, max_cycles=max_cycles, render_mode=render_mode)
-
-    def describe_state(self, state_id: int) -> DoorsState:
-        """Inverse of ``state_id``: the joint :class:`DoorsState` with that id."""
-        return self.dynamics.state_from_id(state_id)
-
-    def __repr__(self) -> str:
-        d = self.dynamics
-        return (
-            f"TeamDilutedDoorsEnv(num_agents={d.team_size}, num_floors={d.num_floors}, "
-            f"num_doors={d.num_doors}, routine_length={d.routine_length!r}, "
-            f"choosers={d.choosers}, reward={d.reward_mode!r}, "
-            f"layout_seed={d.core.layout_seed})"
-        )
-
-
-def parallel_env(**kwargs: Any) -> TeamDilutedDoorsEnv:
-    """The native ``ParallelEnv`` (keyword arguments of :class:`TeamDilutedDoorsEnv`)."""
-    return TeamDilutedDoorsEnv(**kwargs)
-
-
-def raw_env(**kwargs: Any) -> AECEnv:
-    """The AEC version, derived with PettingZoo's ``parallel_to_aec`` (no extra wrappers)."""
-    return to_aec(parallel_env(**kwargs), wrapped=False)
-
-
-def env(**kwargs: Any) -> AECEnv:
-    """The AEC version wrapped as PettingZoo wraps its own environments."""
-    return to_aec(parallel_env(**kwargs))

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
-
-from pettingzoo import AECEnv
 
 from routine_envs.envs import validation
 from routine_envs.envs.diluted_doors_v1 import PathDoorsDynamics, PathState
-from routine_envs.multiagent.base import TeamEnv, to_aec
-from routine_envs.multiagent.rendering_v1 import render_team_doors_v1, team_doors_v1_view
+from routine_envs.multiagent.base import TeamEnv
+from routine_envs.multiagent.rendering import render_team_doors_v1
 from routine_envs.multiagent.team_doors import TeamDoorsDynamics
-from routine_envs.rendering.text_view import TextView
 
 #: the observation modes of the core a team may see (``"progress"``, v0's, shows outcomes).
 TEAM_OBSERVATIONS = ("actions", "position")
@@ -21,17 +16,30 @@ TEAM_OBSERVATIONS = ("actions", "position")
 
 @dataclass(frozen=True)
 class TeamPathDoorsDynamics(TeamDoorsDynamics):
-    """The exact MDP of Team Diluted Doors v1: :class:`TeamDoorsDynamics` (the floor's chooser
-    moves the joint state) on the single-agent :class:`PathDoorsDynamics` ``core`` (same joint
-    states, ``state_id``, rewards and observation as ``DilutedDoors-v1``)."""
+    """The exact MDP of Team Diluted Doors v1 (see :class:`TeamDilutedDoorsV1Env` for the
+    rules): :class:`TeamDoorsDynamics` (the floor's chooser moves the joint state) on the
+    single-agent :class:`PathDoorsDynamics` ``core`` (same joint states, ``state_id``, rewards
+    and observation as ``DilutedDoors-v1``); one more field, the core's ``observation`` mode."""
+
+    observation: str = "actions"
 
     renderer = staticmethod(render_team_doors_v1)
+    core_version = "v1"
 
-    core: PathDoorsDynamics  # type: ignore[assignment]
+    def __post_init__(self) -> None:
+        validation.choice("observation", self.observation, TEAM_OBSERVATIONS)
+        super().__post_init__()
 
-    @property
-    def agent_observation_size(self) -> int:
-        return self.core.observation_size + self.num_agents + 1
+    def make_core(self) -> PathDoorsDynamics:
+        """The single-agent dynamics of the configuration (``DilutedDoors-v1``'s)."""
+        return PathDoorsDynamics(
+            self.num_floors,
+            self.num_doors,
+            self.routine_length,
+            self.reward,
+            self.layout_seed,
+            self.observation,
+        )
 
     @property
     def hides_outcome(self) -> bool:  # type: ignore[override]
@@ -42,12 +50,10 @@ class TeamPathDoorsDynamics(TeamDoorsDynamics):
         """Doors chosen correctly so far (privileged: never observed)."""
         return self.core.num_correct(state)
 
-    def build_text_view(self) -> TextView:
-        """One agent's observation in words (:func:`team_doors_v1_view`)."""
-        return team_doors_v1_view(self)
 
-
-class TeamDilutedDoorsV1Env(TeamEnv[PathState]):
+class TeamDilutedDoorsV1Env(
+    TeamEnv[PathState], dynamics=TeamPathDoorsDynamics, name="diluted_doors_v1"
+):
     """## Description
 
     Diluted Doors v1 (``DilutedDoors-v1``) played by a team of ``num_agents`` agents on one
@@ -155,53 +161,3 @@ class TeamDilutedDoorsV1Env(TeamEnv[PathState]):
       entry ``num_floors + 3``, which showed every agent each door's outcome one step after it).
     - v0: ``TeamDilutedDoors-v0``, kept registered, unchanged, for comparison.
     """
-
-    metadata: ClassVar[dict[str, Any]] = {**TeamEnv.metadata, "name": "diluted_doors_v1"}
-
-    def __init__(
-        self,
-        num_agents: int = 2,
-        num_floors: int = 4,
-        num_doors: int = 3,
-        routine_length: int | tuple[int, int] = 10,
-        chooser: str | int | Sequence[int] = "rotate",
-        reward: str = "success",
-        layout_seed: int = 0,
-        observation: str = "actions",
-        max_cycles: int | None = None,
-        render_mode: str | None = None,
-    ) -> None:
-        observation = validation.choice("observation", observation, TEAM_OBSERVATIONS)
-        core = PathDoorsDynamics(
-            num_floors, num_doors, routine_length, reward, layout_seed, observation
-        )
-        dynamics = TeamPathDoorsDynamics(core, num_agents, chooser)
-        super().__init__(dynamics, max_cycles=max_cycles, render_mode=render_mode)
-
-    def describe_state(self, state_id: int) -> PathState:
-        """Inverse of ``state_id``: the joint :class:`PathState` with that id."""
-        return self.dynamics.state_from_id(state_id)
-
-    def __repr__(self) -> str:
-        d = self.dynamics
-        return (
-            f"TeamDilutedDoorsV1Env(num_agents={d.team_size}, num_floors={d.num_floors}, "
-            f"num_doors={d.num_doors}, routine_length={d.routine_length!r}, "
-            f"choosers={d.choosers}, reward={d.reward_mode!r}, "
-            f"layout_seed={d.core.layout_seed}, observation={d.core.observation!r})"
-        )
-
-
-def parallel_env(**kwargs: Any) -> TeamDilutedDoorsV1Env:
-    """The native ``ParallelEnv`` (keyword arguments of :class:`TeamDilutedDoorsV1Env`)."""
-    return TeamDilutedDoorsV1Env(**kwargs)
-
-
-def raw_env(**kwargs: Any) -> AECEnv:
-    """The AEC version, derived with PettingZoo's ``parallel_to_aec`` (no extra wrappers)."""
-    return to_aec(parallel_env(**kwargs), wrapped=False)
-
-
-def env(**kwargs: Any) -> AECEnv:
-    """The AEC version wrapped as PettingZoo wraps its own environments."""
-    return to_aec(parallel_env(**kwargs))

@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Sequence
+from abc import abstractmethod
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
-from pettingzoo import AECEnv
 
+from routine_envs.dynamics import Dynamics
 from routine_envs.envs import validation
 from routine_envs.envs.routine_grid import GOAL, JUNCTION, TERMINAL_KINDS, GridDynamics
-from routine_envs.multiagent.base import (
-    MAX_TEAM_SIZE,
-    TeamDynamics,
-    TeamEnv,
-    agent_name,
-    to_aec,
-)
+from routine_envs.multiagent.base import MAX_TEAM_SIZE, TeamDynamics, TeamEnv, agent_name
 from routine_envs.multiagent.rendering import render_team_grid, team_grid_view
 from routine_envs.oracle import Outcome
 from routine_envs.rendering.text_view import TextView
@@ -30,42 +26,65 @@ JointCells = tuple[int, ...]
 
 
 @dataclass(frozen=True)
-class TeamGridDynamics(TeamDynamics[JointCells]):
-    """The exact MDP of Team Routine Grid: one single-agent :class:`GridDynamics` per agent
-    (``cores[i]``, the maze of ``layout_seed + i``), stepped side by side on a shared reward.
+class TeamMazesDynamics(TeamDynamics[tuple[Hashable, ...]]):
+    """Agents in their own single-agent mazes, stepped side by side on a shared reward: one
+    :attr:`core_class` per agent (``cores[i]``, the maze of ``layout_seed + i``). The joint
+    state is every agent's state in its maze, agent 0 first; its ``state_id`` is ``sum_i
+    id_i(s_i) * prod_{j<i} n_j`` with ``id_i`` and ``n_j`` the cores' ids and state counts.
 
-    ``state_id`` of the joint state ``(c_0, ..., c_{k-1})`` is ``sum_i c_i * prod_{j<i} n_j``
-    with ``n_j`` the states of maze ``j``.
+    The fields are the team env's configuration: ``num_agents``, the cores' ``num_junctions``,
+    ``branching`` and ``corridor_length``, the team's ``reward`` (``"success"``: every agent
+    must win; ``"fraction"``: the share that do) and ``layout_seed``. A version implements the
+    joint step, the observation, success and :meth:`can_win`.
     """
 
-    renderer = staticmethod(render_team_grid)
-    #: v0's mazes and the share of teammates on track show mistakes (kept for comparison)
-    hides_outcome = False
-
-    cores: tuple[GridDynamics, ...]
+    num_agents: int = 2
+    num_junctions: int = 3
+    branching: int = 3
+    corridor_length: int | tuple[int, int] = 5
     reward: str = "success"
     layout_seed: int = 0
 
+    #: the single-agent dynamics of every agent's maze (built with the maze fields and the
+    #: agent's ``layout_seed``)
+    core_class: ClassVar[type[Dynamics]]
+
     def __post_init__(self) -> None:
-        validation.choice("reward", self.reward, REWARD_MODES)
-        sizes = [core.num_states for core in self.cores]
+        n = validation.integer("num_agents", self.num_agents, minimum=1, maximum=MAX_TEAM_SIZE)
+        seed = validation.integer("layout_seed", self.layout_seed, minimum=0)
+        reward = validation.choice("reward", self.reward, REWARD_MODES)
+        cores = tuple(
+            self.core_class(
+                num_junctions=self.num_junctions,
+                branching=self.branching,
+                corridor_length=self.corridor_length,
+                layout_seed=seed + i,
+            )
+            for i in range(n)
+        )
+        sizes = [core.num_states for core in cores]
         if math.prod(sizes) >= 2**63:  # state ids are int64 in every batch and vector env
             raise ValueError(
                 f"num_agents={len(sizes)} gives {math.prod(sizes):.3e} joint states "
                 f"(the product of {sizes[0]}-state mazes), more than int64 state ids hold "
                 "(2**63): use fewer agents or smaller mazes"
             )
+        first = cores[0]
         self._derive(
+            num_agents=n,
+            num_junctions=first.num_junctions,
+            branching=first.branching,
+            corridor_length=first.corridor_length,
+            reward=reward,
+            layout_seed=seed,
+        )
+        #: every agent's maze, the strides of the joint ``state_id`` and the length of a
+        #: maze's observation.
+        self._derive(
+            cores=cores,
             strides=tuple(math.prod(sizes[:i]) for i in range(len(sizes))),
             _num_states=math.prod(sizes),
-            terminal=tuple(
-                tuple(cell.kind in TERMINAL_KINDS for cell in core.layout.cells)
-                for core in self.cores
-            ),
-            goal=tuple(
-                tuple(cell.kind == GOAL for cell in core.layout.cells) for core in self.cores
-            ),
-            on_track=tuple(frozenset(core.layout.spine) for core in self.cores),
+            core_observation_size=first.observation_space.shape[0],
         )
 
     # ---------------------------------------------------------------------------- config
@@ -75,11 +94,11 @@ class TeamGridDynamics(TeamDynamics[JointCells]):
 
     @property
     def agent_num_actions(self) -> int:
-        return self.cores[0].branching
+        return self.branching
 
     @property
     def agent_observation_size(self) -> int:
-        return self.cores[0].observation_space.shape[0] + self.team_size + 1
+        return self.core_observation_size + self.team_size + 1
 
     @property
     def num_states(self) -> int:
@@ -90,17 +109,81 @@ class TeamGridDynamics(TeamDynamics[JointCells]):
         return self.reward
 
     @property
-    def num_junctions(self) -> int:
-        return self.cores[0].num_junctions
+    def decision_density(self) -> float:
+        """The mean per-agent rho (``1 / (1 + L)`` for a fixed ``L``)."""
+        values = self.agent_decision_density.values()
+        return float(sum(values) / len(values))
 
-    @property
-    def branching(self) -> int:
-        return self.cores[0].branching
+    # ----------------------------------------------------------------------- the dynamics
+    def initial_outcomes(self) -> Sequence[tuple[float, tuple[Hashable, ...]]]:
+        starts = [core.initial_outcomes() for core in self.cores]
+        return tuple(
+            (math.prod(p for p, _ in combo), tuple(s for _, s in combo))
+            for combo in itertools.product(*starts)
+        )
 
-    @property
-    def corridor_length(self) -> int | tuple[int, int]:
-        """The configured corridor length: an int, or the ``(low, high)`` range."""
-        return self.cores[0].corridor_length
+    def state_id(self, state: tuple[Hashable, ...]) -> int:
+        return sum(
+            core.state_id(s) * stride
+            for core, s, stride in zip(self.cores, state, self.strides, strict=True)
+        )
+
+    def state_from_id(self, state_id: int) -> tuple[Hashable, ...]:
+        if not 0 <= state_id < self.num_states:
+            raise ValueError(f"state_id must be in [0, {self.num_states}), got {state_id}")
+        states = []
+        for core in self.cores:
+            state_id, own = divmod(state_id, core.num_states)
+            states.append(core.state_from_id(own))
+        return tuple(states)
+
+    @abstractmethod
+    def can_win(self, state: tuple[Hashable, ...], agent: int) -> bool:
+        """Whether agent ``agent`` can still win its maze (privileged)."""
+
+    def is_agent_critical(self, state: tuple[Hashable, ...], agent: int) -> bool:
+        """The agent's own maze criticality while its action can change the team's return:
+        with ``"success"`` only while every agent can still win (cheaper than the joint model;
+        a test checks it against the exact per-agent action gap)."""
+        if not self.cores[agent].is_critical(state[agent]):
+            return False
+        return self.reward == "fraction" or all(
+            self.can_win(state, i) for i in range(self.team_size)
+        )
+
+    def is_critical(self, state: tuple[Hashable, ...]) -> bool:
+        return any(self.is_agent_critical(state, i) for i in range(self.team_size))
+
+    def turn_score(self, state: tuple[Hashable, ...]) -> float:
+        """The product of each agent's exact success probability in its own maze under its
+        optimal policy: the mazes are independent, so it is the team's under the optimal joint
+        policy (cheaper than the joint model, which large teams cannot build; a test checks
+        the two agree)."""
+        return math.prod(core.turn_score(s) for core, s in zip(self.cores, state, strict=True))
+
+
+@dataclass(frozen=True)
+class TeamGridDynamics(TeamMazesDynamics):
+    """The exact MDP of Team Routine Grid (see :class:`TeamRoutineGridV0Env` for the rules):
+    one single-agent :class:`GridDynamics` per agent, whose ``state_id`` is its cell."""
+
+    core_class = GridDynamics
+    renderer = staticmethod(render_team_grid)
+    #: v0's mazes and the share of teammates on track show mistakes (kept for comparison)
+    hides_outcome = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._derive(
+            terminal=tuple(
+                tuple(cell.kind in TERMINAL_KINDS for cell in core.layout.cells)
+                for core in self.cores
+            ),
+            goal=tuple(
+                tuple(cell.kind == GOAL for cell in core.layout.cells) for core in self.cores
+            ),
+            on_track=tuple(frozenset(core.layout.spine) for core in self.cores),
+        )
 
     def junction_steps(self, agent: int) -> list[int]:
         """The steps at which agent ``agent`` stands on a junction on its way to the goal."""
@@ -127,16 +210,6 @@ class TeamGridDynamics(TeamDynamics[JointCells]):
         steps = set().union(*(self.junction_steps(i) for i in range(self.team_size)))
         return len(steps) / self.max_episode_length
 
-    @property
-    def decision_density(self) -> float:
-        """The mean per-agent rho (``1 / (1 + L)`` for a fixed ``L``)."""
-        values = self.agent_decision_density.values()
-        return float(sum(values) / len(values))
-
-    # ----------------------------------------------------------------------- the dynamics
-    def initial_outcomes(self) -> Sequence[tuple[float, JointCells]]:
-        return ((1.0, tuple(core.layout.start for core in self.cores)),)
-
     def joint_outcomes(self, state: JointCells, actions: tuple[int, ...]) -> Sequence[Outcome]:
         nxt = list(state)
         arrived = 0.0
@@ -152,24 +225,16 @@ class TeamGridDynamics(TeamDynamics[JointCells]):
             team = 1.0 if done and all(self.goal[i][c] for i, c in enumerate(nxt)) else 0.0
         return ((1.0, tuple(nxt), team, done),)
 
-    def state_id(self, state: JointCells) -> int:
-        return sum(cell * stride for cell, stride in zip(state, self.strides, strict=True))
-
-    def state_from_id(self, state_id: int) -> JointCells:
-        if not 0 <= state_id < self.num_states:
-            raise ValueError(f"state_id must be in [0, {self.num_states}), got {state_id}")
-        cells = []
-        for core in self.cores:
-            state_id, cell = divmod(state_id, core.num_states)
-            cells.append(cell)
-        return tuple(cells)
-
     def teammates_on_track(self, state: JointCells, agent: int) -> float:
         """Share of agent ``agent``'s teammates still on their way to their goal."""
         others = [i for i in range(self.team_size) if i != agent]
         if not others:
             return 1.0
         return sum(state[i] in self.on_track[i] for i in others) / len(others)
+
+    def can_win(self, state: JointCells, agent: int) -> bool:
+        """Whether agent ``agent`` is still on its way to its goal."""
+        return state[agent] in self.on_track[agent]
 
     def observe_agent(self, state: JointCells, agent: int) -> np.ndarray:
         base = self.cores[agent].observe(state[agent])
@@ -178,28 +243,8 @@ class TeamGridDynamics(TeamDynamics[JointCells]):
         extra[-1] = self.teammates_on_track(state, agent)
         return np.concatenate([base, extra])
 
-    def is_agent_critical(self, state: JointCells, agent: int) -> bool:
-        """The agent's own maze criticality while the team can still win (cheaper than the
-        joint model; a test checks it against the exact per-agent action gap)."""
-        if not self.cores[agent].is_critical(state[agent]):
-            return False
-        return self.reward == "fraction" or all(
-            state[i] in self.on_track[i] for i in range(self.team_size)
-        )
-
-    def is_critical(self, state: JointCells) -> bool:
-        return any(self.is_agent_critical(state, i) for i in range(self.team_size))
-
     def is_success(self, state: JointCells) -> bool:
         return all(self.goal[i][c] for i, c in enumerate(state))
-
-    def turn_score(self, state: JointCells) -> float:
-        """The product of each agent's exact success probability in its own maze under its
-        optimal policy: the mazes are independent, so it is the team's under the optimal joint
-        policy (cheaper than the joint model; a test checks the two agree)."""
-        return math.prod(
-            core.turn_score(cell) for core, cell in zip(self.cores, state, strict=True)
-        )
 
     def build_text_view(self) -> TextView:
         """One agent's observation in words, for the turn-based adapter
@@ -207,7 +252,7 @@ class TeamGridDynamics(TeamDynamics[JointCells]):
         return team_grid_view(self)
 
 
-class TeamRoutineGridEnv(TeamEnv[JointCells]):
+class TeamRoutineGridV0Env(TeamEnv[JointCells], dynamics=TeamGridDynamics, name="routine_grid_v0"):
     """## Description
 
     ``num_agents`` agents each navigate their own Routine Grid maze (``RoutineGrid-v0``), side
@@ -322,59 +367,3 @@ class TeamRoutineGridEnv(TeamEnv[JointCells]):
       reveals).
     - v1: ``TeamRoutineGrid-v1`` (``routine_grid_v1``), on ``RoutineGrid-v1``: no outcome shown.
     """
-
-    metadata: ClassVar[dict[str, Any]] = {**TeamEnv.metadata, "name": "routine_grid_v0"}
-
-    def __init__(
-        self,
-        num_agents: int = 2,
-        num_junctions: int = 3,
-        branching: int = 3,
-        corridor_length: int | tuple[int, int] = 5,
-        reward: str = "success",
-        layout_seed: int = 0,
-        max_cycles: int | None = None,
-        render_mode: str | None = None,
-    ) -> None:
-        n = validation.integer("num_agents", num_agents, minimum=1, maximum=MAX_TEAM_SIZE)
-        seed = validation.integer("layout_seed", layout_seed, minimum=0)
-        reward = validation.choice("reward", reward, REWARD_MODES)
-        cores = tuple(
-            GridDynamics(
-                num_junctions=num_junctions,
-                branching=branching,
-                corridor_length=corridor_length,
-                layout_seed=seed + i,
-            )
-            for i in range(n)
-        )
-        dynamics = TeamGridDynamics(cores, reward=reward, layout_seed=seed)
-        super().__init__(dynamics, max_cycles=max_cycles, render_mode=render_mode)
-
-    def describe_state(self, state_id: int) -> JointCells:
-        """Inverse of ``state_id``: every agent's cell (its single-agent ``state_id``)."""
-        return self.dynamics.state_from_id(state_id)
-
-    def __repr__(self) -> str:
-        d = self.dynamics
-        return (
-            f"TeamRoutineGridEnv(num_agents={d.team_size}, "
-            f"num_junctions={d.num_junctions}, branching={d.branching}, "
-            f"corridor_length={d.corridor_length!r}, reward={d.reward_mode!r}, "
-            f"layout_seed={d.layout_seed})"
-        )
-
-
-def parallel_env(**kwargs: Any) -> TeamRoutineGridEnv:
-    """The native ``ParallelEnv`` (keyword arguments of :class:`TeamRoutineGridEnv`)."""
-    return TeamRoutineGridEnv(**kwargs)
-
-
-def raw_env(**kwargs: Any) -> AECEnv:
-    """The AEC version, derived with PettingZoo's ``parallel_to_aec`` (no extra wrappers)."""
-    return to_aec(parallel_env(**kwargs), wrapped=False)
-
-
-def env(**kwargs: Any) -> AECEnv:
-    """The AEC version wrapped as PettingZoo wraps its own environments."""
-    return to_aec(parallel_env(**kwargs))

@@ -6,96 +6,30 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
 
 import numpy as np
-from pettingzoo import AECEnv
 
-from routine_envs.envs import validation
 from routine_envs.envs.diluted_doors_v1 import PathState
 from routine_envs.envs.routine_grid_v1 import TreeGridDynamics
-from routine_envs.multiagent.base import (
-    MAX_TEAM_SIZE,
-    TeamDynamics,
-    TeamEnv,
-    agent_name,
-    to_aec,
-)
-from routine_envs.multiagent.rendering_v1 import render_team_grid_v1, team_grid_v1_view
+from routine_envs.multiagent.base import TeamEnv, agent_name
+from routine_envs.multiagent.rendering import render_team_grid_v1, team_grid_v1_view
+from routine_envs.multiagent.team_grid import TeamMazesDynamics
 from routine_envs.oracle import Outcome
 from routine_envs.rendering.text_view import TextView
-
-REWARD_MODES = ("success", "fraction")
 
 JointPaths = tuple[PathState, ...]
 """The joint state: every agent's :class:`PathState` in its own maze, agent 0 first."""
 
 
 @dataclass(frozen=True)
-class TeamTreeGridDynamics(TeamDynamics[JointPaths]):
-    """The exact MDP of Team Routine Grid v1: one :class:`TreeGridDynamics` per agent
-    (``cores[i]``, the maze of ``layout_seed + i``), stepped side by side on a shared reward.
+class TeamTreeGridDynamics(TeamMazesDynamics):
+    """The exact MDP of Team Routine Grid v1 (see :class:`TeamRoutineGridV1Env` for the rules):
+    one :class:`TreeGridDynamics` per agent. Each core is in ``"success"`` mode (an agent's
+    maze is solved when every way it took was right); the team's reward combines them."""
 
-    ``state_id`` of ``(s_0, ..., s_{k-1})`` is ``sum_i id_i(s_i) * prod_{j<i} n_j`` with
-    ``id_i`` and ``n_j`` the cores' ids and state counts. Each core is in ``"success"`` mode (an
-    agent's maze is solved when every way it took was right); the team's reward combines them.
-    """
-
+    core_class = TreeGridDynamics
     renderer = staticmethod(render_team_grid_v1)
     hides_outcome = True
-
-    cores: tuple[TreeGridDynamics, ...]
-    reward: str = "success"
-    layout_seed: int = 0
-
-    def __post_init__(self) -> None:
-        validation.choice("reward", self.reward, REWARD_MODES)
-        sizes = [core.num_states for core in self.cores]
-        if math.prod(sizes) >= 2**63:  # state ids are int64 in every batch and vector env
-            raise ValueError(
-                f"num_agents={len(sizes)} gives {math.prod(sizes):.3e} joint states "
-                f"(the product of {sizes[0]}-state mazes), more than int64 state ids hold "
-                "(2**63): use fewer agents or smaller mazes"
-            )
-        self._derive(
-            strides=tuple(math.prod(sizes[:i]) for i in range(len(sizes))),
-            _num_states=math.prod(sizes),
-            _core_size=self.cores[0].observation_size,
-        )
-
-    # ---------------------------------------------------------------------------- config
-    @property
-    def team_size(self) -> int:
-        return len(self.cores)
-
-    @property
-    def agent_num_actions(self) -> int:
-        return self.cores[0].branching
-
-    @property
-    def agent_observation_size(self) -> int:
-        return self._core_size + self.team_size + 1
-
-    @property
-    def num_states(self) -> int:
-        return self._num_states
-
-    @property
-    def reward_mode(self) -> str:
-        return self.reward
-
-    @property
-    def num_junctions(self) -> int:
-        return self.cores[0].num_junctions
-
-    @property
-    def branching(self) -> int:
-        return self.cores[0].branching
-
-    @property
-    def corridor_length(self) -> int | tuple[int, int]:
-        """The configured corridor length: an int, or the ``(low, high)`` range."""
-        return self.cores[0].corridor_length
 
     @property
     def max_episode_length(self) -> int:
@@ -115,13 +49,6 @@ class TeamTreeGridDynamics(TeamDynamics[JointPaths]):
         ``1 / (1 + L)``; with a range, the mean of the agents' (a lower bound)."""
         return self.decision_density
 
-    @property
-    def decision_density(self) -> float:
-        """The mean per-agent rho (``1 / (1 + L)`` for a fixed ``L``)."""
-        values = self.agent_decision_density.values()
-        return float(sum(values) / len(values))
-
-    # ----------------------------------------------------------------------- the dynamics
     def ended(self, state: JointPaths, agent: int) -> bool:
         """Whether agent ``agent`` has walked through its exit door."""
         return state[agent].floor >= self.cores[agent].num_junctions
@@ -131,12 +58,9 @@ class TeamTreeGridDynamics(TeamDynamics[JointPaths]):
         path = state[agent].path
         return self.cores[agent].core.count_correct(path) == len(path)
 
-    def initial_outcomes(self) -> Sequence[tuple[float, JointPaths]]:
-        starts = [core.initial_outcomes() for core in self.cores]
-        return tuple(
-            (math.prod(p for p, _ in combo), tuple(s for _, s in combo))
-            for combo in itertools.product(*starts)
-        )
+    def can_win(self, state: JointPaths, agent: int) -> bool:
+        """Whether every way agent ``agent`` took so far was right (:meth:`solved`)."""
+        return self.solved(state, agent)
 
     def joint_outcomes(self, state: JointPaths, actions: tuple[int, ...]) -> Sequence[Outcome]:
         per_agent = [
@@ -156,21 +80,6 @@ class TeamTreeGridDynamics(TeamDynamics[JointPaths]):
             out.append((math.prod(p for p, _ in combo), nxt, reward, done))
         return tuple(out)
 
-    def state_id(self, state: JointPaths) -> int:
-        return sum(
-            core.state_id(s) * stride
-            for core, s, stride in zip(self.cores, state, self.strides, strict=True)
-        )
-
-    def state_from_id(self, state_id: int) -> JointPaths:
-        if not 0 <= state_id < self.num_states:
-            raise ValueError(f"state_id must be in [0, {self.num_states}), got {state_id}")
-        states = []
-        for core in self.cores:
-            state_id, cell = divmod(state_id, core.num_states)
-            states.append(core.state_from_id(cell))
-        return tuple(states)
-
     def observe_agent(self, state: JointPaths, agent: int) -> np.ndarray:
         """The agent's own maze observation (its goal flag hidden until every maze has
         ended), its one-hot index and the share of the team through its exit doors."""
@@ -183,34 +92,17 @@ class TeamTreeGridDynamics(TeamDynamics[JointPaths]):
         extra[-1] = through
         return np.concatenate([base, extra])
 
-    def is_agent_critical(self, state: JointPaths, agent: int) -> bool:
-        """At one of its junctions while its way can change the team's return: its own ways so
-        far all right, and (``"success"``) every teammate's too (cheaper than the joint model;
-        a test checks it against the exact per-agent action gap)."""
-        if not self.cores[agent].is_critical(state[agent]):
-            return False
-        return self.reward == "fraction" or all(
-            self.solved(state, i) for i in range(self.team_size)
-        )
-
-    def is_critical(self, state: JointPaths) -> bool:
-        return any(self.is_agent_critical(state, i) for i in range(self.team_size))
-
     def is_success(self, state: JointPaths) -> bool:
         return all(core.is_success(s) for core, s in zip(self.cores, state, strict=True))
-
-    def turn_score(self, state: JointPaths) -> float:
-        """The product of each agent's exact success probability in its own maze under its
-        optimal policy (the mazes are independent: the team's under the optimal joint policy;
-        cheaper than the joint model, which large teams cannot build)."""
-        return math.prod(core.turn_score(s) for core, s in zip(self.cores, state, strict=True))
 
     def build_text_view(self) -> TextView:
         """One agent's observation in words (:func:`team_grid_v1_view`)."""
         return team_grid_v1_view(self)
 
 
-class TeamRoutineGridV1Env(TeamEnv[JointPaths]):
+class TeamRoutineGridV1Env(
+    TeamEnv[JointPaths], dynamics=TeamTreeGridDynamics, name="routine_grid_v1"
+):
     """## Description
 
     ``num_agents`` agents each walk their own Routine Grid v1 maze (``RoutineGrid-v1``), side by
@@ -318,59 +210,3 @@ class TeamRoutineGridV1Env(TeamEnv[JointPaths]):
       both modes.
     - v0: ``TeamRoutineGrid-v0``, kept registered, unchanged, for comparison.
     """
-
-    metadata: ClassVar[dict[str, Any]] = {**TeamEnv.metadata, "name": "routine_grid_v1"}
-
-    def __init__(
-        self,
-        num_agents: int = 2,
-        num_junctions: int = 3,
-        branching: int = 3,
-        corridor_length: int | tuple[int, int] = 5,
-        reward: str = "success",
-        layout_seed: int = 0,
-        max_cycles: int | None = None,
-        render_mode: str | None = None,
-    ) -> None:
-        n = validation.integer("num_agents", num_agents, minimum=1, maximum=MAX_TEAM_SIZE)
-        seed = validation.integer("layout_seed", layout_seed, minimum=0)
-        reward = validation.choice("reward", reward, REWARD_MODES)
-        cores = tuple(
-            TreeGridDynamics(
-                num_junctions=num_junctions,
-                branching=branching,
-                corridor_length=corridor_length,
-                layout_seed=seed + i,
-            )
-            for i in range(n)
-        )
-        dynamics = TeamTreeGridDynamics(cores, reward=reward, layout_seed=seed)
-        super().__init__(dynamics, max_cycles=max_cycles, render_mode=render_mode)
-
-    def describe_state(self, state_id: int) -> JointPaths:
-        """Inverse of ``state_id``: every agent's :class:`PathState`."""
-        return self.dynamics.state_from_id(state_id)
-
-    def __repr__(self) -> str:
-        d = self.dynamics
-        return (
-            f"TeamRoutineGridV1Env(num_agents={d.team_size}, "
-            f"num_junctions={d.num_junctions}, branching={d.branching}, "
-            f"corridor_length={d.corridor_length!r}, reward={d.reward_mode!r}, "
-            f"layout_seed={d.layout_seed})"
-        )
-
-
-def parallel_env(**kwargs: Any) -> TeamRoutineGridV1Env:
-    """The native ``ParallelEnv`` (keyword arguments of :class:`TeamRoutineGridV1Env`)."""
-    return TeamRoutineGridV1Env(**kwargs)
-
-
-def raw_env(**kwargs: Any) -> AECEnv:
-    """The AEC version, derived with PettingZoo's ``parallel_to_aec`` (no extra wrappers)."""
-    return to_aec(parallel_env(**kwargs), wrapped=False)
-
-
-def env(**kwargs: Any) -> AECEnv:
-    """The AEC version wrapped as PettingZoo wraps its own environments."""
-    return to_aec(parallel_env(**kwargs))

@@ -26,13 +26,15 @@ every agent its exact counterfactual advantage.
 
 ``TeamDilutedDoors-v0``/``-v1`` and ``TeamRoutineGrid-v0``/``-v1`` (the turn-based views) are
 rows of the registration table (:data:`routine_envs.registration.TEAM_ADAPTERS`): ``import
-routine_envs`` registers them without importing this module (nor PettingZoo), which
+routine_envs`` registers them without importing this module (nor PettingZoo); their entry point
+is the versioned module's ``turn_based_env`` (:func:`turn_based_constructor`), which
 ``gym.make`` imports.
 """
 
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -40,13 +42,7 @@ import numpy as np
 
 from routine_envs import annotations as keys
 from routine_envs.envs import validation
-from routine_envs.multiagent import (
-    TeamDilutedDoorsEnv,
-    TeamDilutedDoorsV1Env,
-    TeamEnv,
-    TeamRoutineGridEnv,
-    TeamRoutineGridV1Env,
-)
+from routine_envs.multiagent.base import TeamEnv
 from routine_envs.oracle import OracleValues
 from routine_envs.registration import TEAM_ADAPTERS
 from routine_envs.rendering.text_view import TextView
@@ -229,40 +225,24 @@ class TurnBasedTeamEnv(gym.Env[np.ndarray, np.int64]):
 
 
 # ------------------------------------------------------------------------------ registration
-# The render mode is checked before the team env is built. A mode the adapter does not draw
-# (``"rgb_array"``: the team envs draw text only) is a ``RenderModeError``, a ``ValueError`` and
-# a ``TypeError``: SB3's ``make_vec_env`` asks every env for ``"rgb_array"`` and falls back to
-# the default on ``TypeError``.
-def team_diluted_doors(render_mode: str | None = None, **kwargs: Any) -> TurnBasedTeamEnv:
-    """Entry point of ``TeamDilutedDoors-v0``: the turn-based view of ``diluted_doors_v0``."""
-    render_mode = validation.render_mode(render_mode, TurnBasedTeamEnv.metadata["render_modes"])
-    return TurnBasedTeamEnv(TeamDilutedDoorsEnv(**kwargs), render_mode=render_mode)
+def turn_based_constructor(team_class: type[TeamEnv]) -> Callable[..., TurnBasedTeamEnv]:
+    """The entry point of the registered turn-based id of ``team_class``: its keyword
+    arguments are the team env's (its ``inspect.signature``, which the command lines read to
+    refuse an unknown name with one line).
 
+    The render mode is checked before the team env is built. A mode the adapter does not draw
+    (``"rgb_array"``: the team envs draw text only) is a ``RenderModeError``, a ``ValueError``
+    and a ``TypeError``: SB3's ``make_vec_env`` asks every env for ``"rgb_array"`` and falls
+    back to the default on ``TypeError``."""
 
-def team_routine_grid(render_mode: str | None = None, **kwargs: Any) -> TurnBasedTeamEnv:
-    """Entry point of ``TeamRoutineGrid-v0``: the turn-based view of ``routine_grid_v0``."""
-    render_mode = validation.render_mode(render_mode, TurnBasedTeamEnv.metadata["render_modes"])
-    return TurnBasedTeamEnv(TeamRoutineGridEnv(**kwargs), render_mode=render_mode)
+    def turn_based_env(render_mode: str | None = None, **kwargs: Any) -> TurnBasedTeamEnv:
+        render_mode = validation.render_mode(render_mode, TurnBasedTeamEnv.metadata["render_modes"])
+        return TurnBasedTeamEnv(team_class(**kwargs), render_mode=render_mode)
 
-
-def team_diluted_doors_v1(render_mode: str | None = None, **kwargs: Any) -> TurnBasedTeamEnv:
-    """Entry point of ``TeamDilutedDoors-v1``: the turn-based view of ``diluted_doors_v1``."""
-    render_mode = validation.render_mode(render_mode, TurnBasedTeamEnv.metadata["render_modes"])
-    return TurnBasedTeamEnv(TeamDilutedDoorsV1Env(**kwargs), render_mode=render_mode)
-
-
-def team_routine_grid_v1(render_mode: str | None = None, **kwargs: Any) -> TurnBasedTeamEnv:
-    """Entry point of ``TeamRoutineGrid-v1``: the turn-based view of ``routine_grid_v1``."""
-    render_mode = validation.render_mode(render_mode, TurnBasedTeamEnv.metadata["render_modes"])
-    return TurnBasedTeamEnv(TeamRoutineGridV1Env(**kwargs), render_mode=render_mode)
-
-
-# The keyword arguments the entry points take are the team envs' (``inspect.signature``, which
-# the command lines read to refuse an unknown name with one line).
-team_diluted_doors.__signature__ = inspect.signature(TeamDilutedDoorsEnv)
-team_routine_grid.__signature__ = inspect.signature(TeamRoutineGridEnv)
-team_diluted_doors_v1.__signature__ = inspect.signature(TeamDilutedDoorsV1Env)
-team_routine_grid_v1.__signature__ = inspect.signature(TeamRoutineGridV1Env)
+    name = team_class.metadata["name"]
+    turn_based_env.__doc__ = f"The turn-based view of ``{name}`` (a registered id's entry point)."
+    turn_based_env.__signature__ = inspect.signature(team_class)  # type: ignore[attr-defined]
+    return turn_based_env
 
 
 TEAM_ENVS: dict[str, dict[str, Any]] = {

@@ -26,13 +26,13 @@ from baselines.lib import cli
 from baselines.lib.network import logits_and_jacobian, network_policy
 from baselines.lib.tables import format_table, write_csv
 from routine_envs import credit, snr
-from routine_envs.envs import DilutedDoorsEnv
+from routine_envs.envs import DilutedDoorsV0Env
 
 
 def measure(
     routine_length: int, episodes: int, group_size: int, net_arch: list[int], seed: int
 ) -> dict[str, Any]:
-    env = DilutedDoorsEnv(routine_length=routine_length)
+    env = DilutedDoorsV0Env(routine_length=routine_length)
     logits, jac = logits_and_jacobian(network_policy(env, net_arch, seed), env)
     log_probs = logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)
     policy = snr.TabularSoftmax.per_state(env.num_states, env.num_doors, logits=log_probs)
