@@ -14,7 +14,7 @@ import pytest
 from baselines import commands
 from baselines.experiments.benchmark import command, cost, report, scores
 from baselines.experiments.benchmark import lab as benchmark_lab
-from baselines.lib import protocol, protocol_runs
+from baselines.lib import protocol, protocol_runs, runs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -175,18 +175,18 @@ def test_runs_are_keyed_by_their_settings_and_stale_rows_are_never_scored(tmp_pa
     rb1 = protocol.load_protocol("rb1")
     jobs = protocol_runs.plan(rb1, rb1.tier("smoke"), "trajectory_mc", tmp_path)
     job = jobs[0]
-    assert job["protocol"] == {"version": "rb1", "sha256": rb1.sha256}
-    edited = {**job, "protocol": {"version": "rb1", "sha256": "0" * 64}}
-    assert protocol_runs.run_key(edited) == protocol_runs.run_key(job)
+    assert job.context["protocol"] == {"version": "rb1", "sha256": rb1.sha256}
+    edited = runs.replace(job, context={"protocol": {"version": "rb1", "sha256": "0" * 64}})
+    assert runs.key(edited) == runs.key(job)
     for changed in (
-        {"budget": job["budget"] * 2},
-        {"protocol": {"version": "rb2", "sha256": rb1.sha256}},
-        {"tier": "lite"},
-        {"hyperparameters": {**job["hyperparameters"], "n_steps": 7}},
+        {"budget": job.budget * 2},
+        {"context": {"protocol": {"version": "rb2", "sha256": rb1.sha256}}},
+        {"context": {"tier": "lite"}},
+        {"hyperparameters": {**job.hyperparameters, "n_steps": 7}},
     ):
-        assert protocol_runs.run_key({**job, **changed}) != protocol_runs.run_key(job), changed
-    stale = {"key": protocol_runs.run_key({**job, "budget": job["budget"] * 2})}
-    current = {"key": protocol_runs.run_key(job)}
+        assert runs.key(runs.replace(job, **changed)) != runs.key(job), changed
+    stale = {"key": runs.key(runs.replace(job, budget=job.budget * 2))}
+    current = {"key": runs.key(job)}
     assert protocol_runs.current_records([stale, current, {"no": "key"}], jobs) == [current]
 
 
@@ -204,7 +204,7 @@ def test_shipped_references_are_runs_of_the_current_protocol(tmp_path, version, 
         path = protocol_runs.reference_path(loaded, tier_name, method)
         records = command.load_records(path)
         jobs = protocol_runs.plan(loaded, tier, method, tmp_path, trainer=loaded.trainer)
-        keys = {protocol_runs.run_key(job) for job in jobs}
+        keys = {runs.key(job) for job in jobs}
         assert len(keys) == tier.num_runs_per_method
         assert [r["key"] for r in records if r["key"] not in keys] == [], method
         assert len({r["key"] for r in records}) == len(records) == len(keys), method
@@ -223,7 +223,12 @@ def test_plan_costs_runs_from_measured_seconds_per_step():
     per_step = cost.seconds_per_step(refs)
     assert per_step[("a", "E")] == pytest.approx(0.02)  # median of 0.01, 0.02, 0.03
     assert per_step[("*", "F")] == pytest.approx(0.5)
-    jobs = [{"env_id": "E", "budget": 1000}] * 3 + [{"env_id": "F", "budget": 100}]
+    from baselines.lib.specs import parse_method
+
+    def run(env_id: str, budget: int) -> runs.Run:
+        return runs.Run(env_id, {}, parse_method("ppo"), 0, budget, budget, 0.9, {})
+
+    jobs = [run("E", 1000)] * 3 + [run("F", 100)]
     c = cost.sweep_cost(jobs, "new_method", per_step)  # no runs of its own: all methods' median
     assert (c.runs, c.steps) == (4, 3100)
     assert c.cpu_seconds == pytest.approx(3 * 20.0 + 50.0)
@@ -231,7 +236,7 @@ def test_plan_costs_runs_from_measured_seconds_per_step():
     assert c.wall_seconds(1) == pytest.approx((110.0, 160.0))
     assert c.wall_seconds(100) == pytest.approx((50.0, 51.1))  # the longest run bounds it
     with pytest.raises(ValueError, match="no reference runs on G"):
-        cost.sweep_cost([{"env_id": "G", "budget": 1}], "a", per_step)
+        cost.sweep_cost([run("G", 1)], "a", per_step)
     with pytest.raises(ValueError, match="cores"):
         c.wall_seconds(0)
     assert cost.combined([c, c]).cpu_seconds == pytest.approx(2 * c.cpu_seconds)

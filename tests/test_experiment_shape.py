@@ -7,11 +7,12 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import textwrap
 from pathlib import Path
 
 import pytest
 
-from baselines.lib import records, specs, training_runs
+from baselines.lib import records, runs, specs
 from baselines.lib.results import ResultsFile
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,11 +42,9 @@ def test_old_rows_are_upgraded_on_read_and_the_files_are_not_touched(tmp_path):
     path = tmp_path / "results.jsonl"
     text = json.dumps(old) + "\n"
     path.write_text(text)
-    store = ResultsFile(path, training_runs.SCHEMA, training_runs.TrainingRecord.check)
+    store = ResultsFile(path, runs.SCHEMA, runs.TrainingRecord.check)
     assert store.read(report=lambda m: None) == []  # without the conversion: not a record
-    store = ResultsFile(
-        path, training_runs.SCHEMA, training_runs.TrainingRecord.check, records.upgrade
-    )
+    store = ResultsFile(path, runs.SCHEMA, runs.TrainingRecord.check, records.upgrade)
     (row,) = store.read()
     assert row["density_value"] == 4 and path.read_text() == text
     path.write_text(text + "not json\n")
@@ -60,14 +59,12 @@ def test_shipped_references_read_as_current_records_and_stay_byte_identical():
     }
     for name, digest in manifest.items():
         path = REFERENCES / name
-        store = ResultsFile(
-            path, training_runs.SCHEMA, training_runs.TrainingRecord.check, records.upgrade
-        )
+        store = ResultsFile(path, runs.SCHEMA, runs.TrainingRecord.check, records.upgrade)
         rows = store.read()
         assert len(rows) == 120, name
         assert all("routine_length" not in r and r["density_kwarg"] for r in rows)
         assert {r["density_kwarg"] for r in rows} <= {"routine_length", "corridor_length"}
-        record = training_runs.TrainingRecord.from_row(rows[0])
+        record = runs.TrainingRecord.from_row(rows[0])
         assert record.row() == rows[0]  # the dataclass holds the whole row
         assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
 
@@ -84,7 +81,7 @@ def test_benchmark_plans_the_shipped_references_keys():
     with tempfile.TemporaryDirectory() as configs:
         for method in protocol.REFERENCE_METHODS:
             jobs = protocol_runs.plan(rb1, tier, method, Path(configs))
-            keys = {protocol_runs.run_key(j) for j in jobs}
+            keys = {runs.key(j) for j in jobs}
             path = REFERENCES / f"{protocol_runs.method_slug(method)}.jsonl"
             shipped = {json.loads(line)["key"] for line in path.read_text().splitlines()}
             assert keys == shipped, method
@@ -114,7 +111,7 @@ def test_a_method_spec_is_resolved_once_per_plan(tmp_path, monkeypatch):
     jobs = protocol_runs.plan(rb1, rb1.tier("smoke"), "once_h24:Half", tmp_path / "configs")
     assert len(jobs) == 4
     assert calls.count("once_h24:Half") == 1
-    assert jobs[0]["estimator"]["code"] == specs.parse_method("once_h24:Half").code()
+    assert jobs[0].estimator["code"] == specs.parse_method("once_h24:Half").code()
 
 
 def test_method_spec_knows_label_identity_and_fingerprint():
@@ -125,10 +122,14 @@ def test_method_spec_knows_label_identity_and_fingerprint():
     assert identity["kwargs"] == {"omega": 0.5, "group_by": "anchor"}
     import inspect
 
-    from routine_envs import credit
+    from routine_envs import credit, plugins
 
-    expected = hashlib.sha256(inspect.getsource(credit.GiGPO).encode()).hexdigest()[:16]
-    assert identity["code"] == expected  # the built-in class's source, as the references key it
+    source = inspect.getsource(credit.GiGPO)
+    tree = plugins.syntax_of(ast.parse(textwrap.dedent(source)))
+    expected = hashlib.sha256(tree.encode()).hexdigest()[:16]
+    assert identity["code"] == expected  # the built-in class's syntax, as the references key it
+    # the source text itself is provenance only
+    assert spec.source_hash() == hashlib.sha256(source.encode()).hexdigest()[:16]
     assert specs.parse_method("ppo").identity() == {
         "name": "ppo",
         "kwargs": {},
@@ -144,11 +145,11 @@ def test_record_classes_state_the_density_and_give_the_schema():
     from baselines.experiments.snr_lab.measure import MeasureRecord
     from baselines.experiments.snr_lab.sweep import LabRecord
 
-    for cls in (training_runs.TrainingRecord, LabRecord, MeasureRecord, DetectorRecord):
+    for cls in (runs.TrainingRecord, LabRecord, MeasureRecord, DetectorRecord):
         schema = cls.schema()
         assert schema["density_kwarg"] == "str" and schema["density_value"] == "int", cls
         assert schema["rho"] == "number" and "routine_length" not in schema, cls
-    assert training_runs.TrainingRecord.schema()["timesteps"] == "numbers"
+    assert runs.TrainingRecord.schema()["timesteps"] == "numbers"
 
 
 def _imports(path: Path) -> set[str]:

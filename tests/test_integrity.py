@@ -13,13 +13,16 @@ import pytest
 from baselines import commands
 from baselines.experiments.compare import sweep as compare
 from baselines.experiments.snr_lab import sweep as snr_lab
+from baselines.lib import runs
 from routine_envs import credit
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def fake_run(job):
-    """A stand-in for a training run: the job plus a flat success curve (no training)."""
+    """A stand-in for a training run: the job (a run's row) plus a flat success curve (no
+    training)."""
+    job = job.row() if hasattr(job, "row") else job
     points = job["budget"] // job["eval_every"] + 1
     return {
         **job,
@@ -80,12 +83,12 @@ def test_run_key_covers_hyperparameters_estimator_arguments_and_code(tmp_path, m
     yml = tmp_path / f"{tiny(tmp_path).env_id}.yml"  # the sweep's env's own config
     yml.write_text("common:\n  learning_rate: 0.1\n")
     other_lr = compare.plan(tiny(tmp_path))[0]
-    assert other_lr["hyperparameters"]["learning_rate"] == 0.1
-    assert compare.run_key(other_lr) != compare.run_key(base)
+    assert other_lr.row()["hyperparameters"]["learning_rate"] == 0.1
+    assert runs.key(other_lr) != runs.key(base)
     yml.write_text("methods:\n  trajectory_mc:\n    estimator_kwargs: {normalize_std: true}\n")
     other_kwargs = compare.plan(tiny(tmp_path))[0]
-    assert other_kwargs["estimator"]["kwargs"] == {"normalize_std": True}
-    assert compare.run_key(other_kwargs) != compare.run_key(base)
+    assert other_kwargs.row()["estimator"]["kwargs"] == {"normalize_std": True}
+    assert runs.key(other_kwargs) != runs.key(base)
     yml.unlink()
 
     class ChangedTrajectoryMC(credit.TrajectoryMC):
@@ -93,9 +96,9 @@ def test_run_key_covers_hyperparameters_estimator_arguments_and_code(tmp_path, m
 
     monkeypatch.setitem(credit.ESTIMATORS, "trajectory_mc", ChangedTrajectoryMC)
     other_code = compare.plan(tiny(tmp_path))[0]
-    assert other_code["estimator"]["code"] != base["estimator"]["code"]
-    assert compare.run_key(other_code) != compare.run_key(base)
-    assert base["versions"]["routine_envs"]
+    assert other_code.row()["estimator"]["code"] != base.row()["estimator"]["code"]
+    assert runs.key(other_code) != runs.key(base)
+    assert base.row()["versions"]["routine_envs"]
 
 
 def test_snr_lab_key_covers_reference_and_estimator_code(monkeypatch):
@@ -181,7 +184,7 @@ def good_row(key="a", **changes):
 def test_results_loader_rejects_every_kind_of_malformed_line(tmp_path):
     from baselines.lib.results import ResultsFile
 
-    store = ResultsFile(tmp_path / "results.jsonl", compare.REQUIRED, compare.check_record)
+    store = ResultsFile(tmp_path / "results.jsonl", runs.SCHEMA, runs.TrainingRecord.check)
     bad_lines = [
         "123",
         "null",
@@ -237,7 +240,7 @@ def test_snr_loader_rejects_a_row_without_its_ratios(tmp_path):
 def test_a_non_finite_row_is_not_written_but_kept_aside(tmp_path):
     from baselines.lib.results import ResultsFile
 
-    store = ResultsFile(tmp_path / "results.jsonl", compare.REQUIRED, compare.check_record)
+    store = ResultsFile(tmp_path / "results.jsonl", runs.SCHEMA, runs.TrainingRecord.check)
     messages = []
     assert not store.append(good_row(success=[0.0, float("nan")]), report=messages.append)
     assert not store.path.exists() or store.path.read_text() == ""
@@ -248,7 +251,7 @@ def test_a_non_finite_row_is_not_written_but_kept_aside(tmp_path):
 def test_read_only_folder_does_not_claim_to_have_moved_anything(tmp_path):
     from baselines.lib.results import ResultsFile
 
-    store = ResultsFile(tmp_path / "results.jsonl", compare.REQUIRED, compare.check_record)
+    store = ResultsFile(tmp_path / "results.jsonl", runs.SCHEMA, runs.TrainingRecord.check)
     store.path.write_text(json.dumps(good_row()) + "\nnot json\n")
     store.rejected.mkdir()  # the rejected file cannot be written (as in a read-only folder)
     messages = []

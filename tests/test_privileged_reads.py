@@ -257,15 +257,15 @@ def test_a_run_records_the_privileged_fields_it_was_given(trainer, first_read, t
 @pytest.mark.parametrize("trainer", ["sb3", "batched"])
 def test_training_rows_record_the_privileged_fields_and_the_card_reads_them(trainer, tmp_path):
     from baselines.experiments.benchmark import privileged
-    from baselines.lib import training_runs
+    from baselines.lib import runs
 
     methods = [f"tests.test_privileged_reads:{m}" for m in ("LyingRequires", "DeclaredCritical")]
     jobs = training_jobs(methods, trainer)
     if trainer == "sb3":
-        rows = [training_runs.run_training(job).row() for job in jobs]
+        rows = [runs.train_record(job).row() for job in jobs]
     else:
-        rows = [r.row() for r in training_runs.run_training_batch(jobs[:1])]
-        rows += [r.row() for r in training_runs.run_training_batch(jobs[1:])]
+        rows = [r.row() for r in runs.train_batch(jobs[:1])]
+        rows += [r.row() for r in runs.train_batch(jobs[1:])]
     assert [r["privileged_fields"] for r in rows] == [[], ["critical"]]
     by_method = {r["method"]: [r] for r in rows}
     assert list(privileged.privileged_of(by_method).values()) == [(), ("critical",)]
@@ -281,16 +281,17 @@ class DeclaredCritical(RLOO):
         return Advantages(np.where(batch.critical, super().__call__(batch).advantages, 0.0))
 
 
-def training_jobs(methods: list[str], trainer: str) -> list[dict]:
-    """One tiny training job per method (Diluted Doors v1, one floor, L = 2)."""
-    from baselines.lib import training_runs
+def training_jobs(methods: list[str], trainer: str) -> list:
+    """One tiny training run per method (Diluted Doors v1, one floor, L = 2)."""
+    from baselines.lib import runs
+    from baselines.lib.specs import parse_method
 
-    return training_runs.training_jobs(
+    return runs.plan(
         ENV_ID,
         {"num_floors": 1},
         "routine_length",
         [2],
-        methods,
+        [parse_method(m) for m in methods],
         [0],
         budget_episodes=40,
         min_budget_steps=0,
@@ -309,7 +310,7 @@ def test_old_rows_read_with_their_built_in_methods_privileged_fields(tmp_path):
     from pathlib import Path
 
     from baselines.experiments.benchmark import privileged
-    from baselines.lib import records, training_runs
+    from baselines.lib import records, runs
     from baselines.lib.results import ResultsFile
 
     folder = Path(__file__).resolve().parents[1] / "baselines" / "references" / "rb1" / "lite"
@@ -326,15 +327,13 @@ def test_old_rows_read_with_their_built_in_methods_privileged_fields(tmp_path):
     found = {}
     for path in sorted(folder.glob("*.jsonl")):
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        store = ResultsFile(
-            path, training_runs.SCHEMA, training_runs.TrainingRecord.check, records.upgrade
-        )
+        store = ResultsFile(path, runs.SCHEMA, runs.TrainingRecord.check, records.upgrade)
         rows = store.read()
         assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
         assert all("privileged_fields" not in json.loads(line) for line in path.open())
         for row in rows:
             found.setdefault(row["method"], set()).add(tuple(row["privileged_fields"]))
-            assert training_runs.TrainingRecord.from_row(row).row() == row
+            assert runs.TrainingRecord.from_row(row).row() == row
     assert found == {m: {tuple(f)} for m, f in expected.items()}
 
     outside = {
@@ -351,7 +350,7 @@ def test_old_rows_read_with_their_built_in_methods_privileged_fields(tmp_path):
     recorded = {**outside, "privileged_fields": ["critical"]}
     assert privileged.privileged_of({"m": [recorded, recorded]}) == {"m": ("critical",)}
     with pytest.raises(ValueError, match="privileged_fields"):
-        training_runs.TrainingRecord.check({**recorded, "privileged_fields": ["labels"]})
+        runs.TrainingRecord.check({**recorded, "privileged_fields": ["labels"]})
 
 
 def test_the_lab_and_the_probe_read_requires_once(doors):

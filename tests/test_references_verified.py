@@ -15,7 +15,7 @@ import pytest
 
 from baselines import commands
 from baselines.experiments.benchmark import manifest, scores
-from baselines.lib import protocol, protocol_runs
+from baselines.lib import protocol, protocol_runs, runs
 from tests import children
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,7 +64,7 @@ def test_every_shipped_reference_row_is_a_run_of_the_released_protocol_file(
         jobs = protocol_runs.plan(
             loaded, loaded.tier(tier), method, tmp_path, trainer=loaded.trainer
         )
-        keys = {protocol_runs.run_key(job) for job in jobs}
+        keys = {runs.key(job) for job in jobs}
         path = protocol_runs.reference_path(loaded, tier, method)
         rows = [json.loads(line) for line in path.read_text().splitlines()]
         assert {json.dumps(r["protocol"]) for r in rows} == {
@@ -287,7 +287,9 @@ def test_the_manifest_a_maintainer_writes_is_the_shipped_one(shipped_copy, capsy
 
 
 def fake_run(job):
-    """A stand-in for a training run: the job plus a flat success curve (no training)."""
+    """A stand-in for a training run: the job (a run's row) plus a flat success curve (no
+    training)."""
+    job = job.row() if hasattr(job, "row") else job
     points = job["budget"] // job["eval_every"] + 1
     return {
         **job,

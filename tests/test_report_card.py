@@ -19,6 +19,8 @@ from baselines.experiments.benchmark import lab as benchmark_lab
 from baselines.lib import protocol, protocol_runs
 from baselines.lib.results import ResultsFile
 from baselines.lib.runner import RunFailed, run_resumable
+from baselines.lib.runs import Run
+from baselines.lib.runs import key as run_key
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "baselines" / "references" / "rb1" / "lite"
@@ -162,19 +164,19 @@ def lite_doors_jobs(tmp_path):
     )
 
 
-def job_record(job: dict, crossing: float | None, success: float | None = None) -> dict:
+def job_record(job: Run, crossing: float | None, success: float | None = None) -> dict:
     rec = record(
-        job["seed"],
+        job.seed,
         crossing,
-        budget=job["budget"],
-        rho=job["rho"],
-        value=job["density_value"],
+        budget=job.budget,
+        rho=job.context["rho"],
+        value=job.context["density_value"],
         label="trajectory_mc",
-        setting=job["setting"],
+        setting=job.context["setting"],
     )
     if success is not None:
         rec["success"] = [success] * len(rec["success"])
-    return {**rec, "key": protocol_runs.run_key(job)}
+    return {**rec, "key": run_key(job)}
 
 
 def test_the_drops_manifest_names_every_failed_censored_and_missing_run(lite_doors_jobs, tmp_path):
@@ -187,7 +189,7 @@ def test_the_drops_manifest_names_every_failed_censored_and_missing_run(lite_doo
     assert store.append(job_record(jobs[0], 5000.0), report=lambda _: None)
     assert store.append(job_record(jobs[1], None), report=lambda _: None)
     assert not store.append(job_record(jobs[2], 5000.0, success=float("nan")), lambda _: None)
-    store.note_failure(protocol_runs.run_key(jobs[3]), "RuntimeError: diverged")
+    store.note_failure(run_key(jobs[3]), "RuntimeError: diverged")
     records = store.load()
     manifest = drops.drops_manifest(jobs, records, drops.failed_runs(path))
     assert manifest["total"] == {

@@ -36,8 +36,8 @@ a change is a new version."""
 REFERENCE_MANIFESTS: dict[str, dict[str, str]] = {
     "rb1": {"lite": "33ac3eb7776e2371b6b4922f32d000c069faa2b8ad236e7a75a9d57356655c1a"},
     "rb2": {
-        "lite": "a8a9b5cedaec4c96c5b2ddebe2c0a9501e7418c1e8da1ff5c0d96cddfbd7b1ef",
-        "paper": "fbe036026f68b081b847a63a3913b15cdaa807f55b4fb6d573025ca878b669d4",
+        "lite": "f663c3548b4aa6a85f3cfdcfde4c46ec889f0d03622b0d874257cb3b3f7e0ad1",
+        "paper": "d8ac8be8aef2c2578a1a745fafa14f767e9771085e416dda3a947d283ec373c7",
         "full": "5d04e5225d3a4c25aff151f29e16c42924e6d0dd5376ced9089b327b5162ae30",
     },
 }
