@@ -34,11 +34,11 @@ RELEASED: dict[str, str] = {
 """SHA-256 of each released protocol file (checked on load): a released file is never edited,
 a change is a new version."""
 REFERENCE_MANIFESTS: dict[str, dict[str, str]] = {
-    "rb1": {"lite": "33ac3eb7776e2371b6b4922f32d000c069faa2b8ad236e7a75a9d57356655c1a"},
+    "rb1": {"lite": "e1bd0e4ab516c8f386330e888953b38c1e336f8994871fb0900ba8028cb52266"},
     "rb2": {
         "lite": "f663c3548b4aa6a85f3cfdcfde4c46ec889f0d03622b0d874257cb3b3f7e0ad1",
         "paper": "d8ac8be8aef2c2578a1a745fafa14f767e9771085e416dda3a947d283ec373c7",
-        "full": "5d04e5225d3a4c25aff151f29e16c42924e6d0dd5376ced9089b327b5162ae30",
+        "full": "e0c53afa615b89846de6a5217a9b5f68d8c8ebd31d74af8f03aaf71c05fc6a2f",
     },
 }
 """SHA-256 of the manifest of each version's shipped reference tiers
