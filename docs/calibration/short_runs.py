@@ -2,7 +2,7 @@
 budgets as the protocol sizes them, and how many runs reach the target by each budget.
 
 The budget of a density is ``max(budget_episodes * longest episode, min_budget_steps)``, cut
-to ``eval_points`` evaluations (as ``baselines.lib.training_runs`` plans rb1's jobs); every
+to ``eval_points`` evaluations (as ``baselines.lib.runs.plan`` plans rb1's runs); every
 evaluation is the exact success probability of the current policy. ``--also-budgets 2000``
 also counts the runs that reached the target within 2000 episodes' budget (read off the same
 curves: the first crossing of the target is the same run's). Writes ``<out>.csv`` (one row
@@ -28,7 +28,7 @@ import gymnasium as gym
 import numpy as np
 
 import routine_envs  # noqa: F401  (registers the ids)
-from baselines.lib.batched import RunSpec, train_runs
+from baselines.lib.runs import Run, train
 from baselines.lib.stats import iqm
 
 
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
     """Train every run, write ``<out>.csv`` and ``<out>.json``, print the cells' table."""
     args = parse_args(argv)
 
-    specs, cells = [], []
+    runs, cells = [], []
     for value in args.values:
         kwargs = {**args.env_kwargs, args.density_kwarg: value}
         env = gym.make(args.env_id, **kwargs).unwrapped
@@ -91,31 +91,27 @@ def main(argv: list[str] | None = None) -> None:
             b: budget_of(args.env_id, kwargs, b, args.min_budget_steps) for b in args.also_budgets
         }
         for method in args.methods:
-            cells.append((value, rho, method, budget, smaller))
+            cells.append((value, rho, method, budget, smaller, len(runs)))
             for seed in range(args.first_seed, args.first_seed + args.seeds):
-                specs.append(
-                    RunSpec(args.env_id, kwargs, method, seed, budget, eval_every, args.target,
-                            config=args.config)
+                runs.append(
+                    Run.of(args.env_id, method, kwargs, seed, budget, eval_every, args.target,
+                           "batched", config=args.config)
                 )  # fmt: skip
-    results = train_runs(specs)
+    results = train(runs)
 
     rows, summary = [], []
-    for value, rho, method, budget, smaller in cells:
-        mine = [
-            (s, r)
-            for s, r in zip(specs, results, strict=True)
-            if s.method == method and s.env_kwargs[args.density_kwarg] == value
-        ]
+    for value, rho, method, budget, smaller, first in cells:
+        mine = list(zip(runs, results, strict=True))[first : first + args.seeds]
         steps = [r.steps_to_target for _, r in mine]
-        for spec, r in mine:
+        for run, r in mine:
             rows.append(
                 {
                     "env_id": args.env_id,
-                    "env_kwargs": json.dumps(spec.env_kwargs, sort_keys=True),
+                    "env_kwargs": json.dumps(run.env_kwargs, sort_keys=True),
                     "density_value": value,
                     "rho": round(rho, 5),
                     "method": method,
-                    "seed": spec.seed,
+                    "seed": run.seed,
                     "budget": budget,
                     "steps_to_target": r.steps_to_target,
                     "final_success": round(r.final_success, 4),
