@@ -217,7 +217,7 @@ def test_the_leaderboard_after_rb1_names_privileged_reads_and_ranks_them_apart(
         "routine_masked": ("critical",),
     }
     assert "privileged" not in command.leaderboard_text(rb1, "lite", refs, found)  # as shipped
-    later = dataclasses.replace(rb1, version="rb2")
+    later = dataclasses.replace(rb1, version="rb2", report=dict(protocol.REPORT))
     text = command.leaderboard_text(later, "lite", refs, found)
     combined = report_rows(command.leaderboard_text(rb1, "lite", refs, found))
     sections = text.split("\n## ")[1:]

@@ -93,8 +93,9 @@ def git_show(commit: str, path: Path) -> bytes | None:
 
 @pytest.mark.parametrize("tier", ["lite", "paper"])
 def test_restamping_changed_nothing_but_the_protocol_hash(tier):
-    """The rows re-stamped with rb2's released hash are the rows made under its drafts, byte for
-    byte, but for the 64 hex digits of ``protocol.sha256``."""
+    """The rows re-stamped with rb2's released hash are the rows made under its drafts but for
+    ``protocol.sha256`` and, since the keys were migrated to the syntax-tree fingerprint
+    (tests/test_keys.py), the code fingerprint in ``estimator.code`` and in the key."""
     folder = ROOT / "baselines" / "references" / "rb2" / tier
     for path in sorted(folder.glob("*.jsonl")):
         before = git_show(RESTAMPED_FROM, path)
@@ -103,10 +104,17 @@ def test_restamping_changed_nothing_but_the_protocol_hash(tier):
         old, new = before.decode().split("\n"), path.read_text().split("\n")
         assert len(old) == len(new) and old[-1] == new[-1] == "", path.name
         for was, now in zip(old[:-1], new[:-1], strict=True):
-            start = now.index('"protocol": {"version": "rb2", "sha256": "') + 42
-            assert was[:start] + now[start : start + 64] + was[start + 64 :] == now, path.name
-            assert was[start : start + 64] != now[start : start + 64]
-            assert json.loads(now)["protocol"]["sha256"] == protocol.RELEASED["rb2"]
+            was_row, now_row = json.loads(was), json.loads(now)
+            assert was_row["protocol"]["sha256"] != now_row["protocol"]["sha256"]
+            assert now_row["protocol"]["sha256"] == protocol.RELEASED["rb2"]
+            code = now_row["estimator"]["code"]
+            restamped = {
+                **was_row,
+                "protocol": now_row["protocol"],
+                "estimator": {**was_row["estimator"], "code": code},
+                "key": was_row["key"].replace(was_row["estimator"]["code"], code),
+            }
+            assert json.dumps(restamped) == now, path.name
 
 
 def test_a_card_lists_one_protocol_file_for_its_runs_and_the_references(tmp_path, monkeypatch):

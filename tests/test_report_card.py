@@ -201,10 +201,10 @@ def test_the_drops_manifest_names_every_failed_censored_and_missing_run(lite_doo
         "missing": 36,
     }
     by_seed = {(r["density_value"], r["seed"]): r for r in manifest["runs"]}
-    first = jobs[0]["density_value"]
+    first = jobs[0].context["density_value"]
     assert by_seed[(first, 0)]["status"] == "reached" and by_seed[(first, 0)]["reason"] == ""
     censored = by_seed[(first, 1)]
-    budget = f"{jobs[1]['budget']:,}"
+    budget = f"{jobs[1].budget:,}"
     assert censored["status"] == "censored"
     assert censored["reason"].startswith(f"success stayed below 0.9 within its budget of {budget}")
     assert "highest 0.500" in censored["reason"]
@@ -224,7 +224,7 @@ def test_the_drops_manifest_names_every_failed_censored_and_missing_run(lite_doo
     report.write_report(folder, header, records, {}, [], manifest)
     card = (folder / "report.md").read_text()
     assert "**runs**: 40 planned: 2 finished (1 reached the target, 1 censored), 2 failed, " in card
-    section = card.split(f"## {jobs[0]['setting']}")[1]
+    section = card.split(f"## {jobs[0].context['setting']}")[1]
     assert "| 0 | 1 | 10 | 2 | 1 | 1 | 2 | 6 |" in section
     assert "seed 3: failed: the run raised: RuntimeError: diverged" in section
     assert "seed 1: censored: success stayed below 0.9" in section
