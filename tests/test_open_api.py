@@ -15,7 +15,7 @@ import pytest
 
 import routine_envs
 from baselines.commands import settings_of
-from baselines.lib import config, provenance
+from baselines.lib import config, provenance, specs
 from routine_envs import credit, plugins, snr
 from routine_envs.sampler import ModelSampler
 from tests import children
@@ -120,7 +120,7 @@ def test_outside_estimator_builds_from_spec_with_arguments(outside):
     with pytest.raises(ValueError, match="cannot import module 'outside_estimatorz'"):
         credit.build_estimator("outside_estimatorz:Scaled", context)
     # methods and run keys: the spec resolves, the code fingerprint covers the whole module
-    assert config.check_method('outside_estimators:Scaled{"scale": 0.5}').kwargs == {"scale": 0.5}
+    assert specs.parse_method('outside_estimators:Scaled{"scale": 0.5}').kwargs == {"scale": 0.5}
     identity = provenance.estimator_identity("outside_estimators:Scaled", {"scale": 0.3})
     assert identity["kwargs"] == {"scale": 0.3} and len(identity["code"]) == 16
     before = identity["code"]
@@ -136,7 +136,7 @@ def test_outside_estimator_builds_from_spec_with_arguments(outside):
 
 def test_unknown_method_and_source_that_cannot_provide(outside):
     with pytest.raises(ValueError, match="unknown method 'nope'"):
-        config.check_method("nope")
+        specs.parse_method("nope")
     env = gym.make("DilutedDoors-v1", num_floors=2, num_doors=2, routine_length=1).unwrapped
     policy = snr.TabularSoftmax.per_state(env.num_states, 2)
     est = credit.build_estimator("outside_estimators:NeedsSnapshots")

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baselines.lib import config
+from baselines.lib import config, specs
 from routine_envs import credit, detectors, plugins
 from routine_envs.envs import DilutedDoorsV0Env
 
@@ -110,7 +110,7 @@ def depth(value: Any) -> int:
 # ---------------------------------------------------------------- the objects named
 @pytest.mark.parametrize("target", ["builtins:int", "collections:OrderedDict", "json:dumps"])
 def test_objects_that_are_not_estimators_are_refused(target):
-    message = refused(config.check_method, target)
+    message = refused(config.parse_method, target)
     assert f"estimator '{target}' is not an advantage estimator" in message
     assert "is not a detector" in refused(detectors.build_detector, target)
 
@@ -148,20 +148,20 @@ def test_a_class_is_checked_before_anything_is_built():
 
 # ---------------------------------------------------------------- the arguments given
 def test_arguments_must_match_the_signature_and_types():
-    message = refused(config.check_method, 'gigpo{"omega": "x"}')
+    message = refused(config.parse_method, 'gigpo{"omega": "x"}')
     assert 'gigpo{"omega": "x"}' in message
     assert "argument 'omega' must be a finite number, got str 'x'" in message
-    message = refused(config.check_method, 'gigpo{"nope": 1}')
+    message = refused(config.parse_method, 'gigpo{"nope": 1}')
     assert "unknown argument 'nope'; it accepts eps, gamma, group_by, normalize_std, omega" in (
         message
     )
-    assert "'omega' is NaN" in refused(config.check_method, 'gigpo{"omega": NaN}')
-    assert "true or false, got int 1" in refused(config.check_method, 'gigpo{"normalize_std": 1}')
-    assert config.check_method('gigpo{"omega": 2}').kwargs == {"omega": 2}  # int for a float
-    assert config.check_method('trajectory_mc{"baseline": null}').kwargs == {"baseline": None}
+    assert "'omega' is NaN" in refused(config.parse_method, 'gigpo{"omega": NaN}')
+    assert "true or false, got int 1" in refused(config.parse_method, 'gigpo{"normalize_std": 1}')
+    assert specs.parse_method('gigpo{"omega": 2}').kwargs == {"omega": 2}  # int for a float
+    assert specs.parse_method('trajectory_mc{"baseline": null}').kwargs == {"baseline": None}
     # mc_rollout's source is chosen by name in data; any other value is refused
-    assert config.check_method('mc_rollout{"source": "model", "seed": 3}')
-    message = refused(config.check_method, 'mc_rollout{"source": 3}')
+    assert specs.parse_method('mc_rollout{"source": "model", "seed": 3}')
+    message = refused(config.parse_method, 'mc_rollout{"source": 3}')
     assert "argument 'source' must be 'model' or 'branch', got int 3" in message
 
 
@@ -185,7 +185,7 @@ def test_arguments_the_context_fills_cannot_be_given_as_data():
         ('oracle{"policy": [[0.5, 0.5]]}', "policy"),
         ('mc_rollout{"source": {"values": 1}}', "source"),
     ]:
-        assert f"argument '{name}'" in refused(config.check_method, spec), spec
+        assert f"argument '{name}'" in refused(config.parse_method, spec), spec
     message = refused(detectors.build_detector, 'branching{"sampler": 1}')
     assert "argument 'sampler' is filled by the caller's context" in message
     message = refused(detectors.build_detector, 'random{"rate": "x"}')
@@ -193,13 +193,13 @@ def test_arguments_the_context_fills_cannot_be_given_as_data():
 
 
 def test_detector_masked_checks_the_detector_it_names():
-    message = refused(config.check_method, 'detector_masked{"detector": "builtins:int"}')
+    message = refused(config.parse_method, 'detector_masked{"detector": "builtins:int"}')
     assert "detector 'builtins:int' is not a detector" in message
     spec = 'detector_masked{"detector": "random", "detector_kwargs": {"nope": 1}}'
-    assert "unknown argument 'nope'; it accepts rate, seed" in refused(config.check_method, spec)
+    assert "unknown argument 'nope'; it accepts rate, seed" in refused(config.parse_method, spec)
     inner = json.dumps({"detector": 'random{"rate": "x"}'})
-    assert "argument 'rate'" in refused(config.check_method, "detector_masked" + inner)
-    assert config.check_method('detector_masked{"detector": "random", "soft": true}')
+    assert "argument 'rate'" in refused(config.parse_method, "detector_masked" + inner)
+    assert specs.parse_method('detector_masked{"detector": "random", "soft": true}')
 
 
 @dataclass
@@ -363,16 +363,16 @@ def test_an_outside_class_declares_extra_arguments_and_its_own_check(tmp_path, m
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
         spec = 'windowed_estimators:Windowed{"window": 3, "unit": "turns"}'
-        assert config.check_method(spec).kwargs == {"window": 3, "unit": "turns"}
+        assert specs.parse_method(spec).kwargs == {"window": 3, "unit": "turns"}
         assert credit.build_estimator(spec).window == 3
         bad = 'windowed_estimators:Windowed{"window": 0}'
-        assert "window must be >= 1, got 0" in refused(config.check_method, bad)
+        assert "window must be >= 1, got 0" in refused(config.parse_method, bad)
         bad = 'windowed_estimators:Windowed{"window": 99}'
-        assert "RuntimeError: a bug in the check" in refused(config.check_method, bad)
+        assert "RuntimeError: a bug in the check" in refused(config.parse_method, bad)
         bad = 'windowed_estimators:Windowed{"unit": 1}'
-        assert "argument 'unit' must be a text" in refused(config.check_method, bad)
+        assert "argument 'unit' must be a text" in refused(config.parse_method, bad)
         bad = 'windowed_estimators:Windowed{"units": "turns"}'
-        message = refused(config.check_method, bad)
+        message = refused(config.parse_method, bad)
         assert "unknown argument 'units'; it accepts unit, window" in message
     finally:
         sys.modules.pop("windowed_estimators", None)

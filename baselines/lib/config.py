@@ -26,7 +26,6 @@ __all__ = [
     "EXTRA_KEYS",
     "TURN_LEVEL_METHODS",
     "check_estimator_kwargs",
-    "check_method",
     "config_path",
     "known_methods",
     "load_hyperparameters",
@@ -72,13 +71,6 @@ def method_spec(method: str) -> Spec:
     return parse_spec(method, "method")
 
 
-def check_method(method: str | MethodSpec) -> MethodSpec:
-    """The :class:`~baselines.lib.specs.MethodSpec` of ``method`` (parsed, resolved and checked
-    once per text and process: :func:`~baselines.lib.specs.parse_method`); ``ValueError``
-    naming the method (and the argument), one line."""
-    return method if isinstance(method, MethodSpec) else parse_method(method)
-
-
 def check_estimator_kwargs(method: str, kwargs: Any, where: str) -> None:
     """``ValueError`` unless ``kwargs`` (the ``estimator_kwargs`` a config gives ``method``,
     named ``where``) is a mapping of arguments that the method's estimator accepts, of their
@@ -89,7 +81,7 @@ def check_estimator_kwargs(method: str, kwargs: Any, where: str) -> None:
         return
     if not isinstance(kwargs, dict):
         raise ValueError(f"{where}: estimator_kwargs must be a mapping, got {brief(kwargs)}")
-    spec = check_method(method)
+    spec = parse_method(method)
     if spec.target in TURN_LEVEL_METHODS:
         return
     found = spec.estimator
@@ -113,7 +105,7 @@ def _sections(data: dict[str, Any], where: str) -> dict[str, dict[str, Any]]:
     sections = {"common": data.get("common") or {}}
     for name, section in (data.get("methods") or {}).items():
         try:
-            target = check_method(name).target
+            target = parse_method(name).target
         except ValueError as err:
             raise ValueError(f"{where}: under 'methods': {err}") from None
         if target != name:
@@ -143,7 +135,7 @@ def load_hyperparameters(
         ValueError: an unknown method, a ``path`` given that does not exist, or a key that is
             neither a ``PPO`` argument nor one of :data:`EXTRA_KEYS` (the file and key named).
     """
-    spec = check_method(method)
+    spec = parse_method(method)
     method = spec.target
     layers = [_sections(DEFAULT_CONFIG, "the default config")]
     if path is not None and not path.exists():

@@ -80,9 +80,10 @@ def plan(
     ``code``: for outside code (``package.module:Name``), its code fingerprint, given instead of
     importing it: the runs are then planned as data (what a verifier of someone else's
     submission does), with the protocol's hyperparameters and nothing of the method run."""
-    from baselines.lib.config import check_method, load_hyperparameters
+    from baselines.lib.config import load_hyperparameters
+    from baselines.lib.specs import parse_method
 
-    spec = MethodSpec.unresolved(method, code) if code is not None else check_method(method)
+    spec = MethodSpec.unresolved(method, code) if code is not None else parse_method(method)
     configs = write_configs(protocol, config_folder)
     chosen = [s for s in tier.settings if env_ids is None or s.env_id in env_ids]
     if env_ids is not None:

@@ -145,15 +145,17 @@ def known_methods() -> list[str]:
     return [*TURN_LEVEL_METHODS, *sorted(ESTIMATORS)]
 
 
-def parse_method(text: str) -> MethodSpec:
-    """The :class:`MethodSpec` of ``text`` if it names ``ppo``, a built-in estimator or an
-    importable estimator class or object (the import is done here, so a bad one fails before
-    any training) whose JSON arguments match its constructor's signature and types; else
+def parse_method(text: str | MethodSpec) -> MethodSpec:
+    """The :class:`MethodSpec` of ``text`` (given parsed: returned as it is) if it names
+    ``ppo``, a built-in estimator or an importable estimator class or object (the import is
+    done here, so a bad one fails before any training) whose JSON arguments match its constructor's signature and types; else
     ``ValueError`` naming the method (and the argument), one line. Parsed once per text and
     process (and per entry of the estimator registry it names: a name registered anew is
     parsed anew): every later call returns the same object."""
     from routine_envs import credit
 
+    if isinstance(text, MethodSpec):
+        return text
     target = plugins.parse_spec(text, "method").target if isinstance(text, str) else text
     registered = credit.ESTIMATORS.get(target) if isinstance(target, str) else None
     return _parse_method(text, registered)

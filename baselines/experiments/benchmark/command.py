@@ -347,14 +347,14 @@ def reference_methods(protocol: protocols.Protocol, tier: str, methods: list[str
     spells them (so their files are the shipped files' names), whatever the spacing of their
     JSON arguments; a ``ValueError`` naming ``--methods`` for a method that is not one (it would
     be computed into the references folder under another file name, unseen by every table)."""
-    from baselines.lib.config import check_method
+    from baselines.lib.specs import parse_method
 
     listed = list(protocol.references_of(tier))
     if not methods:
         return listed
 
     def canonical(text: str) -> tuple[str, str]:
-        spec = check_method(text)
+        spec = parse_method(text)
         return spec.target, json.dumps(spec.kwargs, sort_keys=True)
 
     by_canonical = {canonical(m): m for m in listed}
@@ -451,11 +451,11 @@ def main(args: BenchmarkArgs) -> Any:
     tier = protocol.tier(args.tier)
     if args.command in ("run", "report", "submit") and not args.method:
         raise ValueError(f"{args.command} needs --method")
-    from baselines.lib.config import check_method
+    from baselines.lib.specs import parse_method
 
     # every method spec is checked first: a bad one is refused before any folder is made
     for method in [args.method] if args.method else []:
-        check_method(method)
+        parse_method(method)
     if args.command == "references" and args.compute:
         reference_methods(protocol, args.tier, args.methods)  # each checked, each a reference
     if args.command in ("run", "report", "submit"):

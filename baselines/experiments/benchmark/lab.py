@@ -46,9 +46,9 @@ def lab_key(
 ) -> str:
     """A lab row's identity: the setting and density, the method with the estimator arguments
     it trains with and its code fingerprint, the episodes, and :func:`lab_code`."""
-    from baselines.lib.config import check_method
+    from baselines.lib.specs import parse_method
 
-    spec = check_method(method)
+    spec = parse_method(method)
     identity = spec.identity(estimator_arguments(protocol, setting.section, method))
     return json.dumps(
         [setting.name, value, method, identity, LAB_EPISODES, lab_code()], sort_keys=True
@@ -94,9 +94,9 @@ def estimator_arguments(protocol: protocols.Protocol, section: str, method: str)
     ``section`` (a setting's :attr:`~baselines.lib.protocol.Setting.section`): the protocol's
     per-method exception (e.g. ``mc_rollout``'s k = 8), then the spec's own JSON arguments;
     never the shipped configs' (the lab measures what the runs train)."""
-    from baselines.lib.config import check_method
+    from baselines.lib.specs import parse_method
 
-    spec = check_method(method)
+    spec = parse_method(method)
     return {
         **protocol.method_hyperparameters(section, spec.target).get("estimator_kwargs", {}),
         **spec.kwargs,
@@ -128,7 +128,7 @@ def lab_rows(
     import numpy as np
 
     import routine_envs
-    from baselines.lib.config import check_method
+    from baselines.lib.specs import parse_method
     from routine_envs import credit, snr
     from routine_envs.sampler import ModelSampler
 
@@ -154,7 +154,7 @@ def lab_rows(
             )
             estimators = {}
             for method in methods:
-                spec = check_method(method)
+                spec = parse_method(method)
                 if spec.target == "ppo":
                     continue
                 kwargs = estimator_arguments(protocol, setting.section, method)
@@ -210,7 +210,7 @@ def lab_rows(
                     advantages_affine_to=related[name],
                     normalize_advantage=bool(
                         protocol.method_hyperparameters(
-                            setting.section, check_method(name).target
+                            setting.section, parse_method(name).target
                         ).get("normalize_advantage")
                     ),
                     trains_critic=estimator.trains_critic,

@@ -55,7 +55,7 @@ def snr_rows(
     import routine_envs
     from baselines.experiments.benchmark.lab import estimator_arguments
     from baselines.lib.batched.transformer import initial_policy
-    from baselines.lib.config import check_method
+    from baselines.lib.specs import parse_method
     from routine_envs import credit, snr
     from routine_envs.sampler import ModelSampler
 
@@ -64,7 +64,7 @@ def snr_rows(
         raise ValueError(f"tier {tier.name} measures no SNR at initialisation")
     gym.register_envs(routine_envs)
     names = list(dict.fromkeys([*spec.estimators, *methods]))
-    names = [n for n in names if check_method(n).target != "ppo"]
+    names = [n for n in names if parse_method(n).target != "ppo"]
     rows = []
     for setting in tier.settings:
         hyper = protocol.method_hyperparameters(setting.section, "trajectory_mc")
@@ -89,7 +89,7 @@ def snr_rows(
             )
             estimators = {
                 n: credit.build_estimator(
-                    check_method(n).target,
+                    parse_method(n).target,
                     context,
                     **estimator_arguments(protocol, setting.section, n),
                 )
