@@ -148,10 +148,11 @@ def known_methods() -> list[str]:
 def parse_method(text: str | MethodSpec) -> MethodSpec:
     """The :class:`MethodSpec` of ``text`` (given parsed: returned as it is) if it names
     ``ppo``, a built-in estimator or an importable estimator class or object (the import is
-    done here, so a bad one fails before any training) whose JSON arguments match its constructor's signature and types; else
-    ``ValueError`` naming the method (and the argument), one line. Parsed once per text and
-    process (and per entry of the estimator registry it names: a name registered anew is
-    parsed anew): every later call returns the same object."""
+    done here, so a bad one fails before any training) whose JSON arguments match its
+    constructor's signature and types; else ``ValueError`` naming the method (and the
+    argument), one line. Parsed once per text and process (and per entry of the estimator
+    registry it names: a name registered anew is parsed anew): every later call returns the
+    same object."""
     from routine_envs import credit
 
     if isinstance(text, MethodSpec):
