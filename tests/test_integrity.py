@@ -12,6 +12,7 @@ import pytest
 
 from baselines import commands
 from baselines.experiments.compare import sweep as compare
+from baselines.experiments.snr_lab import records as lab_records
 from baselines.experiments.snr_lab import sweep as snr_lab
 from baselines.lib import runs
 from routine_envs import credit
@@ -228,7 +229,9 @@ def test_snr_loader_rejects_a_row_without_its_ratios(tmp_path):
         ],
         "ratios": {"oracle/trajectory_exact": [2.0, 1.5, 2.5]},
     }
-    store = ResultsFile(tmp_path / "results.jsonl", snr_lab.REQUIRED, snr_lab.check_record)
+    store = ResultsFile(
+        tmp_path / "results.jsonl", lab_records.LAB_REQUIRED, lab_records.check_lab_record
+    )
     store.path.write_text(
         json.dumps(row) + "\n" + json.dumps({**row, "key": "empty", "ratios": {}}) + "\n"
     )

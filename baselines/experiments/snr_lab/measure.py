@@ -31,18 +31,18 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 import routine_envs
 from baselines.experiments.snr_lab import analysis
+from baselines.experiments.snr_lab.records import MeasureRecord
 from baselines.lib import cli, provenance
 from baselines.lib.backend import BackendArgs
 from baselines.lib.experiment import Experiment, run_experiment
 from baselines.lib.lab import closed_form_bias, estimator_code, lab_estimator, lab_policy
-from baselines.lib.records import Record
 from baselines.lib.tables import format_table, write_csv
 from routine_envs import credit, snr
 from routine_envs.policy_specs import parse_policy
@@ -192,41 +192,6 @@ hash), the estimators (specs and code), the sample, the seed and the package ver
 def setting_key(setting: dict[str, Any]) -> str:
     """The identity of a setting: every field of :data:`KEY_FIELDS`, as canonical JSON."""
     return json.dumps({k: setting[k] for k in KEY_FIELDS}, sort_keys=True)
-
-
-@dataclass
-class MeasureRecord(Record):
-    """One density value of the open lab: every estimator's SNR, bias, cosine and MSE on the
-    same episodes (``results``), the ratio of each SNR to the reference's (``ratios``); the
-    setting's other fields (env, policy identity, sample, code) in ``extra``."""
-
-    env_id: str
-    estimators: list[Any]
-    reference: str
-    results: list[Any]
-    ratios: dict[str, Any]
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    unit: ClassVar[str] = "setting"
-
-    @staticmethod
-    def check(record: dict[str, Any]) -> None:
-        """One result per estimator, each with its SNR and bias columns."""
-        check_record(record)
-
-
-REQUIRED = {"key": "str", **MeasureRecord.schema()}
-
-
-def check_record(record: dict[str, Any]) -> None:
-    """One result per estimator, each with its SNR and bias columns."""
-    names = [r.get("estimator") for r in record["results"]]
-    if sorted(map(str, names)) != sorted(map(str, record["estimators"])):
-        raise ValueError(f"results for {names}, estimators {record['estimators']}")
-    for r in record["results"]:
-        for key in ("snr", "relative_bias", "cosine", "mse"):
-            if not isinstance(r.get(key), (int, float)):
-                raise ValueError(f"result {r.get('estimator')!r} has no number {key!r}")
 
 
 def plan(args: MeasureArgs) -> list[dict[str, Any]]:

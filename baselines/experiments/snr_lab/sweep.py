@@ -25,18 +25,18 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 import routine_envs
 from baselines.experiments.snr_lab import analysis
+from baselines.experiments.snr_lab.records import LabRecord
 from baselines.lib import cli, provenance
 from baselines.lib.backend import BackendArgs
 from baselines.lib.experiment import Experiment, run_experiment
 from baselines.lib.lab import PAPER, estimator_code, lab_estimator
-from baselines.lib.records import Record
 from baselines.lib.tables import write_csv
 from routine_envs import credit, snr
 from routine_envs.sampler import ModelSampler
@@ -176,56 +176,6 @@ the code of the estimators and of the measurement, and the package versions."""
 def setting_key(setting: dict[str, Any]) -> str:
     """The identity of a setting: every field of :data:`KEY_FIELDS`, as canonical JSON."""
     return json.dumps({k: setting[k] for k in KEY_FIELDS}, sort_keys=True)
-
-
-@dataclass
-class LabRecord(Record):
-    """One setting of a lab experiment: its estimators' SNR results on shared episodes and the
-    ratio of each to the reference (``results``: one row per estimator, :func:`measure_setting`;
-    ``ratios``: ``"name/reference" -> [ratio, low, high]``); the setting's other fields, the
-    exact ``J`` and ``std_R`` and the time taken in ``extra``."""
-
-    estimators: list[Any]
-    reference: str
-    results: list[Any]
-    ratios: dict[str, Any]
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    unit: ClassVar[str] = "setting"
-
-    @staticmethod
-    def check(record: dict[str, Any]) -> None:
-        """Every estimator has a result with its SNR, and a ratio to the reference wherever the
-        reference's SNR is not zero (as :func:`measure_setting` writes)."""
-        check_record(record)
-
-
-REQUIRED = {"key": "str", **LabRecord.schema()}
-"""The fields every setting's record has, and their kinds."""
-
-
-def check_record(record: dict[str, Any]) -> None:
-    """A setting's record: one result (with its SNR) per estimator, and the ratio of each to
-    the reference wherever the reference's SNR is not zero (as :func:`measure_setting` writes)."""
-    results = record["results"]
-    if not all(isinstance(r, dict) and isinstance(r.get("snr"), (int, float)) for r in results):
-        raise ValueError("every result must be an object with a number 'snr'")
-    snrs = {r.get("estimator"): r["snr"] for r in results}
-    if sorted(snrs, key=str) != sorted(record["estimators"], key=str):
-        raise ValueError(f"results for {sorted(snrs, key=str)}, estimators {record['estimators']}")
-    ref = record["reference"]
-    if ref not in snrs:
-        raise ValueError(f"no result for the reference {ref!r}")
-    for name in snrs:
-        ratio = record["ratios"].get(f"{name}/{ref}")
-        if name != ref and snrs[ref] != 0 and ratio is None:
-            raise ValueError(f"no ratio {name}/{ref}")
-        if ratio is not None and not (
-            isinstance(ratio, list)
-            and len(ratio) == 3
-            and all(isinstance(x, (int, float)) for x in ratio)
-        ):
-            raise ValueError(f"ratio {name}/{ref} must be [ratio, low, high], got {ratio!r:.60}")
 
 
 def run_settings(
