@@ -43,7 +43,7 @@ RUNS = {
     ],
 }  # fmt: skip
 """Each run's command (its ``--out`` is added)."""
-VOLATILE = {"wall_time", "cpu_time", "seconds", "key", "code"}
+VOLATILE = {"wall_time", "cpu_time", "seconds", "key", "code", "source"}
 
 
 def run(source: Path, out: Path, names: list[str]) -> None:

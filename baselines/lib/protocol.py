@@ -36,9 +36,9 @@ a change is a new version."""
 REFERENCE_MANIFESTS: dict[str, dict[str, str]] = {
     "rb1": {"lite": "e1bd0e4ab516c8f386330e888953b38c1e336f8994871fb0900ba8028cb52266"},
     "rb2": {
-        "lite": "f663c3548b4aa6a85f3cfdcfde4c46ec889f0d03622b0d874257cb3b3f7e0ad1",
-        "paper": "d8ac8be8aef2c2578a1a745fafa14f767e9771085e416dda3a947d283ec373c7",
-        "full": "e0c53afa615b89846de6a5217a9b5f68d8c8ebd31d74af8f03aaf71c05fc6a2f",
+        "lite": "61d24730a9b24bbec2184e2f561026d9a43262740f90967fc706eb20b8633160",
+        "paper": "1de19a2a81d8342b14580cad5d5c29529161dc7789f73954dfc43a3e0cdec879",
+        "full": "70a9609977a9f2b8c4d28a56d111b8b93693e4d766ade97eda33a00cf15e6857",
     },
 }
 """SHA-256 of the manifest of each version's shipped reference tiers
