@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from routine_envs.plugins import brief, code_fingerprint, load_object, parse_spec
+from routine_envs.plugins import Spec, brief, code_fingerprint, load_object, parse_spec
 
 __all__ = ["POLICY_FORMS", "PolicySpec", "parse_policy"]
 
@@ -53,23 +53,20 @@ def file_digest(path: Path) -> str:
 
 
 @dataclass(frozen=True)
-class PolicySpec:
-    """A parsed policy spec (see the module docstring).
+class PolicySpec(Spec):
+    """A policy spec (see the module docstring; :class:`~routine_envs.plugins.Spec`: its
+    ``text`` as written, stripped, what tables and run keys name; its ``target``, the name, the
+    file path or the import path; its JSON ``kwargs``), resolved.
 
     Attributes:
-        text: the spec as written, stripped (what tables and run keys name).
         kind: ``uniform``, ``random``, ``mixture``, ``table`` (.npy), ``model`` (.zip) or
             ``callable`` (an import path).
-        target: the name, the file path or the import path.
-        kwargs: the JSON arguments.
         identity: what the spec stands for in a run key: ``{"spec": text}``, with the file's
             ``sha256`` (16 hex digits) or outside code's ``code`` fingerprint.
+        what: the flag it was given as (for messages).
     """
 
-    text: str
-    kind: str
-    target: str
-    kwargs: dict[str, Any] = field(default_factory=dict)
+    kind: str = ""
     identity: dict[str, Any] = field(default_factory=dict)
     what: str = "--policy"
 
@@ -195,12 +192,12 @@ def parse_policy(text: str, what: str = "--policy") -> PolicySpec:
                 raise ValueError(
                     f"{what} {brief(spec.text)}: a mixture is 'mixture{{\"eps\": E}}', 0<=E<=1"
                 )
-        return PolicySpec(spec.text, target, target, spec.kwargs, {"spec": spec.text}, what)
+        return PolicySpec(target, spec.kwargs, spec.text, target, {"spec": spec.text}, what)
     if spec.is_import_path:
         obj = load_object(target, what)
         code = code_fingerprint(inspect.getmodule(obj) or obj)
         identity = {"spec": spec.text, "code": code}
-        return PolicySpec(spec.text, "callable", target, spec.kwargs, identity, what)
+        return PolicySpec(target, spec.kwargs, spec.text, "callable", identity, what)
     path = Path(target)
     if path.suffix.lower() not in (".npy", ".zip") or spec.kwargs:
         raise ValueError(f"{what} {brief(text)}: expected {POLICY_FORMS}")
@@ -208,4 +205,4 @@ def parse_policy(text: str, what: str = "--policy") -> PolicySpec:
         raise ValueError(f"{what} {str(path)!r}: no such file")
     kind = "table" if path.suffix.lower() == ".npy" else "model"
     identity = {"spec": spec.text, "sha256": file_digest(path)}
-    return PolicySpec(spec.text, kind, target, {}, identity, what)
+    return PolicySpec(target, {}, spec.text, kind, identity, what)

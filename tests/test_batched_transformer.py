@@ -22,8 +22,6 @@ from baselines.lib.batched.transformer import (
     initial_policy,
 )
 from baselines.lib.runs import Run
-from baselines.lib.specs import parse_method
-from baselines.lib.trainers import schedule
 
 DOORS = "DilutedDoors-v1"
 CONFIGS = [
@@ -250,13 +248,12 @@ def test_a_run_is_bit_identical_alone_and_among_runs_of_other_tree_depths(monkey
 # ------------------------------------------------------------------ initial_policy
 def test_initial_policy_is_what_the_runs_first_rollout_sees():
     kinds = [{"num_floors": 2, "routine_length": 3}, {"num_floors": 2, "routine_length": 0}]
-    ppo = parse_method("ppo")
-    runs = [{"env_id": DOORS, "env_kwargs": kinds[seed % 2], "method": ppo, "seed": seed,
-             "budget": 600, "points": schedule(600, 300)} for seed in range(3)]  # fmt: skip
+    runs = [run_spec(DOORS, kinds[seed % 2], "ppo", seed, 600, 300, hyperparameters=HYPER)
+            for seed in range(3)]  # fmt: skip
     trainer = TransformerTrainer(runs, HYPER)
     starts = {}
     for j, run in enumerate(trainer.runs):
-        start = starts[run["seed"]] = initial_policy(DOORS, run["env_kwargs"], HYPER, run["seed"])
+        start = starts[run.seed] = initial_policy(DOORS, run.env_kwargs, HYPER, run.seed)
         c = trainer.config_of[j]
         with torch.no_grad():
             logits, _ = trainer.net.states(trainer.theta, trainer.plans[c])

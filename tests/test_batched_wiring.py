@@ -314,7 +314,7 @@ def test_batched_cost_sums_runs_per_batch_as_the_runner_forms_them():
     from baselines.lib.specs import MethodSpec
 
     jobs = [
-        runs.Run(e, {}, MethodSpec(m, m), 0, 1000, 100, 0.9, {}, "batched")
+        runs.Run(e, {}, MethodSpec(m, text=m), 0, 1000, 100, 0.9, {}, "batched")
         for m in ("a", "b")
         for e in ("E", "F")
         for _ in range(4)

@@ -136,7 +136,8 @@ def test_dilution_fit_is_the_power_law_of_exact_medians() -> None:
     assert fits["oracle"]["slope"] == pytest.approx(-1.0, abs=1e-12)
     assert fits["oracle"]["r2"] == pytest.approx(1.0)
     assert fits["oracle"]["censored_cells"] == 0
-    assert fits["trajectory_mc"]["censored_cells"] == 2  # a slope of bounds, flagged
+    assert fits["trajectory_mc"]["censored_cells"] == 2  # every median a bound: no slope
+    assert fits["trajectory_mc"]["fit"] == "censored" and fits["trajectory_mc"]["slope"] is None
     assert summary["runs"] == 12 and summary["total_cpu_seconds"] == 12.0
     assert summary["density_kwarg"] == "routine_length" and summary["steps"] == 10
     runs = analysis.dilution_runs(dilution_records())

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from routine_envs import plugins
@@ -24,23 +24,18 @@ TURN_LEVEL_METHODS = ("ppo",)
 
 
 @dataclass(frozen=True)
-class MethodSpec:
-    """A parsed, resolved and checked method spec.
+class MethodSpec(plugins.Spec):
+    """A method spec (:class:`routine_envs.plugins.Spec`: its ``text`` as written, what tables
+    and run keys name; its ``target``, the name or import path before the JSON arguments and
+    its hyperparameter section; its JSON ``kwargs``), resolved and checked.
 
     Attributes:
-        text: the spec as written (stripped): what tables and run keys name.
-        target: the name or import path before the JSON arguments (its hyperparameter
-            section).
-        kwargs: the JSON arguments.
         estimator: the estimator class (or object) it resolves to; ``None`` for ``ppo`` and
             for outside code planned as data (:meth:`unresolved`).
         fingerprint: the code fingerprint of outside code planned as data (given, not
             computed: its code is never imported); ``None`` otherwise.
     """
 
-    text: str
-    target: str
-    kwargs: dict[str, Any] = field(default_factory=dict)
     estimator: Any = None
     fingerprint: str | None = None
 
@@ -57,18 +52,13 @@ class MethodSpec:
             raise ValueError(
                 f"method {brief(text)}: only outside code is planned from its fingerprint"
             )
-        return cls(spec.text, spec.target, dict(spec.kwargs), None, fingerprint)
+        return cls(spec.target, dict(spec.kwargs), spec.text, fingerprint=fingerprint)
 
     @property
     def resolved(self) -> bool:
         """Whether its code is here (imported, or ``ppo``): runs of it can be checked and
         trained."""
         return self.fingerprint is None
-
-    @property
-    def is_import_path(self) -> bool:
-        """Whether the method is outside code (``package.module:Name``)."""
-        return plugins.is_import_path(self.target)
 
     @property
     def turn_level(self) -> bool:
@@ -171,26 +161,23 @@ def _parse_method(text: str, registered: Any) -> MethodSpec:
     if spec.target in TURN_LEVEL_METHODS:
         if spec.kwargs:
             raise ValueError(f"method {brief(spec.text)}: ppo takes no estimator arguments")
-        return MethodSpec(spec.text, spec.target, {}, None)
+        return MethodSpec(spec.target, {}, spec.text)
     if not spec.is_import_path and spec.target not in credit.ESTIMATORS:
         raise ValueError(
             f"unknown method {brief(text)}; known: {known_methods()}, or an import path "
             "'package.module:Name' of your own"
         )
     found = credit.check_estimator_spec(spec, "method")  # resolved (imported) and checked once
-    return MethodSpec(spec.text, spec.target, dict(spec.kwargs), found)
+    return MethodSpec(spec.target, dict(spec.kwargs), spec.text, estimator=found)
 
 
 @dataclass(frozen=True)
-class DetectorSpec:
-    """A parsed detector spec: its text, target, arguments and code fingerprint (its module's
-    whole source, helpers included, with the scoring module's and the sampler's: branching
-    rollouts live there)."""
+class DetectorSpec(plugins.Spec):
+    """A detector spec (:class:`routine_envs.plugins.Spec`) with its code fingerprint (its
+    module's whole source, helpers included, with the scoring module's and the sampler's:
+    branching rollouts live there)."""
 
-    text: str
-    target: str
-    kwargs: dict[str, Any]
-    code: str
+    code: str = ""
 
 
 @functools.lru_cache(maxsize=256)
@@ -205,4 +192,4 @@ def parse_detector(text: str) -> DetectorSpec:
     obj = detectors.resolve_detector(spec.target)
     parts = (inspect.getmodule(obj) or obj, scoring, ModelSampler)
     code = "+".join(code_fingerprint(p) for p in parts)
-    return DetectorSpec(spec.text, spec.target, dict(spec.kwargs), code)
+    return DetectorSpec(spec.target, dict(spec.kwargs), spec.text, code=code)

@@ -174,7 +174,7 @@ class _TrajectoryAdvantageMixin:
         self,
         policy: Any,
         env: Any,
-        estimator: credit.EstimatorSpec = "trajectory_mc",
+        estimator: credit.EstimatorLike = "trajectory_mc",
         estimator_kwargs: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
@@ -184,7 +184,7 @@ class _TrajectoryAdvantageMixin:
         self._init_estimator(estimator, estimator_kwargs)
 
     def _init_estimator(
-        self, estimator: credit.EstimatorSpec, estimator_kwargs: dict[str, Any] | None
+        self, estimator: credit.EstimatorLike, estimator_kwargs: dict[str, Any] | None
     ) -> None:
         if not isinstance(self.env, DummyVecEnv):
             raise ValueError(

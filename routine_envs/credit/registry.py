@@ -1,7 +1,7 @@
 """Estimators by name or import path: the registry, and specs resolved, checked and built.
 
 :data:`ESTIMATORS` maps a registry name to its class (or to the import path of a class defined
-in a module built on this package). A spec (:data:`EstimatorSpec`: a name or an import path
+in a module built on this package). A spec (:data:`EstimatorLike`: a name or an import path
 ``"package.module:Name"``, optionally with JSON arguments; a class; an instance) is resolved by
 :func:`resolve_estimator`, checked by :func:`check_estimator_spec` before any run and built by
 :func:`build_estimator` from an :class:`~routine_envs.credit.base.EstimatorContext`. The
@@ -79,7 +79,7 @@ def make_estimator(name: str | AdvantageEstimator, **kwargs: Any) -> AdvantageEs
     return build_estimator(name, None, **kwargs)
 
 
-EstimatorSpec = str | type | AdvantageEstimator
+EstimatorLike = str | type | AdvantageEstimator
 """What :func:`build_estimator` accepts: a registry name or an import path
 ``"package.module:Name"`` (either optionally followed by JSON keyword arguments,
 ``'gigpo{"omega": 0.5}'``), an estimator class or an instance."""
@@ -154,7 +154,7 @@ def resolve_estimator(target: str) -> type | AdvantageEstimator:
 
 
 def build_estimator(
-    spec: EstimatorSpec, context: EstimatorContext | None = None, **kwargs: Any
+    spec: EstimatorLike, context: EstimatorContext | None = None, **kwargs: Any
 ) -> AdvantageEstimator:
     """An estimator from ``spec`` and what ``context`` offers, with constructor ``kwargs``.
 

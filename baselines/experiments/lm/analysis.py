@@ -167,17 +167,22 @@ def dilution_table(records: Iterable[Row]) -> list[Row]:
 def dilution_fits(table: Iterable[Row]) -> dict[str, Row]:
     """Per estimator with at least two density values in ``table`` (:func:`dilution_table`):
     the least-squares slope of log median steps against log rho, its R^2, and how many of the
-    medians fitted are lower bounds (``censored_cells``: the slope is then biased)."""
+    medians fitted are lower bounds (``censored_cells``: the slope is then biased). Where every
+    median is a lower bound the fit is ``"censored"`` (``slope`` and ``r2`` ``None``): a line
+    through bounds alone measures the budget, not the method."""
     table = list(table)
     fits = {}
     for estimator in sorted({r["estimator"] for r in table}):
         mine = [r for r in table if r["estimator"] == estimator]
-        if len(mine) >= 2:
-            slope, _, r2 = snr.fit_loglog(
-                [r["rho"] for r in mine], [r["median_steps"] for r in mine]
-            )
-            censored = sum(r["median_is_lower_bound"] for r in mine)
-            fits[estimator] = {"slope": slope, "r2": r2, "censored_cells": censored}
+        if len(mine) < 2:
+            continue
+        censored = sum(r["median_is_lower_bound"] for r in mine)
+        if censored == len(mine):
+            fits[estimator] = {"slope": None, "r2": None, "censored_cells": censored}
+            fits[estimator]["fit"] = "censored"
+            continue
+        slope, _, r2 = snr.fit_loglog([r["rho"] for r in mine], [r["median_steps"] for r in mine])
+        fits[estimator] = {"slope": slope, "r2": r2, "censored_cells": censored}
     return fits
 
 

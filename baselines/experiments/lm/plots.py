@@ -53,7 +53,10 @@ def plot_dilution(rows: list[dict[str, Any]], summary: dict[str, Any], path: Pat
         med = np.array([r["median_steps"] for r in mine])
         err = [med - [r["min_steps"] for r in mine], [r["max_steps"] for r in mine] - med]
         fit = summary["slope_log_steps_vs_log_rho"].get(estimator)
-        label = estimator + (f" (slope {fit['slope']:.2f})" if fit else "")
+        if fit and fit["slope"] is None:
+            label = f"{estimator} (censored: no slope)"
+        else:
+            label = estimator + (f" (slope {fit['slope']:.2f})" if fit else "")
         ax.errorbar(rho * (1 + 0.04 * (i - 1)), med, yerr=err, marker="o", capsize=3, label=label)
     ax.set_xscale("log")
     ax.set_yscale("log")

@@ -130,7 +130,7 @@ def train(
     Raises:
         ValueError: a run this trainer cannot train (:func:`check`), before any training.
     """
-    from baselines.lib.trainers import RunResult, schedule
+    from baselines.lib.trainers import RunResult
 
     runs = list(runs)
     for run in runs:  # every run checked before any training
@@ -146,20 +146,7 @@ def train(
         bar = tqdm(total=total, unit="step", dynamic_ncols=True, mininterval=0.5)
     for group, hyper in zip(groups, hypers, strict=True):
         members = [runs[i] for i in group]
-        trainer = _trainer_class(hyper)(
-            [
-                {
-                    "env_id": r.env_id,
-                    "env_kwargs": dict(r.env_kwargs),
-                    "method": r.method,
-                    "seed": r.seed,
-                    "budget": r.budget,
-                    "points": schedule(r.budget, r.eval_every),
-                }
-                for r in members
-            ],
-            hyper,
-        )
+        trainer = _trainer_class(hyper)(members, hyper)
         update_bar: Callable[[int], Any] | None = None if bar is None else bar.update
         states = trainer.train(update_bar)
         for i, run, st in zip(group, members, states, strict=True):

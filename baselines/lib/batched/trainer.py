@@ -27,7 +27,7 @@ from baselines.lib.batched.settings import TrainerSettings
 from baselines.lib.batched.streams import RunStreams, Uniforms
 from baselines.lib.batched.tabular import MASKED_LOGIT, StateTable, table_policy
 from baselines.lib.batched.update import LossSettings, RolloutData, Segment, update
-from baselines.lib.trainers import check_feedable
+from baselines.lib.trainers import check_feedable, schedule
 from routine_envs import credit
 from routine_envs.episodes import Declared
 
@@ -65,18 +65,13 @@ class BatchedTrainer:
     """Train runs that share a batch key together (same env id, method, hyperparameters).
 
     Args:
-        runs: one dict per run with ``env_id``, ``env_kwargs``, ``method``, ``seed``,
-            ``budget`` (steps) and ``points`` (the evaluation schedule); use
-            :func:`baselines.lib.batched.train`, which builds them from runs
-            (:class:`baselines.lib.runs.Run`).
+        runs: the runs (:class:`baselines.lib.runs.Run`: env id and kwargs, the parsed method,
+            seed, budget and evaluation schedule; their hyperparameters are the batch's); use
+            :func:`baselines.lib.batched.train`, which groups them.
         hyperparameters: the batch's resolved hyperparameters (one set for every run).
     """
 
-    def __init__(
-        self,
-        runs: Sequence[dict[str, Any]],
-        hyperparameters: dict[str, Any],
-    ) -> None:
+    def __init__(self, runs: Sequence[Any], hyperparameters: dict[str, Any]) -> None:
         start_cpu, start_wall = time.process_time(), time.perf_counter()
         torch.set_num_threads(1)
         if not runs:
@@ -85,17 +80,17 @@ class BatchedTrainer:
         s = self.settings
         if s.policy != self.policy_name:
             raise ValueError(f"policy: {s.policy} is not trained by {type(self).__name__}")
-        methods = {r["method"].text for r in runs}
+        methods = {r.method.text for r in runs}
         if len(methods) != 1:
             raise ValueError(f"one batch trains one method, got {sorted(methods)}")
-        self.method = runs[0]["method"]
+        self.method = runs[0].method
         self.turn_level = self.method.turn_level
         # runs ordered by configuration: each configuration's sub-envs are contiguous
         order = sorted(range(len(runs)), key=lambda i: _config_sort_key(runs, i))
         self.order = np.array(order, dtype=np.int64)
         self.runs = [runs[i] for i in order]
         configs, config_of, _ = build_configs(
-            [(r["env_id"], r["env_kwargs"]) for r in self.runs], s.n_envs
+            [(r.env_id, r.env_kwargs) for r in self.runs], s.n_envs
         )
         self.configs: list[EnvConfig] = configs
         self.config_of = config_of
@@ -104,7 +99,7 @@ class BatchedTrainer:
         if len(dims) != 1:
             raise ValueError(f"runs of one batch must share spaces, got {sorted(dims)}")
         self.masked = first.masked
-        self.streams = [RunStreams.of(r["seed"]) for r in self.runs]
+        self.streams = [RunStreams.of(r.seed) for r in self.runs]
         self.estimators: list[Declared] = []
         trains_critic = True
         if not self.turn_level:
@@ -141,10 +136,10 @@ class BatchedTrainer:
         self.active = np.arange(len(self.runs), dtype=np.int64)
         reads = [e.privileged for e in self.estimators] or [()] * len(self.runs)  # ppo: none
         self.state = [
-            RunState(list(r["points"]), [], [], privileged=read)
+            RunState(schedule(r.budget, r.eval_every), [], [], privileged=read)
             for r, read in zip(self.runs, reads, strict=True)
         ]
-        self.budgets = np.array([r["budget"] for r in self.runs], dtype=np.int64)
+        self.budgets = np.array([r.budget for r in self.runs], dtype=np.int64)
         self.episode_starts = np.ones((len(self.runs), s.n_envs), dtype=np.float32)
         self.want_entropies = any("entropies" in e.requires for e in self.estimators)
         self._charge(start_cpu, start_wall, np.arange(len(self.runs)))
@@ -440,7 +435,7 @@ class BatchedTrainer:
         return out  # type: ignore[return-value]
 
 
-def _config_sort_key(runs: Sequence[dict[str, Any]], i: int) -> tuple[str, int]:
+def _config_sort_key(runs: Sequence[Any], i: int) -> tuple[str, int]:
     from baselines.lib.batched.envs import config_key
 
-    return config_key(runs[i]["env_id"], runs[i]["env_kwargs"]), i
+    return config_key(runs[i].env_id, runs[i].env_kwargs), i

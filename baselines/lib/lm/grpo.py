@@ -165,7 +165,7 @@ class GRPOTrainer:
         self,
         policy: LMPolicy,
         factory: EnvFactory,
-        estimator: credit.EstimatorSpec,
+        estimator: credit.EstimatorLike,
         config: GRPOConfig,
         seed: int = 0,
     ) -> None:
