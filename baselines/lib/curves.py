@@ -9,7 +9,8 @@ rows (lists of dicts), so it is tested on small synthetic tables. Tables name th
 column by the environment's keyword (``routine_length``, ``corridor_length``).
 Across seeds: the interquartile mean (IQM) or the mean, with percentile bootstrap confidence
 intervals over seeds (:mod:`baselines.lib.stats`). ``summary_scores`` is the sweep's score;
-:func:`analyse` writes every table and plot.
+:func:`sweep_tables` is every table of a sweep (a pure function of its records),
+:func:`write_tables` writes them with their plots and :func:`report` prints them.
 """
 
 from __future__ import annotations
@@ -393,28 +394,48 @@ def plot_summary(rows: list[Row], path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- the sweep
-def analyse(
-    records: list[dict[str, Any]], out: Path, baseline: str = "ppo", statistic: str = "iqm"
-) -> dict[str, list[dict[str, Any]]]:
-    """Write the tables (CSV) and plots (PNG) of a sweep into ``out``; return the tables."""
+TABLES = ("learning_curves", "steps_to_target", "ratio_to_turn_level", "summary_scores")
+"""The tables of a sweep (:func:`sweep_tables`), each written as ``<name>.csv``."""
+
+
+def sweep_tables(
+    records: Iterable[Record], baseline: str = "ppo", statistic: str = "iqm"
+) -> dict[str, list[Row]]:
+    """The tables of a sweep, from its records alone (nothing written): learning curves (the
+    ``statistic`` across seeds), steps to target, the ratio of each method to ``baseline``
+    and the summary scores, by the names of :data:`TABLES`."""
     records = current(records)
-    tables = {
+    return {
         "learning_curves": learning_curves(records, statistic),
         "steps_to_target": steps_to_target_table(records),
         "ratio_to_turn_level": ratio_table(records, baseline),
         "summary_scores": summary_scores(records),
     }
-    for name, rows in tables.items():
-        write_csv(out / f"{name}.csv", rows)
+
+
+def write_tables(tables: dict[str, list[Row]], out: Path, statistic: str = "iqm") -> None:
+    """Write the tables of :func:`sweep_tables` (CSV) and their plots (PNG) into ``out``."""
+    for name in TABLES:
+        write_csv(out / f"{name}.csv", tables[name])
     plot_learning_curves(tables["learning_curves"], out / "learning_curves.png", statistic)
     plot_steps_to_target(
         tables["steps_to_target"], tables["ratio_to_turn_level"], out / "steps_to_target.png"
     )
     plot_summary(tables["summary_scores"], out / "summary_scores.png")
+
+
+def analyse(
+    records: list[dict[str, Any]], out: Path, baseline: str = "ppo", statistic: str = "iqm"
+) -> dict[str, list[dict[str, Any]]]:
+    """The tables of a sweep (:func:`sweep_tables`), written into ``out``
+    (:func:`write_tables`); return the tables."""
+    tables = sweep_tables(records, baseline, statistic)
+    write_tables(tables, out, statistic)
     return tables
 
 
 def report(tables: dict[str, list[dict[str, Any]]], records: list[dict[str, Any]]) -> None:
+    """Print the settings of the records and the tables of :func:`sweep_tables`."""
     hyper = records[0].get("hyperparameters", {}) if records else {}
     print(
         f"\nsettings: {records[0].get('env_id', '') if records else ''} "

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from baselines.experiments.bench_backends import analysis
 from baselines.lib import cli, loopback
 from baselines.lib.backend import BACKENDS
 
@@ -153,27 +154,8 @@ def main(args: BenchArgs) -> dict[str, Any]:
 
 
 def report(rows: list[dict[str, Any]], args: BenchArgs) -> dict[str, Any]:
-    """Print and return the overhead ratios, the speed-ups and whether the records agree."""
-    wall = {(r["backend"], r["workers"]): r["wall"] for r in rows}
-    ref = args.backends[0]
-    print(
-        f"\n{args.runs} runs of PPO on DilutedDoors-v1 (L={args.routine_length}, "
-        f"{args.budget_steps} steps each)"
-    )
-    summary: dict[str, Any] = {"overhead": {}, "speedup": {}}
-    for backend in args.backends[1:]:
-        for workers in args.workers:
-            ratio = wall[backend, workers] / wall[ref, workers]
-            summary["overhead"][f"{backend}/{ref} x{workers}"] = ratio
-            print(f"overhead {backend} / {ref}, {workers} worker(s): {ratio:.3f}x")
-    low = min(args.workers)
-    for backend in args.backends:
-        for workers in args.workers:
-            if workers != low:
-                speedup = wall[backend, low] / wall[backend, workers]
-                summary["speedup"][f"{backend} x{workers}"] = speedup
-                print(f"speed-up {backend}, {workers} over {low} worker(s): {speedup:.2f}x")
-    same = len({tuple(r["records"]) for r in rows}) == 1
-    summary["same_records"] = same
-    print(f"same records on every backend and worker count: {'yes' if same else 'NO'}")
-    return summary
+    """Print and return the overhead ratios, the speed-ups and whether the records agree
+    (:func:`baselines.experiments.bench_backends.analysis.summary`)."""
+    result = analysis.summary(rows, args.backends, args.workers)
+    analysis.print_summary(result, args)
+    return result

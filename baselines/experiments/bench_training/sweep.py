@@ -14,7 +14,8 @@ CPU time (``time.process_time``), not wall time, because the machine may be shar
 figure is the best of ``--repeats``. Then the ratio SB3 / batched per method, and the batched
 trainer's achieved arithmetic rate (the FLOPs of its matrix products per CPU second) against
 the machine's own: a ``--matmul-size`` square float32 matrix product timed in the same run, on
-one thread. Not a test: it asserts nothing.
+one thread. Not a test: it asserts nothing. The table is a pure function of the measurements
+(:mod:`baselines.experiments.bench_training.analysis`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 
 import torch
 
+from baselines.experiments.bench_training import analysis
 from baselines.lib import sb3_trainer
 from baselines.lib.runs import Run
 
@@ -121,12 +123,7 @@ def main(args: BenchArgs) -> list[dict[str, Any]]:
         from baselines.experiments.bench_training.memory import tier_peaks
 
         rows = tier_peaks(args.protocol or "rb1", args.memory_tier, args.methods[0])
-        print(f"peak memory of one batch per setting, {args.methods[0]}, tier {args.memory_tier}")
-        for row in rows:
-            print(
-                f"{row['setting']:<50} {row['runs']:>3} runs ({row['densities']} densities) "
-                f"{row['peak_bytes'] / 2**20:>8,.0f} MiB"
-            )
+        analysis.print_memory(rows, args.methods[0], args.memory_tier)
         return rows
     config = None
     if args.protocol:
@@ -137,17 +134,14 @@ def main(args: BenchArgs) -> list[dict[str, Any]]:
         folder = Path(tempfile.mkdtemp(prefix="bench_training_"))
         config = write_configs(protocol, folder).get(args.env_id)
     peak = matmul_flops(args.matmul_size)
-    rows: list[dict[str, Any]] = []
+    measurements: list[dict[str, Any]] = []
     for method in args.methods:
         hyper = load_hyperparameters(args.env_id, method, config)
         sb3 = min(
             sb3_cpu_per_step(method, args.env_id, args.env_kwargs, args.steps, config, seed=k)
             for k in range(args.repeats)
         )
-        label = "PPO" if method == "ppo" else "TrajectoryAdvantagePPO"
-        rows.append(
-            {"trainer": f"sb3 {label}", "method": method, "runs": 1, "cpu_s_per_1e6": sb3 * 1e6}
-        )
+        measurements.append({"trainer": "sb3", "method": method, "runs": 1, "cpu_per_step": sb3})
         for r in args.runs:
             best, rate = float("inf"), 0.0
             for k in range(args.repeats):
@@ -156,31 +150,15 @@ def main(args: BenchArgs) -> list[dict[str, Any]]:
                 )
                 if cpu < best:
                     best, rate = cpu, flops
-            rows.append(
+            measurements.append(
                 {
                     "trainer": "batched",
                     "method": method,
                     "runs": r,
-                    "cpu_s_per_1e6": best * 1e6,
-                    "x_sb3": sb3 / best,
-                    "gflops": rate / 1e9,
-                    "of_peak": rate / peak,
+                    "cpu_per_step": best,
+                    "flops": rate,
                 }
             )
-    print(
-        f"{args.env_id} {args.env_kwargs}, {args.steps:,} steps per run; CPU time, one thread; "
-        f"float32 matmul peak {peak / 1e9:.1f} GFLOP/s ({args.matmul_size}^2)"
-    )
-    print(
-        f"{'trainer':<28} {'method':<14} {'R':>3} {'CPU s / 1e6 steps':>18} {'x SB3':>7} "
-        f"{'GFLOP/s':>8} {'of peak':>8}"
-    )
-    for row in rows:
-        extra = ""
-        if "x_sb3" in row:
-            extra = f" {row['x_sb3']:>7.1f} {row['gflops']:>8.1f} {row['of_peak']:>8.0%}"
-        print(
-            f"{row['trainer']:<28} {row['method']:<14} {row['runs']:>3} "
-            f"{row['cpu_s_per_1e6']:>18,.1f}{extra}"
-        )
+    rows = analysis.cost_table(measurements, peak)
+    analysis.print_cost(rows, args, peak)
     return rows

@@ -11,7 +11,8 @@ sweep killed halfway and started again runs only what is missing, and never dupl
 corrupt or partial line (a crash mid-write) is reported, moved to ``results.rejected.jsonl`` and
 its run done again.
 
-Then the analysis (:mod:`baselines.lib.curves`) writes, as CSV and PNG beside
+Then the analysis (:mod:`baselines.experiments.compare.analysis`: the tables of
+:mod:`baselines.lib.curves`, a pure function of the records) writes, as CSV and PNG beside
 the results: learning curves with bootstrap bands, steps to the target success per method and
 rho, the ratio trajectory-level / turn-level per rho, and a bsuite-style summary score per method.
 """
@@ -22,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from baselines.lib import cli, curves, runs
+from baselines.experiments.compare import analysis
+from baselines.lib import cli, runs
 from baselines.lib.experiment import Experiment, run_experiment
 from baselines.lib.experiment import main as experiment_main
 from baselines.lib.runs import Run, TrainingRecord
@@ -72,23 +74,11 @@ def plan(args: SweepArgs) -> list[Run]:
     return runs_of(args, density_kwarg)
 
 
-def analyse(records: list[dict[str, Any]], args: SweepArgs) -> dict[str, list[dict[str, Any]]]:
-    """The tables and plots of the sweep (:mod:`baselines.lib.curves`) into ``args.out``,
-    printed."""
-    tables = curves.analyse(records, args.out, args.baseline, args.statistic)
-    curves.report(tables, records)
-    print(
-        f"\nwrote {args.out}/: results.jsonl, learning_curves.csv/.png, steps_to_target.csv/"
-        ".png, ratio_to_turn_level.csv, summary_scores.csv/.png"
-    )
-    return tables
-
-
 def experiment() -> Experiment:
     """The comparison sweep as an experiment (its functions looked up now: tests replace
     :func:`run_job`)."""
     return Experiment(
-        "compare", plan, runs.key, run_job, TrainingRecord, analyse, batching=runs.BATCHING
+        "compare", plan, runs.key, run_job, TrainingRecord, analysis.analyse, batching=runs.BATCHING
     )
 
 

@@ -8,22 +8,19 @@ every (setting, method, seed) with the environment's hyperparameters
 probability 12 times per run, and writes ``runs.csv`` (one row per run: steps to the 0.9 target,
 interpolated between evaluations, ``inf`` where never reached) and ``summary.csv`` (per
 setting and method: the runs that reached it and the mean steps of those, the median over all
-runs with unreached runs at infinity).
+runs with unreached runs at infinity): :mod:`baselines.experiments.compare.analysis`, from the
+runs' evaluations alone.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from baselines.experiments.compare import analysis
 from baselines.lib.runs import Run, train
-from baselines.lib.stats import first_crossing
-from baselines.lib.tables import format_table, write_csv
 
 METHODS = (
     "ppo",
@@ -53,45 +50,20 @@ def main(seeds: list[int], out: Path) -> list[dict[str, Any]]:
         for seed in seeds
     ]
     results = train(specs)
-    runs = []
-    for spec, result in zip(specs, results, strict=True):
-        steps = first_crossing(result.timesteps, result.success, TARGET)
-        runs.append(
-            {
-                "setting": f"{spec.env_id}{json.dumps(spec.env_kwargs)}",
-                "method": spec.method.text,
-                "seed": spec.seed,
-                "budget": spec.budget,
-                "steps_to_target": steps,
-                "final_success": result.success[-1],
-            }
-        )
-    write_csv(out / "runs.csv", runs)
-    summary = []
-    for setting in dict.fromkeys(r["setting"] for r in runs):
-        for method in METHODS:
-            mine = [r for r in runs if r["setting"] == setting and r["method"] == method]
-            steps = np.array([r["steps_to_target"] for r in mine])
-            reached = steps[np.isfinite(steps)]
-            summary.append(
-                {
-                    "setting": setting,
-                    "method": method,
-                    "reached": f"{len(reached)}/{len(steps)}",
-                    "mean steps (reached)": round(float(reached.mean())) if len(reached) else "-",
-                    "median steps": "inf"
-                    if math.isinf(float(np.median(steps)))
-                    else round(float(np.median(steps))),
-                    "mean final success": round(
-                        float(np.mean([r["final_success"] for r in mine])), 3
-                    ),
-                }
-            )
-    write_csv(out / "summary.csv", summary)
-    (out / "summary.json").write_text(
-        json.dumps({"seeds": seeds, "target": TARGET, "summary": summary}, indent=2)
-    )
-    print(format_table(summary))
+    records = [
+        {
+            "setting": f"{spec.env_id}{json.dumps(spec.env_kwargs)}",
+            "method": spec.method.text,
+            "seed": spec.seed,
+            "budget": spec.budget,
+            "timesteps": result.timesteps,
+            "success": result.success,
+        }
+        for spec, result in zip(specs, results, strict=True)
+    ]
+    runs = analysis.turn_run_rows(records, TARGET)
+    summary = analysis.turn_summary(runs)
+    analysis.write_turn_methods(runs, summary, seeds, TARGET, out)
     return summary
 
 

@@ -11,7 +11,9 @@
    ``results/demo/compare``).
 
 Writes ``rho_by_routine_length.csv``, ``oracle_advantages.csv`` and ``episode.png`` into
-``--out`` (default ``results/demo``).
+``--out`` (default ``results/demo``). The demo's own analysis is the rho table
+(:mod:`baselines.experiments.demo.analysis`); the rho law and the comparison are analysed by
+their experiments.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import gymnasium as gym
 import numpy as np
 
 import routine_envs
+from baselines.experiments.demo import analysis
 from baselines.lib import cli
 from baselines.lib.backend import BackendArgs, backend_fields
 from baselines.lib.tables import write_csv
@@ -126,14 +129,11 @@ def show_episode(out: Path, seed: int) -> dict[str, float]:
     }
 
 
-def measure_rho(args: DemoArgs) -> list[dict[str, float]]:
-    """Share of critical steps per routine length, fraction and success rewards, uniform policy."""
-    rows = []
+def count_critical(args: DemoArgs) -> list[dict[str, int]]:
+    """Critical steps and steps of ``args.episodes`` episodes of the uniform policy, per
+    routine length and reward (fraction, success), with the env's doors and floors."""
+    counts = []
     for length in args.routine_lengths:
-        row: dict[str, float] = {
-            "routine_length": length,
-            "theory_1_over_1_plus_L": 1 / (1 + length),
-        }
         for reward in ("fraction", "success"):
             env = DilutedDoorsV1Env(routine_length=length, reward=reward)
             rng = np.random.default_rng(args.seed)
@@ -145,12 +145,23 @@ def measure_rho(args: DemoArgs) -> list[dict[str, float]]:
                     _, _, done, _, info = env.step(int(rng.integers(env.num_doors)))
                 critical += info["num_critical"]
                 steps += info["episode_length"]
-            row[f"measured_rho_{reward}"] = critical / steps
-        q, floors = 1 / env.num_doors, env.num_floors
-        # success reward: doors after the first wrong one are routine: E[critical] = sum_f q^f
-        row["theory_success_uniform"] = sum(q**f for f in range(floors)) / (floors * (1 + length))
-        rows.append(row)
-    return rows
+            counts.append(
+                {
+                    "routine_length": length,
+                    "reward": reward,
+                    "critical": critical,
+                    "steps": steps,
+                    "num_doors": env.num_doors,
+                    "num_floors": env.num_floors,
+                }
+            )
+    return counts
+
+
+def measure_rho(args: DemoArgs) -> list[dict[str, float]]:
+    """Share of critical steps per routine length, fraction and success rewards, uniform policy
+    (:func:`count_critical`, :func:`baselines.experiments.demo.analysis.rho_table`)."""
+    return analysis.rho_table(count_critical(args))
 
 
 def oracle_advantages() -> list[dict[str, float]]:
@@ -220,9 +231,7 @@ def main(args: DemoArgs) -> None:
     )
     start = time.perf_counter()
     summary = snr_lab.main(lab)["rho-law"]
-    columns = ("routine_length", "rho", "ratio", "ratio_low", "ratio_high", "theory_ratio")
-    rows = [r for r in read_csv(lab.out / "rho_law" / "rho_law.csv") if r["param"] == "per_state"]
-    print_table([{k: r[k] for k in columns} for r in rows])
+    print_table(analysis.rho_law_rows(read_csv(lab.out / "rho_law" / "rho_law.csv")))
     for param, fit in summary["fits"].items():
         print(
             f"fit ({param}): {fit_text(fit)}; closed form within "

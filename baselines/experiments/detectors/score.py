@@ -13,7 +13,8 @@ annotated rho, with percentile bootstrap intervals over episodes
 - ``random{"seed": 0, "scale": 1.0}`` and a ``.npy`` probability table, as in the SNR lab.
 
 One job per (density value, policy); results go to ``<out>/results.jsonl`` (resumable), then
-``detectors.csv``, ``detectors.md`` and ``summary.json``.
+``detectors.csv``, ``detectors.md`` and ``summary.json``, tables of the records
+(:mod:`baselines.experiments.detectors.analysis`).
 """
 
 from __future__ import annotations
@@ -28,12 +29,13 @@ import gymnasium as gym
 import numpy as np
 
 import routine_envs
+from baselines.experiments.detectors import analysis
 from baselines.lib import cli, provenance
-from baselines.lib.experiment import Experiment, run_experiment
+from baselines.lib.experiment import Experiment
+from baselines.lib.experiment import main as experiment_main
 from baselines.lib.lab import policy_table
 from baselines.lib.records import Record
 from baselines.lib.specs import parse_detector
-from baselines.lib.tables import format_table, write_csv
 from routine_envs import credit, detectors
 from routine_envs.detectors import scoring
 from routine_envs.policy_specs import parse_policy
@@ -281,92 +283,13 @@ def plan(args: ScoreArgs) -> list[dict[str, Any]]:
     ]
 
 
-def flat_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per (setting, detector)."""
-    rows = []
-    for rec in records:
-        for res in rec["results"]:
-            rows.append(
-                {
-                    "env_id": rec["env_id"],
-                    "env_kwargs": json.dumps(rec["env_kwargs"], sort_keys=True),
-                    rec["density_kwarg"]: rec["density_value"],
-                    "policy": rec["policy"]["spec"],
-                    "success_probability": rec["success_probability"],
-                    **res,
-                }
-            )
-    return rows
-
-
-def interval(row: dict[str, Any], name: str, digits: int = 3) -> str:
-    """``0.812 [0.80, 0.83]``: a score and its bootstrap interval."""
-    value, low, high = row[name], row[f"{name}_low"], row[f"{name}_high"]
-    return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
-
-
-def markdown_table(rows: list[dict[str, Any]], density_kwarg: str) -> str:
-    """The detector table as Markdown: one line per (density, policy, detector)."""
-    lines = [
-        f"| {density_kwarg} | policy | rho | detector | AUC | AP | implied rho - rho | "
-        "env steps per step |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r[density_kwarg]} | `{r['policy']}` | {r['rho']:.3f} | `{r['detector']}` | "
-            f"{interval(r, 'auc')} | {interval(r, 'ap')} | {interval(r, 'rho_error')} | "
-            f"{r['cost_per_step']:.3g}"
-            + (f" (+{r['setup_steps']} setup)" if r["setup_steps"] else "")
-            + " |"
-        )
-    return "\n".join(lines) + "\n"
-
-
-TABLE_COLUMNS = (
-    "policy",
-    "rho",
-    "detector",
-    "auc",
-    "auc_low",
-    "auc_high",
-    "ap",
-    "rho_implied",
-    "rho_error",
-    "rho_error_low",
-    "rho_error_high",
-    "cost_per_step",
-    "setup_steps",
-)
-
-
 def main(args: ScoreArgs) -> dict[str, Any]:
     """Score what is missing, write the tables and the summary; return them."""
-    settings = plan(args)
-    records = run_experiment(EXPERIMENT, args, settings)
-    rows = flat_rows(records)
-    density_kwarg = settings[0]["density_kwarg"]
-    write_csv(args.out / "detectors.csv", rows)
-    (args.out / "detectors.md").write_text(markdown_table(rows, density_kwarg))
-    summary = {
-        "env_id": args.env_id,
-        "env_kwargs": args.env_kwargs,
-        "density_kwarg": density_kwarg,
-        "policies": [s["spec"] for s in (policy_identity(p) for p in args.policies)],
-        "detectors": list(args.detectors),
-        "batches": args.batches,
-        "warmup": args.warmup,
-        "groups": args.groups,
-        "group_size": args.group_size,
-        "resamples": args.resamples,
-        "seed": args.seed,
-        "intervals": "95% percentile bootstrap over episodes",
-    }
-    (args.out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False))
-    print(format_table(rows, [density_kwarg, *TABLE_COLUMNS]))
-    print(f"\nwrote {args.out}/: results.jsonl, detectors.csv, detectors.md, summary.json")
-    return {"summary": summary, "rows": rows}
+    return experiment_main(EXPERIMENT, args)
 
 
-EXPERIMENT = Experiment("detectors score", plan, setting_key, score_setting, DetectorRecord)
-"""Detectors scored against the annotations (the analysis is :func:`main`'s tables)."""
+EXPERIMENT = Experiment(
+    "detectors score", plan, setting_key, score_setting, DetectorRecord, analysis.analyse
+)
+"""Detectors scored against the annotations (the analysis:
+:mod:`baselines.experiments.detectors.analysis`)."""

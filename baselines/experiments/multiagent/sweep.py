@@ -4,7 +4,8 @@ Parameter-shared training on the team environments through the turn-based adapte
 (:class:`TurnBasedTeamEnv`), PPO beside ``TrajectoryAdvantagePPO``: each run is
 a :class:`baselines.lib.runs.Run`, results go to a resumable ``results.jsonl``
 (:class:`baselines.lib.results.ResultsFile`) and the tables and plots are those of the comparison
-(:mod:`baselines.lib.curves`). Importing this module registers the team ids.
+(:mod:`baselines.lib.curves`) with the team's decision densities
+(:mod:`baselines.experiments.multiagent.analysis`). Importing this module registers the team ids.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from baselines.lib import curves, runs
+from baselines.experiments.multiagent import analysis
+from baselines.lib import runs
 from baselines.lib.experiment import Experiment, run_experiment
 from baselines.lib.experiment import main as experiment_main
 from baselines.lib.runs import Run, TrainingRecord
@@ -72,28 +74,10 @@ def run_job(run: Run) -> TrainingRecord:
     return runs.train_record(run)
 
 
-def analyse(records: list[dict[str, Any]], args: TeamSweepArgs) -> dict[str, list[dict]]:
-    """The sweep's tables (CSV) and plots (PNG) into ``args.out``, printed."""
-    tables = curves.analyse(records, args.out, args.baseline, args.statistic)
-    if records:
-        first = records[0]
-        print(
-            f"\nteam: {first['num_agents']} agents, parameter-shared policy (turn-based adapter); "
-            "rho below = mean per-agent decision density, team rho = "
-            + ", ".join(sorted({f"L={r['density_value']}: {r['team_rho']:.4g}" for r in records}))
-        )
-    curves.report(tables, records)
-    print(
-        f"\nwrote {args.out}/: results.jsonl, learning_curves.csv/.png, steps_to_target.csv/"
-        ".png, ratio_to_turn_level.csv, summary_scores.csv/.png"
-    )
-    return tables
-
-
 def experiment() -> Experiment:
     """The team sweep as an experiment (``run_job`` is importable by name: spawned workers
     import this module, which registers the ids)."""
-    return Experiment("multiagent", plan, runs.key, run_job, TrainingRecord, analyse)
+    return Experiment("multiagent", plan, runs.key, run_job, TrainingRecord, analysis.analyse)
 
 
 def run_sweep(args: TeamSweepArgs, progress: bool = True) -> list[dict[str, Any]]:
