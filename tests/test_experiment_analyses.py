@@ -404,3 +404,14 @@ def test_demo_measures_the_fraction_rho_exactly_and_prints_the_per_state_rho_law
     assert demo_analysis.rho_law_rows(lab) == [
         {k: lab[0][k] for k in demo_analysis.RHO_LAW_COLUMNS}
     ]
+
+
+def test_the_backends_compare_records_without_what_they_measure_of_the_machine():
+    """Two backends' records of one run differ in wall and CPU seconds only: the same records
+    (the CPU seconds were compared, so every report said NO)."""
+    from baselines.experiments.bench_backends.sweep import comparable
+
+    a = {"key": "k", "success": [0.5], "wall_time": 1.0, "cpu_time": 0.9}
+    b = {**a, "wall_time": 2.0, "cpu_time": 1.7}
+    assert comparable([a]) == comparable([b])
+    assert comparable([a]) != comparable([{**b, "success": [0.6]}])

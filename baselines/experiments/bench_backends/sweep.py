@@ -69,6 +69,20 @@ def sweep_settings(out: Path, backend: str, workers: int, args: BenchArgs) -> di
     }
 
 
+TIMINGS = ("wall_time", "cpu_time")
+"""What a record measures of the machine, not of the run: left out when the two backends'
+records are compared (both differ from run to run)."""
+
+
+def comparable(records: list[dict[str, Any]]) -> list[str]:
+    """The records as canonical JSON without :data:`TIMINGS`, sorted: what must be the same on
+    every backend."""
+    return sorted(
+        json.dumps({k: v for k, v in r.items() if k not in TIMINGS}, sort_keys=True)
+        for r in records
+    )
+
+
 def time_sweep(settings: dict[str, Any]) -> dict[str, Any]:
     """Run the sweep (in a fresh interpreter: see :func:`measure`); its wall time, Ray's
     start-up, the mean training time per run and the records without timings. The sweep is
@@ -98,10 +112,7 @@ def time_sweep(settings: dict[str, Any]) -> dict[str, Any]:
         "wall": wall,
         "startup": startup,
         "per_run": statistics.mean(r["wall_time"] for r in records),
-        "records": sorted(
-            json.dumps({k: v for k, v in r.items() if k != "wall_time"}, sort_keys=True)
-            for r in records
-        ),
+        "records": comparable(records),
     }
 
 
