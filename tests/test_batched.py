@@ -28,6 +28,7 @@ from baselines.lib.batched.update import (
     table_minibatch_gradient,
 )
 from baselines.lib.runs import Run
+from tests.utils import run_spec
 
 DOORS = "DilutedDoors-v1"
 HYPER = {
@@ -43,22 +44,6 @@ HYPER = {
     "normalize_advantage": True,
     "policy_kwargs": {"net_arch": [16, 16]},
 }
-
-
-def run_spec(
-    env_id: str,
-    env_kwargs: dict | None = None,
-    method: str = "ppo",
-    seed: int = 0,
-    budget: int = 50_000,
-    eval_every: int = 2_000,
-    target: float = 0.9,
-    hyperparameters: dict | None = None,
-    config=None,
-) -> Run:
-    """A batched run (:meth:`baselines.lib.runs.Run.of`), in the argument order of these tests."""
-    return Run.of(env_id, method, env_kwargs, seed, budget, eval_every, target, "batched",
-                  config, hyperparameters)  # fmt: skip
 
 
 def doors(method: str, seed: int, length: int, budget: int = 1200, **extra) -> Run:

@@ -21,7 +21,7 @@ from baselines.lib.batched.transformer import (
     TransformerTrainer,
     initial_policy,
 )
-from baselines.lib.runs import Run
+from tests.utils import run_spec
 
 DOORS = "DilutedDoors-v1"
 CONFIGS = [
@@ -42,22 +42,6 @@ HYPER = {
     "clip_range": 0.2,
     "normalize_advantage": True,
 }
-
-
-def run_spec(
-    env_id: str,
-    env_kwargs: dict | None = None,
-    method: str = "ppo",
-    seed: int = 0,
-    budget: int = 50_000,
-    eval_every: int = 2_000,
-    target: float = 0.9,
-    hyperparameters: dict | None = None,
-    config=None,
-) -> Run:
-    """A batched run (:meth:`baselines.lib.runs.Run.of`), in the argument order of these tests."""
-    return Run.of(env_id, method, env_kwargs, seed, budget, eval_every, target, "batched",
-                  config, hyperparameters)  # fmt: skip
 
 
 @pytest.fixture(autouse=True)

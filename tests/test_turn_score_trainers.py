@@ -12,9 +12,9 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from baselines.lib.runs import Run
 from routine_envs.credit import RLOO, Advantages
 from routine_envs.episodes import EpisodeBatch
+from tests.utils import run_spec
 
 ENV_ID, KWARGS = "SearchOrAnswer-v0", {"num_candidates": 3, "max_searches": 3}
 SEEN: list[int] = []
@@ -38,22 +38,6 @@ class ScoreProbe(RLOO):
         np.testing.assert_array_equal(batch.turn_scores[ends], right.astype(float))
         SEEN.append(batch.num_steps)
         return super().__call__(batch)
-
-
-def run_spec(
-    env_id: str,
-    env_kwargs: dict | None = None,
-    method: str = "ppo",
-    seed: int = 0,
-    budget: int = 50_000,
-    eval_every: int = 2_000,
-    target: float = 0.9,
-    hyperparameters: dict | None = None,
-    config=None,
-) -> Run:
-    """A batched run (:meth:`baselines.lib.runs.Run.of`), in the argument order of these tests."""
-    return Run.of(env_id, method, env_kwargs, seed, budget, eval_every, target, "batched",
-                  config, hyperparameters)  # fmt: skip
 
 
 @pytest.mark.parametrize("trainer", ["sb3", "batched"])

@@ -253,3 +253,22 @@ def tiny_training_run(method: str, trainer: str, out: Path, **more: Any) -> Any:
             **more,
         )
     )
+
+
+def run_spec(
+    env_id: str,
+    env_kwargs: dict | None = None,
+    method: str = "ppo",
+    seed: int = 0,
+    budget: int = 50_000,
+    eval_every: int = 2_000,
+    target: float = 0.9,
+    hyperparameters: dict | None = None,
+    config=None,
+) -> Any:
+    """A batched run (:meth:`baselines.lib.runs.Run.of`), in the argument order the batched
+    trainer's tests write (env, kwargs, method, seed, budget, evaluation step, target)."""
+    from baselines.lib.runs import Run
+
+    return Run.of(env_id, method, env_kwargs, seed, budget, eval_every, target, "batched",
+                  config, hyperparameters)  # fmt: skip

@@ -434,6 +434,17 @@ def analyse(
     return tables
 
 
+def report_written(
+    tables: dict[str, list[dict[str, Any]]], records: list[dict[str, Any]], out: Path
+) -> None:
+    """Print the tables (:func:`report`) and the files :func:`write_tables` wrote to ``out``."""
+    report(tables, records)
+    print(
+        f"\nwrote {out}/: results.jsonl, learning_curves.csv/.png, steps_to_target.csv/"
+        ".png, ratio_to_turn_level.csv, summary_scores.csv/.png"
+    )
+
+
 def report(tables: dict[str, list[dict[str, Any]]], records: list[dict[str, Any]]) -> None:
     """Print the settings of the records and the tables of :func:`sweep_tables`."""
     hyper = records[0].get("hyperparameters", {}) if records else {}

@@ -36,11 +36,7 @@ def tables(records: Iterable[Row], settings: Any) -> dict[str, list[Row]]:
 def write(tables: dict[str, list[Row]], records: list[Row], settings: Any) -> None:
     """Write the tables and plots into ``settings.out`` and print them."""
     curves.write_tables(tables, settings.out, settings.statistic)
-    curves.report(tables, records)
-    print(
-        f"\nwrote {settings.out}/: results.jsonl, learning_curves.csv/.png, steps_to_target.csv/"
-        ".png, ratio_to_turn_level.csv, summary_scores.csv/.png"
-    )
+    curves.report_written(tables, records, settings.out)
 
 
 def analyse(records: list[Row], settings: Any) -> dict[str, list[Row]]:

@@ -54,11 +54,7 @@ def write(tables: dict[str, list[Row]], records: list[Row], settings: Any) -> No
             "adapter); rho below = mean per-agent decision density, team rho = "
             + ", ".join(sorted(f"L={r[column]}: {r['team_rho']:.4g}" for r in team))
         )
-    curves.report(tables, records)
-    print(
-        f"\nwrote {settings.out}/: results.jsonl, learning_curves.csv/.png, steps_to_target.csv/"
-        ".png, ratio_to_turn_level.csv, summary_scores.csv/.png"
-    )
+    curves.report_written(tables, records, settings.out)
 
 
 def analyse(records: list[Row], settings: Any) -> dict[str, list[Row]]:
