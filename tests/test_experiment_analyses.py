@@ -302,30 +302,33 @@ def test_detector_tables_are_a_pure_function_of_the_records_and_settings(tmp_pat
 
 # ------------------------------------------------------------------------- benchmarks
 def test_training_cost_table_from_measurements():
+    """Two interleaved rounds: medians, spreads, phase shares, and the SB3 ratio taken round by
+    round (the rounds' loads differ: round 1 is twice as slow for both trainers, so each
+    round's ratio is 10 while a ratio of pooled bests would not be)."""
+
+    def m(trainer, method, runs, repeat, cpu, split, flops=None):
+        row = {"trainer": trainer, "method": method, "runs": runs, "repeat": repeat,
+               "cpu_per_step": cpu, "split": split}  # fmt: skip
+        return row if flops is None else {**row, "update_flops": flops}
+
     measurements = [
-        {"trainer": "sb3", "method": "ppo", "runs": 1, "cpu_per_step": 2e-4},
-        {"trainer": "batched", "method": "ppo", "runs": 1, "cpu_per_step": 2e-5, "flops": 1e9},
-        {"trainer": "batched", "method": "ppo", "runs": 4, "cpu_per_step": 5e-6, "flops": 4e9},
-        {"trainer": "sb3", "method": "trajectory_mc", "runs": 1, "cpu_per_step": 3e-4},
-        {"trainer": "batched", "method": "trajectory_mc", "runs": 4, "cpu_per_step": 1e-5,
-         "flops": 2e9},
+        m("sb3", "ppo", 1, 0, 2e-4, {"rollout": 0.5e-4, "update": 1.5e-4}),
+        m("batched", "ppo", 4, 0, 2e-5, {"setup": 0, "rollout": 5e-6, "evaluation": 0,
+                                         "update": 1.5e-5}, 1e9),
+        m("sb3", "ppo", 1, 1, 4e-4, {"rollout": 1e-4, "update": 3e-4}),
+        m("batched", "ppo", 4, 1, 4e-5, {"setup": 0, "rollout": 1e-5, "evaluation": 0,
+                                         "update": 3e-5}, 3e9),
     ]  # fmt: skip
-    rows = cost_analysis.cost_table(measurements, peak=1e10)
-    assert [r["trainer"] for r in rows] == [
-        "sb3 PPO",
-        "batched",
-        "batched",
-        "sb3 TrajectoryAdvantagePPO",
-        "batched",
-    ]
-    assert rows[0] == {"trainer": "sb3 PPO", "method": "ppo", "runs": 1, "cpu_s_per_1e6": 200.0}
-    expected = [(1, 20.0, 10.0, 1.0, 0.1), (4, 5.0, 40.0, 4.0, 0.4), (4, 10.0, 30.0, 2.0, 0.2)]
-    for row, (runs, cpu, speedup, gflops, share) in zip(
-        [rows[1], rows[2], rows[4]], expected, strict=True
-    ):
-        assert row["runs"] == runs and row["cpu_s_per_1e6"] == pytest.approx(cpu)
-        assert row["x_sb3"] == pytest.approx(speedup) and row["gflops"] == pytest.approx(gflops)
-        assert row["of_peak"] == pytest.approx(share)
+    sb3, batched = cost_analysis.cost_table(measurements, peak=1e10)
+    assert sb3["trainer"] == "sb3 PPO" and sb3["runs"] == 1
+    assert sb3["cpu_s_per_1e6"] == pytest.approx(300.0)  # median of 200 and 400
+    assert sb3["spread"] == pytest.approx(200 / 300)
+    assert sb3["update_share"] == pytest.approx(0.75) and "setup_share" not in sb3
+    assert batched["x_sb3"] == pytest.approx(10.0)
+    assert (batched["x_sb3_low"], batched["x_sb3_high"]) == (pytest.approx(10), pytest.approx(10))
+    assert batched["rollout_share"] == pytest.approx(0.25)
+    assert batched["update_gflops"] == pytest.approx(2.0)  # median of 1 and 3
+    assert batched["update_of_peak"] == pytest.approx(0.2)
 
 
 def test_backend_summary_from_measured_rows():

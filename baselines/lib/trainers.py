@@ -4,7 +4,7 @@ the runs that dispatch to them (:mod:`baselines.lib.runs`) import it and not eac
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 TRAINERS = ("sb3", "batched")
@@ -70,6 +70,12 @@ class RunResult:
     """The privileged batch fields its estimator was given (its ``requires``, read once when it
     was built: :func:`routine_envs.credit.declare`); ``()`` for ``ppo`` and label-free methods."""
 
+    cpu_split: dict[str, float] = field(default_factory=dict)
+    """Its CPU seconds per phase of training (the batched trainer's
+    :data:`~baselines.lib.batched.trainer.PHASES`; for a batched run its share of the batch's;
+    ``{}``: not split)."""
+    update_flops: float = 0.0
+    """Matrix FLOPs of its updates (the batched trainer's count; 0: not counted)."""
     exact: bool = True
     """Whether the curve is exact success probabilities (the env's model), not the success
     share of sampled episodes."""

@@ -1,18 +1,25 @@
 """Analysis of the training-cost benchmark: the table of measured rows, a pure function of the
 measurements (tested on made-up numbers), and the functions that print it.
 
-A measurement is one (trainer, method, runs R): the best CPU seconds per environment step
-(``cpu_per_step``) and, for the batched trainer, the matrix FLOPs per CPU second it achieved
-(``flops``); the table gives CPU seconds per 10^6 steps, the ratio SB3 / batched of the same
-method (``x_sb3``) and the achieved rate against the machine's peak (``of_peak``).
+A measurement is one (trainer, method, runs R) in one round (``repeat``): its CPU seconds per
+environment step (``cpu_per_step``), the same per phase (``split``: ``rollout``, ``update``,
+for the batched trainer also ``setup`` and ``evaluation``) and, for the batched trainer, the
+matrix FLOPs per CPU second of its updates (``update_flops``). The table has one row per
+(trainer, method, R), in order of first measurement: CPU seconds per 10^6 steps (the median over
+rounds) and their spread ((max - min) / median), each phase's share of the time, the ratio SB3 /
+batched of the same method (the median of each round's own ratio, with its least and greatest),
+and the update's arithmetic rate against the machine's peak.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable
 from typing import Any
 
 Row = dict[str, Any]
+PHASES = ("setup", "rollout", "evaluation", "update")
+"""The phases a row's time is split into, in the order printed (SB3 has the middle two)."""
 
 
 def trainer_label(method: str) -> str:
@@ -20,56 +27,75 @@ def trainer_label(method: str) -> str:
     return "PPO" if method == "ppo" else "TrajectoryAdvantagePPO"
 
 
+def spread(values: list[float]) -> float:
+    """(max - min) / median of ``values`` (0 for one value)."""
+    middle = statistics.median(values)
+    return (max(values) - min(values)) / middle if middle else 0.0
+
+
 def cost_table(measurements: Iterable[Row], peak: float) -> list[Row]:
-    """One row per measurement, in order: SB3's (``trainer`` ``sb3 <class>``, one run) and the
-    batched trainer's with its speed-up over SB3's measurement of the same method (which comes
-    first), its GFLOP/s and their share of ``peak`` (FLOP/s)."""
-    sb3: dict[str, float] = {}
-    rows = []
+    """One row per (trainer, method, R), in order of first measurement (see the module
+    docstring); ``peak``: the machine's float32 matmul rate (FLOP/s)."""
+    measurements = list(measurements)
+    groups: dict[tuple[str, str, int], list[Row]] = {}
     for m in measurements:
-        method, cpu = m["method"], m["cpu_per_step"]
-        if m["trainer"] == "sb3":
-            sb3[method] = cpu
-            rows.append(
-                {
-                    "trainer": f"sb3 {trainer_label(method)}",
-                    "method": method,
-                    "runs": 1,
-                    "cpu_s_per_1e6": cpu * 1e6,
-                }
-            )
-        else:
-            rows.append(
-                {
-                    "trainer": "batched",
-                    "method": method,
-                    "runs": m["runs"],
-                    "cpu_s_per_1e6": cpu * 1e6,
-                    "x_sb3": sb3[method] / cpu,
-                    "gflops": m["flops"] / 1e9,
-                    "of_peak": m["flops"] / peak,
-                }
-            )
+        groups.setdefault((m["trainer"], m["method"], m["runs"]), []).append(m)
+    sb3 = {(m["method"], m.get("repeat", 0)): m["cpu_per_step"] for m in measurements
+           if m["trainer"] == "sb3"}  # fmt: skip
+    rows = []
+    for (trainer, method, runs), mine in groups.items():
+        cpu = [m["cpu_per_step"] for m in mine]
+        median = statistics.median(cpu)
+        row: Row = {
+            "trainer": f"sb3 {trainer_label(method)}" if trainer == "sb3" else "batched",
+            "method": method,
+            "runs": runs,
+            "cpu_s_per_1e6": median * 1e6,
+            "spread": spread(cpu),
+        }
+        for phase in PHASES:
+            shares = [m["split"][phase] / m["cpu_per_step"] for m in mine if phase in m["split"]]
+            if shares:
+                row[f"{phase}_share"] = statistics.median(shares)
+        if trainer != "sb3":
+            ratios = [sb3[method, m.get("repeat", 0)] / m["cpu_per_step"] for m in mine]
+            rate = statistics.median(m["update_flops"] for m in mine)
+            row |= {
+                "x_sb3": statistics.median(ratios),
+                "x_sb3_low": min(ratios),
+                "x_sb3_high": max(ratios),
+                "update_gflops": rate / 1e9,
+                "update_of_peak": rate / peak,
+            }
+        rows.append(row)
     return rows
 
 
 def print_cost(rows: list[Row], settings: Any, peak: float) -> None:
     """Print the settings, the peak and the table of :func:`cost_table`."""
     print(
-        f"{settings.env_id} {settings.env_kwargs}, {settings.steps:,} steps per run; CPU time, "
-        f"one thread; float32 matmul peak {peak / 1e9:.1f} GFLOP/s ({settings.matmul_size}^2)"
+        f"{settings.env_id} {settings.env_kwargs}, {settings.steps:,} steps per run, "
+        f"{settings.repeats} rounds (SB3 and batched interleaved; medians, spread = "
+        f"(max - min) / median); CPU time, one thread; float32 matmul peak "
+        f"{peak / 1e9:.1f} GFLOP/s ({settings.matmul_size}^2)"
     )
     print(
-        f"{'trainer':<28} {'method':<14} {'R':>3} {'CPU s / 1e6 steps':>18} {'x SB3':>7} "
-        f"{'GFLOP/s':>8} {'of peak':>8}"
+        f"{'trainer':<28} {'method':<14} {'R':>3} {'CPU s/1e6':>10} {'spread':>7} "
+        f"{'setup':>6} {'rollout':>8} {'eval':>6} {'update':>7} {'x SB3 [min, max]':>20} "
+        f"{'update GFLOP/s':>15} {'of peak':>8}"
     )
     for row in rows:
+        shares = " ".join(
+            f"{row[f'{p}_share']:>{w}.0%}" if f"{p}_share" in row else f"{'-':>{w}}"
+            for p, w in zip(PHASES, (6, 8, 6, 7), strict=True)
+        )
         extra = ""
         if "x_sb3" in row:
-            extra = f" {row['x_sb3']:>7.1f} {row['gflops']:>8.1f} {row['of_peak']:>8.0%}"
+            ratio = f"{row['x_sb3']:.1f} [{row['x_sb3_low']:.1f}, {row['x_sb3_high']:.1f}]"
+            extra = f" {ratio:>20} {row['update_gflops']:>15.1f} {row['update_of_peak']:>8.0%}"
         print(
             f"{row['trainer']:<28} {row['method']:<14} {row['runs']:>3} "
-            f"{row['cpu_s_per_1e6']:>18,.1f}{extra}"
+            f"{row['cpu_s_per_1e6']:>10,.1f} {row['spread']:>7.0%} {shares}{extra}"
         )
 
 

@@ -10,11 +10,17 @@ trainer, its exact evaluations at 0 and at the budget), measured side by side in
 - the batched trainer (:mod:`baselines.lib.batched`) with R runs at once, for each R of
   ``--runs``: the batch's CPU time divided by the steps of all its runs.
 
-CPU time (``time.process_time``), not wall time, because the machine may be shared; each
-figure is the best of ``--repeats``. Then the ratio SB3 / batched per method, and the batched
-trainer's achieved arithmetic rate (the FLOPs of its matrix products per CPU second) against
-the machine's own: a ``--matmul-size`` square float32 matrix product timed in the same run, on
-one thread. Not a test: it asserts nothing. The table is a pure function of the measurements
+CPU time (``time.process_time``), not wall time, because the machine may be shared. The
+measurements are interleaved: each of ``--repeats`` rounds measures SB3 and then every R of
+the batched trainer, for every method, so a change of the machine's load over the bench hits
+both trainers alike; each figure is the median over the rounds with its spread (max - min over
+the median), and the ratio SB3 / batched is the median of the rounds' own ratios. Each
+figure is split by phase: for SB3 ``collect_rollouts`` (acting, stepping, the estimator) and
+``train`` (the update); for the batched trainer its
+:data:`~baselines.lib.batched.trainer.PHASES`, and the update's arithmetic rate (the FLOPs
+of its matrix products per CPU second of the update) against the machine's own: a
+``--matmul-size`` square float32 matrix product timed in the same run, on one thread. Not a
+test: it asserts nothing. The table is a pure function of the measurements
 (:mod:`baselines.experiments.bench_training.analysis`).
 """
 
@@ -33,12 +39,29 @@ from baselines.lib.runs import Run
 
 def sb3_cpu_per_step(
     method: str, env_id: str, env_kwargs: dict[str, Any], steps: int, config: Any, seed: int = 0
-) -> float:
-    """CPU seconds per environment step of one SB3 ``learn(steps)`` (no evaluation)."""
+) -> tuple[float, dict[str, float]]:
+    """CPU seconds per environment step of one SB3 ``learn(steps)`` (no evaluation), and per
+    phase: ``rollout`` (``collect_rollouts``) and ``update`` (``train``)."""
     algo, _ = sb3_trainer.build(Run.of(env_id, method, env_kwargs, seed, config=config))
+    split = {"rollout": 0.0, "update": 0.0}
+
+    def timed(name: str, call: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            start = time.process_time()
+            try:
+                return call(*args, **kwargs)
+            finally:
+                split[name] += time.process_time() - start
+
+        return wrapper
+
+    # SB3's learn() calls these two by attribute: this instance's timed versions
+    algo.collect_rollouts = timed("rollout", algo.collect_rollouts)
+    algo.train = timed("update", algo.train)
     start = time.process_time()
     algo.learn(steps)
-    return (time.process_time() - start) / algo.num_timesteps
+    steps_done = algo.num_timesteps
+    return (time.process_time() - start) / steps_done, {k: v / steps_done for k, v in split.items()}
 
 
 def batched_cpu_per_step(
@@ -49,22 +72,28 @@ def batched_cpu_per_step(
     runs: int,
     hyper: dict[str, Any],
     seed: int = 0,
-) -> tuple[float, float]:
-    """CPU seconds per environment step of one run when ``runs`` train at once, and the matrix
-    FLOPs per CPU second the batch achieved."""
+) -> tuple[float, dict[str, float], float]:
+    """CPU seconds per environment step of one run when ``runs`` train at once, the same per
+    phase (:data:`~baselines.lib.batched.trainer.PHASES`), and the matrix FLOPs per CPU second
+    of the updates."""
     from baselines.lib.batched import train
-    from baselines.lib.batched.mlp import FLOPS
 
     specs = [
         Run.of(env_id, method, env_kwargs, seed + r, steps, steps, 0.9, "batched",
                hyperparameters=hyper)
         for r in range(runs)
     ]  # fmt: skip
-    flops = FLOPS.count
     start = time.process_time()
     results = train(specs)
     cpu = time.process_time() - start
-    return cpu / sum(r.steps_trained for r in results), (FLOPS.count - flops) / cpu
+    steps_done = sum(r.steps_trained for r in results)
+    split: dict[str, float] = {}
+    for result in results:
+        for phase, seconds in result.cpu_split.items():
+            split[phase] = split.get(phase, 0.0) + seconds / steps_done
+    update = split.get("update", 0.0) * steps_done
+    rate = sum(r.update_flops for r in results) / update if update > 0 else 0.0
+    return cpu / steps_done, split, rate
 
 
 def matmul_flops(size: int) -> float:
@@ -89,7 +118,13 @@ class BenchArgs:
         metadata={"help": "gym.make keyword arguments (JSON)"},
     )
     steps: int = field(default=20_000, metadata={"help": "environment steps per run", "min": 1})
-    repeats: int = field(default=2, metadata={"help": "measurements (best kept)", "min": 1})
+    repeats: int = field(
+        default=3,
+        metadata={
+            "help": "rounds of measurements, SB3 and batched interleaved (median and spread)",
+            "min": 1,
+        },
+    )
     methods: list[str] = field(
         default_factory=lambda: ["ppo", "trajectory_mc"],
         metadata={"help": "methods (ppo: SB3 PPO; estimators: TrajectoryAdvantagePPO)"},
@@ -134,31 +169,26 @@ def main(args: BenchArgs) -> list[dict[str, Any]]:
         folder = Path(tempfile.mkdtemp(prefix="bench_training_"))
         config = write_configs(protocol, folder).get(args.env_id)
     peak = matmul_flops(args.matmul_size)
+    hypers = {m: load_hyperparameters(args.env_id, m, config) for m in args.methods}
     measurements: list[dict[str, Any]] = []
-    for method in args.methods:
-        hyper = load_hyperparameters(args.env_id, method, config)
-        sb3 = min(
-            sb3_cpu_per_step(method, args.env_id, args.env_kwargs, args.steps, config, seed=k)
-            for k in range(args.repeats)
-        )
-        measurements.append({"trainer": "sb3", "method": method, "runs": 1, "cpu_per_step": sb3})
-        for r in args.runs:
-            best, rate = float("inf"), 0.0
-            for k in range(args.repeats):
-                cpu, flops = batched_cpu_per_step(
-                    method, args.env_id, args.env_kwargs, args.steps, r, hyper, seed=100 * k
-                )
-                if cpu < best:
-                    best, rate = cpu, flops
-            measurements.append(
-                {
-                    "trainer": "batched",
-                    "method": method,
-                    "runs": r,
-                    "cpu_per_step": best,
-                    "flops": rate,
-                }
+    for k in range(args.repeats):  # rounds: SB3 and every R of each method, interleaved
+        for method in args.methods:
+            cpu, split = sb3_cpu_per_step(
+                method, args.env_id, args.env_kwargs, args.steps, config, seed=k
             )
+            measurements.append(
+                {"trainer": "sb3", "method": method, "runs": 1, "repeat": k,
+                 "cpu_per_step": cpu, "split": split}
+            )  # fmt: skip
+            for r in args.runs:
+                cpu, split, rate = batched_cpu_per_step(
+                    method, args.env_id, args.env_kwargs, args.steps, r, hypers[method],
+                    seed=100 * k,
+                )  # fmt: skip
+                measurements.append(
+                    {"trainer": "batched", "method": method, "runs": r, "repeat": k,
+                     "cpu_per_step": cpu, "split": split, "update_flops": rate}
+                )  # fmt: skip
     rows = analysis.cost_table(measurements, peak)
     analysis.print_cost(rows, args, peak)
     return rows

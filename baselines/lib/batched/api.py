@@ -160,6 +160,8 @@ def train(
                 steps_trained=st.steps,
                 cpu_time=st.cpu_time,
                 privileged_fields=st.privileged,
+                cpu_split=dict(st.cpu_split),
+                update_flops=st.update_flops,
             )
     if bar is not None:
         bar.close()

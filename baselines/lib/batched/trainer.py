@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -52,6 +52,17 @@ class RunState:
     wall_time: float = 0.0
     privileged: tuple[str, ...] = ()
     """The privileged batch fields its estimator is given (its declared record's)."""
+    cpu_split: dict[str, float] = field(default_factory=dict)
+    """Its share of the batch's CPU seconds per phase (:data:`PHASES`)."""
+    update_flops: float = 0.0
+    """Its share of the matrix FLOPs of the updates (forward, backward: :data:`mlp.FLOPS`)."""
+
+
+PHASES = ("setup", "rollout", "evaluation", "update")
+"""Where a batch's CPU time goes: building the batch (networks, env configurations,
+estimators), collecting rollouts (acting, stepping the envs, the estimators' advantages),
+evaluating the success probability at the schedule's points, and PPO's update (forward,
+backward, optimiser)."""
 
 
 def check_estimator(estimator: Any, env: Any, env_id: str) -> None:
@@ -142,6 +153,7 @@ class BatchedTrainer:
         self.budgets = np.array([r.budget for r in self.runs], dtype=np.int64)
         self.episode_starts = np.ones((len(self.runs), s.n_envs), dtype=np.float32)
         self.want_entropies = any("entropies" in e.requires for e in self.estimators)
+        self._phase("setup", start_cpu, np.arange(len(self.runs)))
         self._charge(start_cpu, start_wall, np.arange(len(self.runs)))
 
     policy_name = "mlp"
@@ -217,6 +229,17 @@ class BatchedTrainer:
         estimator = credit.declare(built)
         check_estimator(estimator, config.env, config.env_id)
         return estimator
+
+    def _phase(self, name: str, cpu0: float, runs: np.ndarray, flops: float = 0.0) -> float:
+        """Attribute the CPU seconds since ``cpu0`` (and ``flops``) to phase ``name`` of
+        ``runs``, equally; the time now (the next phase's start)."""
+        now = time.process_time()
+        share = (now - cpu0) / max(1, len(runs))
+        for j in runs.tolist():
+            split = self.state[j].cpu_split
+            split[name] = split.get(name, 0.0) + share
+            self.state[j].update_flops += flops / max(1, len(runs))
+        return now
 
     def _charge(self, cpu0: float, wall0: float, runs: np.ndarray) -> None:
         """Attribute the CPU and wall time since ``cpu0``/``wall0`` equally to ``runs``."""
@@ -327,6 +350,7 @@ class BatchedTrainer:
         runs = self.active
         s = self.settings
         before = np.array([self.state[j].steps for j in runs.tolist()])
+        phase = cpu0
         self._start_rollout(runs)
         if self.turn_level:
             ro = collect_steps(
@@ -353,11 +377,19 @@ class BatchedTrainer:
             )
         else:
             data = self._episode_rollout(runs)
+        phase = self._phase("rollout", phase, runs)
         self._record_points(runs, before)
+        phase = self._phase("evaluation", phase, runs)
+        flops = mlp.FLOPS.count
         self._update(data, runs)
+        self._phase("update", phase, runs, mlp.FLOPS.count - flops)
         self.policy = None  # the rollout's policy is stale from here
         self._charge(cpu0, wall0, runs)
-        self._retire()
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        retired = self._retire()
+        if len(retired):  # their last evaluations: theirs
+            self._phase("evaluation", cpu0, retired)
+            self._charge(cpu0, wall0, retired)
 
     def _episode_rollout(self, runs: np.ndarray) -> RolloutData:
         s = self.settings
@@ -394,13 +426,15 @@ class BatchedTrainer:
             obs, actions, log_probs, advantages, returns, masks if self.masked else None, ids
         )
 
-    def _retire(self) -> None:
-        """Drop the runs that reached their budget from the batch."""
+    def _retire(self) -> np.ndarray:
+        """Drop the runs that reached their budget from the batch (evaluated at the rest of
+        their schedule); those runs."""
         steps = np.array([self.state[j].steps for j in self.active.tolist()])
         keep = steps < self.budgets[self.active]
         if keep.all():
-            return
+            return np.zeros(0, dtype=np.int64)
         rows = np.flatnonzero(keep)
+        retired = self.active[~keep]
         for j in self.active[~keep].tolist():  # the rest of the schedule: final policy
             st = self.state[j]
             if len(st.timesteps) < len(st.points):
@@ -415,6 +449,7 @@ class BatchedTrainer:
         live_configs = set(self.config_of[self.active].tolist())
         for c in range(len(self.configs)):
             self.stepper.alive[c] = c in live_configs
+        return retired
 
     def train(self, progress: Any = None) -> list[RunState]:
         """Train every run to its budget; the states in the callers' order of ``runs``."""
@@ -423,6 +458,7 @@ class BatchedTrainer:
             np.concatenate([st.env_seed + np.arange(self.settings.n_envs) for st in self.streams])
         )
         self._record_points(self.active, np.full(len(self.active), -1))
+        self._phase("evaluation", cpu0, self.active)
         self._charge(cpu0, wall0, self.active)
         while len(self.active):
             done_before = sum(self.state[j].steps for j in range(len(self.runs)))
