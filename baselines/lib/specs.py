@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 from typing import Any
 
 from routine_envs import plugins
@@ -38,6 +39,14 @@ class MethodSpec(plugins.Spec):
 
     estimator: Any = None
     fingerprint: str | None = None
+    _derived: dict[tuple[str, str], str] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
+    """What :meth:`code`, :meth:`source_hash` and :meth:`label` derived, by what and the
+    arguments: each computed once per spec (a run key asks for them for every run of a plan,
+    and a fingerprint reads and parses the source). The spec holds the class it resolved to
+    (:func:`parse_method` is cached per process), so its code's fingerprint cannot change
+    under it."""
 
     def __hash__(self) -> int:
         """By its text (and given fingerprint): the arguments and the class follow from them."""
@@ -65,24 +74,38 @@ class MethodSpec(plugins.Spec):
         """Whether it is SB3's own PPO (a learned critic, no estimator)."""
         return self.target in TURN_LEVEL_METHODS
 
+    def _once(self, what: str, kwargs: dict[str, Any] | None, compute: Any) -> Any:
+        """``compute()``, once per ``what`` and ``kwargs`` (:attr:`_derived`)."""
+        key = (what, json.dumps(kwargs or {}, sort_keys=True, default=repr))
+        if key not in self._derived:
+            self._derived[key] = compute()
+        return self._derived[key]
+
+    @property
+    def code_object(self) -> Any:
+        """What its code fingerprint reads: the class of a built-in; for outside code the
+        module that defines it (an edit of a helper beside the class makes a new run key too)."""
+        obj = self.estimator
+        return (inspect.getmodule(obj) or obj) if self.is_import_path else obj
+
     def code(self, kwargs: dict[str, Any] | None = None) -> str:
-        """The fingerprint of the code behind the estimator: the class of a built-in; for outside
-        code the whole source of its module (an edit of a helper beside the class makes a new
-        run key too); plus the fingerprints of what ``code_dependencies(kwargs)`` returns where
-        the class has it (``detector_masked``: the detector its arguments name)."""
+        """The fingerprint of the code behind the estimator (:attr:`code_object`), plus the
+        fingerprints of what ``code_dependencies(kwargs)`` returns where the class has it
+        (``detector_masked``: the detector its arguments name)."""
         if self.turn_level:
             return "stable_baselines3"
         if self.fingerprint is not None:
             return self.fingerprint
-        obj = self.estimator
-        if self.is_import_path:
-            code = code_fingerprint(inspect.getmodule(obj) or obj)
-        else:
-            code = code_fingerprint(obj)
-        dependencies = getattr(obj, "code_dependencies", None)
-        if dependencies is not None:
-            code += "".join(f"+{code_fingerprint(d)}" for d in dependencies(dict(kwargs or {})))
-        return code
+
+        def compute() -> str:
+            code = code_fingerprint(self.code_object)
+            dependencies = getattr(self.estimator, "code_dependencies", None)
+            if dependencies is not None:
+                found = dependencies(dict(kwargs or {}))
+                code += "".join(f"+{code_fingerprint(d)}" for d in found)
+            return code
+
+        return self._once("code", kwargs, compute)
 
     def source_hash(self) -> str | None:
         """The hash of the estimator's source text as it is (:func:`routine_envs.plugins.
@@ -90,8 +113,7 @@ class MethodSpec(plugins.Spec):
         ``None`` for ``ppo`` and for code not imported here."""
         if self.turn_level or self.estimator is None:
             return None
-        obj = self.estimator
-        return plugins.source_hash((inspect.getmodule(obj) or obj) if self.is_import_path else obj)
+        return self._once("source", None, lambda: plugins.source_hash(self.code_object))
 
     def identity(self, kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
         """``{"name", "kwargs", "code"}`` of the estimator, ``kwargs`` (a config's
@@ -110,6 +132,10 @@ class MethodSpec(plugins.Spec):
         ``turn_credit`` reading ``turn_score``), else the method name."""
         if self.turn_level:
             return self.text
+        return self._once("label", kwargs, lambda: self._label(kwargs))
+
+    def _label(self, kwargs: dict[str, Any] | None) -> str:
+        """:meth:`label`, computed (it builds the estimator to read its ``label``)."""
         cls = self.estimator
         if self.is_import_path or not isinstance(
             inspect.getattr_static(cls, "label", None), property
