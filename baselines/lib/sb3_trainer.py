@@ -192,11 +192,11 @@ def build(run: Any) -> tuple[Any, gym.Env]:
 def train_one(
     run: Any, out: Path | None = None, progress: bool = False, tensorboard: bool = False
 ) -> RunResult:
-    """Train ``run`` and return its success curve; with ``out``, SB3's ``progress.csv``, the
-    success curve as it is measured (``success.csv``) and, with ``tensorboard``, TensorBoard
-    logs go there."""
+    """Train ``run`` (checked: :func:`baselines.lib.runs.check`, as :func:`baselines.lib.runs.
+    train` and the ``train`` command do before) and return its success curve; with ``out``,
+    SB3's ``progress.csv``, the success curve as it is measured (``success.csv``) and, with
+    ``tensorboard``, TensorBoard logs go there."""
     start_cpu = time.process_time()
-    check(run)
     algo, eval_env = build(run)
     if out is not None:
         from stable_baselines3.common.logger import configure
@@ -239,7 +239,7 @@ def train_one(
 
 
 def train(runs: Sequence[Any], progress: bool = False) -> list[RunResult]:
-    """Train ``runs`` one after the other (:func:`train_one`)."""
+    """Train ``runs`` (checked) one after the other (:func:`train_one`)."""
     return [train_one(run, progress=progress) for run in runs]
 
 

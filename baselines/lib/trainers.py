@@ -14,7 +14,8 @@ the runs of one environment and method in one process)."""
 TRAINER_MODULES = {"sb3": "baselines.lib.sb3_trainer", "batched": "baselines.lib.batched"}
 """Where each trainer lives: a module with ``check(run)`` (``ValueError``, one line, when it
 cannot train a :class:`~baselines.lib.runs.Run`) and ``train(runs, progress) -> results``
-(one :class:`RunResult` per run, in order)."""
+(one :class:`RunResult` per run, in order) of runs ``check`` passed
+(:func:`baselines.lib.runs.train` checks every run before any training)."""
 DEFAULT_TRAINER = "sb3"
 """The trainer of a row that names none (every row written before the field existed)."""
 

@@ -34,7 +34,7 @@ import torch
 
 from baselines.experiments.bench_training import analysis
 from baselines.lib import sb3_trainer
-from baselines.lib.runs import Run
+from baselines.lib.runs import Run, check
 
 
 def sb3_cpu_per_step(
@@ -42,7 +42,9 @@ def sb3_cpu_per_step(
 ) -> tuple[float, dict[str, float]]:
     """CPU seconds per environment step of one SB3 ``learn(steps)`` (no evaluation), and per
     phase: ``rollout`` (``collect_rollouts``) and ``update`` (``train``)."""
-    algo, _ = sb3_trainer.build(Run.of(env_id, method, env_kwargs, seed, config=config))
+    run = Run.of(env_id, method, env_kwargs, seed, config=config)
+    check(run)
+    algo, _ = sb3_trainer.build(run)
     split = {"rollout": 0.0, "update": 0.0}
 
     def timed(name: str, call: Any) -> Any:

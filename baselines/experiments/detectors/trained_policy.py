@@ -42,7 +42,7 @@ class PolicyArgs:
 def main(args: PolicyArgs) -> dict[str, Any]:
     """Train, save the table (and a ``.json`` beside it with the settings and the exact
     success probability of the table); return that description."""
-    from baselines.lib.runs import Run
+    from baselines.lib.runs import Run, check
     from baselines.lib.sb3_trainer import build
     from baselines.lib.trajectory_ppo import policy_table
 
@@ -52,6 +52,7 @@ def main(args: PolicyArgs) -> dict[str, Any]:
         raise ValueError(f"--out {args.out}: a folder is in the way (give a .npy file)")
     cli.check_output_folder(args.out.parent, allow_current=True)  # before training
     run = Run.of(args.env_id, args.method, args.env_kwargs, args.seed, args.total_timesteps)
+    check(run)  # an env or method SB3 cannot train: one line, before training
     algo, eval_env = build(run)
     hyper = {"n_envs": 8, **run.hyperparameters}
     algo.learn(args.total_timesteps)
