@@ -153,6 +153,14 @@ class Run:
         )
 
     @property
+    def trained_with(self) -> dict[str, Any]:
+        """The hyperparameters it trains with: its own, with ``n_envs`` the default config's (8)
+        where they name none."""
+        from baselines.lib.config import DEFAULT_CONFIG
+
+        return {"n_envs": DEFAULT_CONFIG["common"]["n_envs"], **self.hyperparameters}
+
+    @property
     def eval_points(self) -> int:
         """Evaluations after the first (at step 0)."""
         return self.budget // self.eval_every

@@ -230,7 +230,7 @@ def train_one(
         curve.success,
         reached if np.isfinite(reached) else None,
         time.perf_counter() - start,
-        {"n_envs": 8, **run.hyperparameters},
+        run.trained_with,
         int(algo.num_timesteps),
         cpu_time=time.process_time() - start_cpu,
         privileged_fields=privileged_of(algo),

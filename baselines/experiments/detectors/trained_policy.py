@@ -54,7 +54,7 @@ def main(args: PolicyArgs) -> dict[str, Any]:
     run = Run.of(args.env_id, args.method, args.env_kwargs, args.seed, args.total_timesteps)
     check(run)  # an env or method SB3 cannot train: one line, before training
     algo, eval_env = build(run)
-    hyper = {"n_envs": 8, **run.hyperparameters}
+    hyper = run.trained_with
     algo.learn(args.total_timesteps)
     table = policy_table(algo.policy, eval_env)
     buffer = io.BytesIO()

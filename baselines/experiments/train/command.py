@@ -99,7 +99,7 @@ def main(args: TrainArgs) -> RunResult:
             **asdict(args),
             "out": str(args.out),
             "config": str(args.config),
-            "hyperparameters": {"n_envs": 8, **run.hyperparameters},
+            "hyperparameters": run.trained_with,
         }
         (args.out / "settings.json").write_text(json.dumps(settings, indent=2, default=str))
     if run.trainer == DEFAULT_TRAINER:  # success.csv written as it is measured

@@ -29,11 +29,6 @@ def _spaces(env_id: str, kwargs_json: str) -> tuple[str, str]:
     return str(env.observation_space), str(env.action_space)
 
 
-def hyperparameters_of(run: Any) -> dict[str, Any]:
-    """The hyperparameters ``run`` trains with (``n_envs`` included: 8 unless given)."""
-    return {"n_envs": 8, **run.hyperparameters}
-
-
 def batch_key(run: Any) -> str:
     """What runs of one batch must share: the env id, the method spec, the resolved
     hyperparameters and the observation and action spaces (canonical JSON). ``env_kwargs``
@@ -44,7 +39,7 @@ def batch_key(run: Any) -> str:
         {
             "env_id": run.env_id,
             "method": run.method.text,
-            "hyper": hyperparameters_of(run),
+            "hyper": run.trained_with,
             "spaces": spaces,
         },
         sort_keys=True,
@@ -78,7 +73,7 @@ def check(run: Any) -> None:
         run.env_id,
         json.dumps(run.env_kwargs, sort_keys=True),
         run.method,
-        json.dumps(hyperparameters_of(run), sort_keys=True, default=str),
+        json.dumps(run.trained_with, sort_keys=True, default=str),
     )
 
 
@@ -136,7 +131,7 @@ def train(
     for run in runs:  # every run checked before any training
         check(run)
     groups = group_runs(runs, max_batch)
-    hypers = [hyperparameters_of(runs[g[0]]) for g in groups]
+    hypers = [runs[g[0]].trained_with for g in groups]
     results: list[Any] = [None] * len(runs)
     bar = None
     if progress:
