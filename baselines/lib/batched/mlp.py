@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -38,6 +39,26 @@ class FlopCounter:
 
 FLOPS = FlopCounter()
 _ONE = torch.ones(())
+
+
+class Workspace:
+    """Arrays reused from one call to the next (an update's minibatch steps): an array written
+    again is still in cache, a fresh one must be fetched first, and at these sizes (half a
+    megabyte per 16 runs' activations) that doubles an element-wise kernel's time (measured
+    with the profiler on rb1's Doors, R = 40). The kernels are the allocating ones' ``out=``
+    forms, so the numbers are the same. ``key`` names a use; a use's array lives until the
+    next call with that key."""
+
+    def __init__(self) -> None:
+        self._arrays: dict[tuple[Any, ...], torch.Tensor] = {}
+
+    def array(self, key: tuple[Any, ...], shape: tuple[int, ...]) -> torch.Tensor:
+        """An uninitialised float32 array of ``shape`` for ``key`` (the last one if it fits)."""
+        found = self._arrays.get(key)
+        if found is None or tuple(found.shape) != tuple(shape):
+            found = torch.empty(shape)
+            self._arrays[key] = found
+        return found
 
 
 @dataclass(frozen=True)
@@ -193,30 +214,52 @@ NARROW = 32
 faster here)."""
 
 
-def _affine(h: torch.Tensor, w: torch.Tensor, b: torch.Tensor, fan_out: int) -> torch.Tensor:
-    """``h @ w + b`` for ``h`` ``(R, B, in)``, ``w`` ``(R, in, out)``, ``b`` ``(R, 1, out)``."""
+def _affine(
+    h: torch.Tensor,
+    w: torch.Tensor,
+    b: torch.Tensor,
+    fan_out: int,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """``h @ w + b`` for ``h`` ``(R, B, in)``, ``w`` ``(R, in, out)``, ``b`` ``(R, 1, out)``;
+    ``out`` (when given) holds the products: ``(R, B, in)`` for a one-column layer, else
+    ``(R, B, out)`` for a wide layer (a narrow one returns its own)."""
     if fan_out == 1:  # one column: BLAS would take a gemv path whose summation order depends
         # on the batch size; a row sum does not
-        return (h * w.transpose(1, 2)).sum(-1, keepdim=True) + b
+        products = h * w.transpose(1, 2) if out is None else torch.mul(h, w.transpose(1, 2), out=out)
+        return products.sum(-1, keepdim=True) + b
     if fan_out <= NARROW:
-        out = torch.baddbmm(b.transpose(1, 2), w.transpose(1, 2), h.transpose(1, 2))
-        return out.transpose(1, 2).contiguous()
-    return torch.baddbmm(b, h, w)
+        result = torch.baddbmm(b.transpose(1, 2), w.transpose(1, 2), h.transpose(1, 2))
+        return result.transpose(1, 2).contiguous()
+    if out is None:
+        return torch.baddbmm(b, h, w)
+    return torch.baddbmm(b, h, w, out=out)
 
 
 def forward(
-    theta: torch.Tensor, layers: tuple[Layer, ...], x: torch.Tensor, keep: bool = False
+    theta: torch.Tensor,
+    layers: tuple[Layer, ...],
+    x: torch.Tensor,
+    keep: bool = False,
+    work: Workspace | None = None,
+    tag: tuple[Any, ...] = (),
 ) -> tuple[torch.Tensor, list[torch.Tensor]]:
     """One network on ``x`` ``(R, B, in)``: its output ``(R, B, out)`` and, with ``keep``, the
-    input of every layer (for :func:`backward`)."""
+    input of every layer (for :func:`backward`). With ``work``, the hidden layers' outputs are
+    its arrays under ``tag`` (valid until the next call with that tag)."""
     inputs = []
     h = x
     runs, rows = x.shape[0], x.shape[1]
-    for layer in layers:
+    for k, layer in enumerate(layers):
         FLOPS.add(runs, rows, layer.fan_in, layer.fan_out)
         if keep:
             inputs.append(h)
-        h = _affine(h, weight(theta, layer), bias(theta, layer), layer.fan_out)
+        out = None
+        if work is not None and layer.fan_out == 1:
+            out = work.array((*tag, "products", k), (runs, rows, layer.fan_in))
+        elif work is not None and layer.fan_out > NARROW:
+            out = work.array((*tag, "h", k), (runs, rows, layer.fan_out))
+        h = _affine(h, weight(theta, layer), bias(theta, layer), layer.fan_out, out)
         if layer.activation:
             tanh_(h)
     return h, inputs
@@ -228,26 +271,39 @@ def backward(
     layers: tuple[Layer, ...],
     inputs: list[torch.Tensor],
     d_out: torch.Tensor,
+    work: Workspace | None = None,
+    tag: tuple[Any, ...] = (),
 ) -> None:
     """Write the gradient of one network's parameters into ``grad`` ``(R, P)`` given the
     gradient ``d_out`` ``(R, B, out)`` of the loss with respect to its output, and the layer
     inputs kept by :func:`forward` (each layer's input after ``tanh`` is the previous layer's
-    activation, whose derivative is ``1 - h**2``)."""
+    activation, whose derivative is ``1 - h**2``). With ``work``, the hidden activations in
+    ``inputs`` are overwritten (they are used up) and the back-propagated gradients are its
+    arrays under ``tag``."""
     d = d_out
     runs, rows = d_out.shape[0], d_out.shape[1]
     for k in range(len(layers) - 1, -1, -1):
         layer, h = layers[k], inputs[k]
         FLOPS.add(runs, rows, layer.fan_in, layer.fan_out * (2 if k else 1))
         if layer.fan_out == 1:  # as in forward: no gemv
-            weight(grad, layer).copy_((h * d).sum(1)[..., None])
+            products = h * d
+            if work is not None:
+                products = torch.mul(h, d, out=work.array((*tag, "products", k), h.shape))
+            weight(grad, layer).copy_(products.sum(1)[..., None])
         elif layer.fan_out <= NARROW:  # as in forward: transposed, (out, B) @ (B, in)
             weight(grad, layer).copy_(torch.bmm(d.transpose(1, 2), h).transpose(1, 2))
         else:
             torch.bmm(h.transpose(1, 2), d, out=weight(grad, layer))
         torch.sum(d, dim=1, keepdim=True, out=bias(grad, layer))
         if k:
-            if layer.fan_out == 1:
-                d = d * weight(theta, layer).transpose(1, 2)
+            w_t = weight(theta, layer).transpose(1, 2)
+            if work is None:
+                d = d * w_t if layer.fan_out == 1 else torch.bmm(d, w_t)
+                d.mul_(torch.addcmul(_ONE, h, h, value=-1.0))  # tanh' = 1 - h**2
             else:
-                d = torch.bmm(d, weight(theta, layer).transpose(1, 2))
-            d.mul_(torch.addcmul(_ONE, h, h, value=-1.0))  # tanh' = 1 - h**2
+                buffer = work.array((*tag, "d", k), (runs, rows, layer.fan_in))
+                if layer.fan_out == 1:
+                    d = torch.mul(d, w_t, out=buffer)
+                else:
+                    d = torch.bmm(d, w_t, out=buffer)
+                d.mul_(torch.addcmul(_ONE, h, h, value=-1.0, out=h))  # h used up

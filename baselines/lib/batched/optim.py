@@ -44,6 +44,7 @@ class StackedAdam:
         self.exp_avg = torch.zeros_like(theta)
         self.exp_avg_sq = torch.zeros_like(theta)
         self.steps = np.zeros(theta.shape[0], dtype=np.int64)
+        self._scratch: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def select(self, rows: np.ndarray) -> None:
         """Keep only the runs ``rows`` (the others left the batch); ``theta`` must be replaced
@@ -77,9 +78,14 @@ class StackedAdam:
             index = torch.as_tensor(rows, dtype=torch.long)
             m, v = self.exp_avg[index], self.exp_avg_sq[index]
             p, g = self.theta[index], grad[index]
+        # two scratch arrays of the step's shape, kept between steps: the same kernels as
+        # allocating ones (same numbers), without a fresh megabyte each
+        if self._scratch is None or self._scratch[0].shape != m.shape:
+            self._scratch = (torch.empty_like(m), torch.empty_like(m))
+        denom, scaled = self._scratch
         m.lerp_(g, 1.0 - beta1)
         v.mul_(beta2).addcmul_(g, g, value=1.0 - beta2)
-        denom = (v.sqrt() / correction2_sqrt[:, None]).add_(self.eps)
-        p.addcdiv_(m * step_size, denom, value=-1.0)
+        torch.sqrt(v, out=denom).div_(correction2_sqrt[:, None]).add_(self.eps)
+        p.addcdiv_(torch.mul(m, step_size, out=scaled), denom, value=-1.0)
         if rows is not None:
             self.exp_avg[index], self.exp_avg_sq[index], self.theta[index] = m, v, p

@@ -31,8 +31,10 @@ from baselines.lib.batched.optim import StackedAdam, clip_by_global_norm
 from baselines.lib.batched.tabular import MASKED_LOGIT, StateTable, table_inputs
 
 RUN_CHUNK = 16
-"""Runs whose minibatch gradients are computed in one batched pass (more at once only adds
-memory traffic: measured on rb1's Doors settings, R = 40)."""
+"""Runs whose networks are run forward and backward in one batched pass (more at once only
+adds memory traffic: measured on rb1's Doors settings, R = 40). The loss around them, small
+element-wise work on ``(R, rows)`` and ``(R, K, A)`` arrays whose cost is the number of calls,
+is computed once for every run of a segment."""
 
 
 @dataclass
@@ -152,10 +154,8 @@ def update(
     base = np.arange(runs, dtype=np.int64)[:, None] * stride
     pi, vf = layout.net("pi"), layout.net("vf")
     grad = torch.zeros_like(theta)
-    parts = []  # (lo, hi, table): each segment a few runs at a time (activations in cache)
-    for seg in segments or [Segment(0, runs)]:
-        chunks = range(seg.lo, seg.hi, RUN_CHUNK)
-        parts += [(lo, min(seg.hi, lo + RUN_CHUNK), seg.table) for lo in chunks]
+    parts = segments or [Segment(0, runs)]
+    work = mlp.Workspace()  # the minibatch steps' arrays, reused (kept in cache)
     for _ in range(settings.n_epochs):
         batches = [
             minibatches(int(n), settings, g) for n, g in zip(data.sizes, shufflers, strict=True)
@@ -171,14 +171,52 @@ def update(
         for j in range(count):
             active = taken[j] > 0
             grad.zero_()
-            for lo, hi, table in parts:
-                args = (data, index[j, lo:hi], taken[j, lo:hi], settings)
-                if table is None:
+            for seg in parts:
+                lo, hi = seg.lo, seg.hi
+                args = (data, index[j, lo:hi], taken[j, lo:hi], settings, work)
+                if seg.table is None:
                     minibatch_gradient(theta[lo:hi], grad[lo:hi], pi, vf, *args)
                 else:
-                    table_minibatch_gradient(theta[lo:hi], grad[lo:hi], layout, table, *args)
+                    table_minibatch_gradient(theta[lo:hi], grad[lo:hi], layout, seg.table, *args)
             clip_by_global_norm(grad, settings.max_grad_norm)
             optimizer.step(grad, active)
+
+
+def chunked_forward(
+    theta: torch.Tensor,
+    layers: tuple[mlp.Layer, ...],
+    x: torch.Tensor,
+    work: mlp.Workspace | None = None,
+    chunk: int = RUN_CHUNK,
+) -> tuple[torch.Tensor, list[list[torch.Tensor]]]:
+    """:func:`mlp.forward` of the runs ``theta`` ``(R, P)`` on ``x`` ``(R, B, in)``,
+    :data:`RUN_CHUNK` runs at a time: the output ``(R, B, out)`` and each chunk's kept inputs
+    (for :func:`chunked_backward`). Each run's numbers are those of a pass on its own."""
+    outs, kept = [], []
+    net = layers[0].net
+    for k, lo in enumerate(range(0, theta.shape[0], chunk)):
+        hi = lo + chunk
+        out, inputs = mlp.forward(theta[lo:hi], layers, x[lo:hi], True, work, (net, k))
+        outs.append(out)
+        kept.append(inputs)
+    return (outs[0] if len(outs) == 1 else torch.cat(outs)), kept
+
+
+def chunked_backward(
+    theta: torch.Tensor,
+    grad: torch.Tensor,
+    layers: tuple[mlp.Layer, ...],
+    kept: list[list[torch.Tensor]],
+    d_out: torch.Tensor,
+    work: mlp.Workspace | None = None,
+    chunk: int = RUN_CHUNK,
+) -> None:
+    """:func:`mlp.backward` chunk by chunk, after :func:`chunked_forward` (same ``chunk`` and
+    ``work``; it uses up the kept inputs)."""
+    net = layers[0].net
+    for k, lo in enumerate(range(0, theta.shape[0], chunk)):
+        hi = lo + chunk
+        mlp.backward(theta[lo:hi], grad[lo:hi], layers, kept[k], d_out[lo:hi], work, (net, k))
 
 
 def normalised_advantages(
@@ -205,6 +243,7 @@ def minibatch_gradient(
     index: np.ndarray,
     taken: np.ndarray,
     settings: LossSettings,
+    work: mlp.Workspace | None = None,
 ) -> None:
     """The gradient of SB3 PPO's loss on one padded minibatch of every run (``index``
     ``(R, rows)`` into ``data``'s flat rows, the first ``taken[r]`` real), into ``grad``."""
@@ -221,7 +260,7 @@ def minibatch_gradient(
     if settings.normalize_advantage:
         adv = normalised_advantages(adv, valid, taken, n)
 
-    logits, pi_inputs = mlp.forward(theta, pi, x, keep=True)
+    logits, pi_inputs = chunked_forward(theta, pi, x, work)
     masks = None
     if data.masks is not None:
         masks = data.masks.index_select(0, flat).view(runs, rows, -1)
@@ -243,13 +282,13 @@ def minibatch_gradient(
     # d log pi(a) / d logits = onehot(a) - p
     d_logits -= p * d_log_p_a[..., None]
     d_logits.scatter_add_(2, actions, d_log_p_a[..., None])
-    mlp.backward(theta, grad, pi, pi_inputs, d_logits)
+    chunked_backward(theta, grad, pi, pi_inputs, d_logits, work)
 
     if vf and settings.vf_coef != 0.0:
         returns = data.returns.index_select(0, flat).view(runs, rows)
-        values, vf_inputs = mlp.forward(theta, vf, x, keep=True)
+        values, vf_inputs = chunked_forward(theta, vf, x, work)
         d_values = (values[..., 0] - returns) * (2.0 * settings.vf_coef) * weight
-        mlp.backward(theta, grad, vf, vf_inputs, d_values[..., None])
+        chunked_backward(theta, grad, vf, vf_inputs, d_values[..., None], work)
 
 
 def table_minibatch_gradient(
@@ -261,6 +300,7 @@ def table_minibatch_gradient(
     index: np.ndarray,
     taken: np.ndarray,
     settings: LossSettings,
+    work: mlp.Workspace | None = None,
 ) -> None:
     """:func:`baselines.lib.batched.update.minibatch_gradient` on the state table: the same
     gradient of SB3 PPO's loss on one padded minibatch of every run (``index`` ``(R, rows)``
@@ -282,7 +322,7 @@ def table_minibatch_gradient(
 
     x = table_inputs(table, runs)
     pi, vf = layout.net("pi"), layout.net("vf")
-    logits, pi_inputs = mlp.forward(theta, pi, x, keep=True)  # (R, K_pad, A)
+    logits, pi_inputs = chunked_forward(theta, pi, x, work)  # (R, K_pad, A)
     masks = table.masks
     if masks is not None:
         logits = logits.masked_fill(~masks, MASKED_LOGIT)
@@ -304,11 +344,11 @@ def table_minibatch_gradient(
     d_logits = p * (log_p_safe + entropy) * (settings.ent_coef * per_state)[..., None]
     d_logits -= p * per_pair.sum(-1, keepdim=True)
     d_logits += per_pair
-    mlp.backward(theta, grad, pi, pi_inputs, d_logits)
+    chunked_backward(theta, grad, pi, pi_inputs, d_logits, work)
 
     if vf and settings.vf_coef != 0.0:
         returns = data.returns.index_select(0, flat).view(runs, rows)
         target = torch.zeros(runs, size).scatter_add_(1, state, weight * returns)
-        values, vf_inputs = mlp.forward(theta, vf, x, keep=True)
+        values, vf_inputs = chunked_forward(theta, vf, x, work)
         d_values = (values[..., 0] * per_state - target) * (2.0 * settings.vf_coef)
-        mlp.backward(theta, grad, vf, vf_inputs, d_values[..., None])
+        chunked_backward(theta, grad, vf, vf_inputs, d_values[..., None], work)
