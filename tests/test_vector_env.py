@@ -137,6 +137,22 @@ def test_same_as_single_envs_step_by_step(kwargs):
     assert ended >= 6
 
 
+def test_reset_seeds_take_effect_at_the_first_draw_as_in_single_envs():
+    """Generators are built when a sub-env first draws: a seed given by a reset that is
+    followed by reset(seed=None) before any draw, a seed replaced before any draw, and a
+    sub-env never seeded (fresh entropy, so only that it runs) behave as SyncVectorEnv's."""
+    reference, native = make_pair(4, routine_length=(0, 7))
+    rng = np.random.default_rng(2)
+    for seed in (9, [1, None, 2, None]):
+        assert_same(reference.reset(seed=seed), native.reset(seed=seed), "seeded reset")
+    assert_same(reference.reset(seed=None), native.reset(seed=None), "reset without seed")
+    run_both(reference, native, 60, None, rng, native.single_action_space.n)
+    unseeded = gym.make_vec(ENV_ID, 3, routine_length=(0, 7))
+    unseeded.reset()
+    for _ in range(20):
+        assert len(unseeded.step(np.zeros(3, dtype=np.int64))[0]) == 3
+
+
 @pytest.mark.parametrize("mode", list(AutoresetMode), ids=lambda m: m.value)
 @pytest.mark.parametrize("max_steps", [None, 7])
 @pytest.mark.parametrize("kwargs", [CONFIGS[1], CONFIGS[3]], ids=config_id)

@@ -175,7 +175,10 @@ class ModelVectorEnv(gym.vector.VectorEnv):
         self._mask_now: np.ndarray | None = None  # action masks of the current states
         self._ended = np.zeros(shape, dtype=bool)  # finished on the last step (NEXT_STEP)
         self._has_reset = False
+        # a sub-environment's generator is built from its reset seed when it first draws (most
+        # configurations never draw: building one per reset was a quarter of a group rollout)
         self._generators: list[np.random.Generator | None] = [None] * self.num_envs
+        self._stream_seeds: list[int | None] = [None] * self.num_envs
         self._uniforms = np.zeros((self.num_envs, DRAW_BLOCK))
         self._next_uniform = np.full(shape, DRAW_BLOCK, dtype=np.int64)
 
@@ -204,8 +207,8 @@ class ModelVectorEnv(gym.vector.VectorEnv):
         else:
             index = np.flatnonzero(self._check_reset_mask(mask))
         for i in index.tolist():  # some outcome may be random (known only once visited)
-            if seeds[i] is not None or self._generators[i] is None:
-                self._generators[i] = seeding.np_random(seeds[i])[0]
+            if seeds[i] is not None:  # a new stream, built at its first draw (_draw)
+                self._stream_seeds[i], self._generators[i] = seeds[i], None
                 self._next_uniform[i] = DRAW_BLOCK
         self._reset_envs(index)
         self._ended[index] = False
@@ -390,7 +393,10 @@ class ModelVectorEnv(gym.vector.VectorEnv):
         uniforms, cursor = self._uniforms, self._next_uniform
         position = cursor.take(index)
         for i in index[position == DRAW_BLOCK].tolist():  # used up: draw the next block
-            uniforms[i] = self._generators[i].random(DRAW_BLOCK)
+            generator = self._generators[i]
+            if generator is None:  # the stream of the last reset seed (None: fresh entropy)
+                generator = self._generators[i] = seeding.np_random(self._stream_seeds[i])[0]
+            uniforms[i] = generator.random(DRAW_BLOCK)
             cursor[i] = 0
         position = cursor.take(index)
         cursor[index] = position + 1
