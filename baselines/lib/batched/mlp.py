@@ -286,8 +286,9 @@ def backward(
         layer, h = layers[k], inputs[k]
         FLOPS.add(runs, rows, layer.fan_in, layer.fan_out * (2 if k else 1))
         if layer.fan_out == 1:  # as in forward: no gemv
-            products = h * d
-            if work is not None:
+            if work is None:
+                products = h * d
+            else:
                 products = torch.mul(h, d, out=work.array((*tag, "products", k), h.shape))
             weight(grad, layer).copy_(products.sum(1)[..., None])
         elif layer.fan_out <= NARROW:  # as in forward: transposed, (out, B) @ (B, in)
