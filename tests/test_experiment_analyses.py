@@ -331,6 +331,25 @@ def test_training_cost_table_from_measurements():
     assert batched["update_of_peak"] == pytest.approx(0.2)
 
 
+def test_measured_costs_take_the_largest_batch_and_merge_into_the_file():
+    rows = [
+        {"trainer": "sb3 PPO", "method": "ppo", "runs": 1, "cpu_s_per_1e6": 80.0},
+        {"trainer": "batched", "method": "ppo", "runs": 10, "cpu_s_per_1e6": 5.0},
+        {"trainer": "batched", "method": "ppo", "runs": 40, "cpu_s_per_1e6": 3.0},
+    ]
+    header = {"protocol": "rb2", "trainer": "batched", "measured": "now"}
+    first = cost_analysis.measured_costs(rows, "E", None, header)
+    assert first == {**header, "batch_runs": 40, "seconds_per_step": {"ppo": {"E": 3e-06}}}
+    later = {**header, "measured": "later"}
+    merged = cost_analysis.measured_costs(rows[:2], "F", first, later)
+    assert merged["seconds_per_step"] == {"ppo": {"E": 3e-06, "F": 5e-06}}
+    assert merged["measured"] == "now; later" and merged["batch_runs"] == 10
+    other = cost_analysis.measured_costs(rows, "F", {**first, "protocol": "rb1"}, header)
+    assert other["seconds_per_step"] == {"ppo": {"F": 3e-06}}  # another protocol's: replaced
+    with pytest.raises(ValueError, match="no batched rows"):
+        cost_analysis.measured_costs(rows[:1], "E", None, header)
+
+
 def test_backend_summary_from_measured_rows():
     walls = {("process", 1): 10.0, ("ray", 1): 11.5, ("process", 2): 5.0, ("ray", 2): 6.0}
     rows = [

@@ -445,6 +445,8 @@ class ModelVectorEnv(gym.vector.VectorEnv):
                 f"seed as a list must have one entry per sub-environment ({self.num_envs}), "
                 f"got {len(seed)}"
             )
+        if all(type(s) is int and s >= 0 for s in seed):  # the usual case, without the ABC
+            return list(seed)  # checks of _is_integer (a trainer reseeds every group)
         for s in seed:
             if s is not None and (not _is_integer(s) or s < 0):
                 raise ValueError(f"every seed must be None or an int >= 0, got {s!r}")

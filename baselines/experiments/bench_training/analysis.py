@@ -71,6 +71,36 @@ def cost_table(measurements: Iterable[Row], peak: float) -> list[Row]:
     return rows
 
 
+def measured_costs(
+    rows: list[Row], env_id: str, existing: dict[str, Any] | None, header: dict[str, Any]
+) -> dict[str, Any]:
+    """The measured-costs file ``benchmark plan`` reads
+    (:data:`~baselines.experiments.benchmark.cost.MEASURED_FILE`) with the batched trainer's
+    CPU seconds per step at the largest R of ``rows`` (the median over rounds), per method on
+    ``env_id``, merged into ``existing`` (the file as it was, when it holds the same protocol
+    and trainer: entries of other methods and envs stay, its ``measured`` lines are kept
+    before ``header["measured"]``). ``header``: ``protocol``, ``trainer``, ``measured``."""
+    batched = [r for r in rows if r["trainer"] == "batched"]
+    if not batched:
+        raise ValueError("no batched rows measured: nothing to write")
+    largest = max(r["runs"] for r in batched)
+    same = existing is not None and all(
+        existing.get(k) == header[k] for k in ("protocol", "trainer")
+    )
+    table: dict[str, Any] = {**header, "batch_runs": largest, "seconds_per_step": {}}
+    if same and existing is not None:
+        table["seconds_per_step"] = {m: dict(e) for m, e in existing["seconds_per_step"].items()}
+        before = existing["measured"]
+        table["measured"] = "; ".join([*([before] if before else []), header["measured"]])
+        if existing.get("batch_runs") not in (None, largest):
+            table["batch_runs"] = min(existing["batch_runs"], largest)
+    for row in batched:
+        if row["runs"] == largest:
+            per_env = table["seconds_per_step"].setdefault(row["method"], {})
+            per_env[env_id] = float(f"{row['cpu_s_per_1e6'] / 1e6:.4g}")
+    return table
+
+
 def print_cost(rows: list[Row], settings: Any, peak: float) -> None:
     """Print the settings, the peak and the table of :func:`cost_table`."""
     print(

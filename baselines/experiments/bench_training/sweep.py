@@ -139,6 +139,15 @@ class BenchArgs:
         default="rb1", metadata={"help": "protocol whose hyperparameters to use ('' for none)"}
     )
     matmul_size: int = field(default=2048, metadata={"help": "matrix size of the peak", "min": 64})
+    costs: str = field(
+        default="",
+        metadata={
+            "help": "also write the batched trainer's CPU s/step at the largest --runs, per "
+            "method on --env-id, to this JSON file (merged into it when it holds the same "
+            "protocol): what `benchmark plan` reads from baselines/protocols/<version>-"
+            "batched-costs.json"
+        },
+    )
     memory_tier: str = field(
         default="",
         metadata={
@@ -193,4 +202,37 @@ def main(args: BenchArgs) -> list[dict[str, Any]]:
                 )  # fmt: skip
     rows = analysis.cost_table(measurements, peak)
     analysis.print_cost(rows, args, peak)
+    if args.costs:
+        write_costs(Path(args.costs), rows, args)
     return rows
+
+
+def write_costs(path: Any, rows: list[dict[str, Any]], args: BenchArgs) -> None:
+    """Write (merge) the measured-costs file of :func:`analysis.measured_costs`, saying what
+    measured it: the command's settings, the date, the commit, the machine and its load."""
+    import json
+    import os
+    import shlex
+    import sys
+    from datetime import datetime, timezone
+    from pathlib import Path
+
+    from baselines.experiments.benchmark.report import git_commit, hardware
+    from baselines.lib.results import write_atomic
+
+    folder = Path(__file__).resolve().parents[3]
+    command = shlex.join(["python", "-m", "baselines", "bench_training", *sys.argv[1:]])
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    header = {
+        "protocol": args.protocol or "none",
+        "trainer": "batched",
+        "measured": f"{command} ({args.env_id} {json.dumps(args.env_kwargs, sort_keys=True)}), "
+        f"{when}, commit {git_commit(folder)}, {hardware()}, load average {load}; the median "
+        "over rounds of the batch's CPU seconds over its runs' steps",
+    }
+    path = Path(path)
+    existing = json.loads(path.read_text()) if path.is_file() else None
+    table = analysis.measured_costs(rows, args.env_id, existing, header)
+    write_atomic(path, json.dumps(table, indent=1) + "\n")
+    print(f"wrote {path} (batches of {table['batch_runs']} runs)")

@@ -3,14 +3,15 @@ costs, and what the estimate assumes (:mod:`~.cost` holds the cost model).
 
 Where the per-step costs come from, per trainer:
 
-- the references' trainer (the protocol's ``trainer``): the shipped references' own rows,
-  SB3's by their wall time per step (one run per process), the batched trainer's by their CPU
+- a measured file shipped beside the protocol
+  (``baselines/protocols/<version>-<trainer>-costs.json``, :func:`~.cost.measured_costs`),
+  when one ships: ``python -m baselines bench_training --costs`` writes it, so a speed-up of
+  the trainer re-prices every tier with one measurement;
+- else, for the references' trainer (the protocol's ``trainer``), the shipped references' own
+  rows: SB3's by their wall time per step (one run per process), the batched trainer's by their CPU
   time per step (each run's share of its batch), per method and setting; the tier's own
   references when they ship (:func:`pricing_tier`: measured at its batch sizes and on its
-  policy), else lite's;
-- the other trainer: a measured file shipped beside the protocol
-  (``baselines/protocols/<version>-<trainer>-costs.json``, :func:`~.cost.measured_costs`), when
-  one ships.
+  policy), else lite's.
 """
 
 from __future__ import annotations
@@ -54,30 +55,32 @@ def trainer_rates(
     priced_on: str = "lite",
 ) -> dict[str, tuple[dict[Any, float], str]]:
     """``{trainer: (per-step seconds, where they come from)}`` for every trainer with measured
-    costs: the references' trainer from ``shipped`` (the references of tier ``priced_on`` by
-    method), the other from its measured file."""
+    costs: each from its measured file where one ships, else the references' trainer from
+    ``shipped`` (the references of tier ``priced_on`` by method)."""
     rates: dict[str, tuple[dict[Any, float], str]] = {}
     runs = sum(len(r) for r in shipped.values())
-    if shipped and protocol.trainer == "sb3":
+    measured = {t: cost.measured_costs(protocol.version, t) for t in ("sb3", "batched")}
+    # a measured file (the bench's measurement of the trainer as it is now) wins over the
+    # references' rows (trained by the trainer as it was when they were made)
+    from_rows = shipped and measured[protocol.trainer] is None
+    if from_rows and protocol.trainer == "sb3":
         rates["sb3"] = (
             cost.seconds_per_step(shipped),
             f"seconds per step measured in the {priced_on} references ({runs} runs of "
             f"{len(shipped)} methods, wall time of one run per process{verified})",
         )
-    elif shipped:
+    elif from_rows:
         rates["batched"] = (
             cost.batched_rates([r for recs in shipped.values() for r in recs]),
             f"CPU seconds per step measured in the {priced_on} references ({runs} runs of "
             f"{len(shipped)} methods, each run's share of its batch, per setting{verified})",
         )
     for trainer in ("sb3", "batched"):
-        if trainer in rates:
-            continue
-        measured = cost.measured_costs(protocol.version, trainer)
-        if measured is not None:
+        found = measured[trainer]
+        if trainer not in rates and found is not None:
             rates[trainer] = (
-                measured[0],
-                f"CPU seconds per step measured in baselines/protocols/{measured[1]}",
+                found[0],
+                f"CPU seconds per step measured in baselines/protocols/{found[1]}",
             )
     return rates
 

@@ -226,7 +226,9 @@ def _affine(
     ``(R, B, out)`` for a wide layer (a narrow one returns its own)."""
     if fan_out == 1:  # one column: BLAS would take a gemv path whose summation order depends
         # on the batch size; a row sum does not
-        products = h * w.transpose(1, 2) if out is None else torch.mul(h, w.transpose(1, 2), out=out)
+        products = (
+            h * w.transpose(1, 2) if out is None else torch.mul(h, w.transpose(1, 2), out=out)
+        )
         return products.sum(-1, keepdim=True) + b
     if fan_out <= NARROW:
         result = torch.baddbmm(b.transpose(1, 2), w.transpose(1, 2), h.transpose(1, 2))
