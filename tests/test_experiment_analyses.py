@@ -337,17 +337,25 @@ def test_measured_costs_take_the_largest_batch_and_merge_into_the_file():
         {"trainer": "batched", "method": "ppo", "runs": 10, "cpu_s_per_1e6": 5.0},
         {"trainer": "batched", "method": "ppo", "runs": 40, "cpu_s_per_1e6": 3.0},
     ]
+    rows = [{**r, "where": "E"} for r in rows]
+    elsewhere = [{**r, "where": "F"} for r in rows]
     header = {"protocol": "rb2", "trainer": "batched", "measured": "now"}
-    first = cost_analysis.measured_costs(rows, "E", None, header)
+    first = cost_analysis.measured_costs(rows, None, header)
     assert first == {**header, "batch_runs": 40, "seconds_per_step": {"ppo": {"E": 3e-06}}}
     later = {**header, "measured": "later"}
-    merged = cost_analysis.measured_costs(rows[:2], "F", first, later)
+    merged = cost_analysis.measured_costs(elsewhere[:2], first, later)
     assert merged["seconds_per_step"] == {"ppo": {"E": 3e-06, "F": 5e-06}}
     assert merged["measured"] == "now; later" and merged["batch_runs"] == 10
-    other = cost_analysis.measured_costs(rows, "F", {**first, "protocol": "rb1"}, header)
+    other = cost_analysis.measured_costs(elsewhere, {**first, "protocol": "rb1"}, header)
     assert other["seconds_per_step"] == {"ppo": {"F": 3e-06}}  # another protocol's: replaced
+    settings = [
+        {**rows[2], "where": "E{a}", "env_id": "E", "cpu_s_per_1e6": 1.0},
+        {**rows[2], "where": "E{b}", "env_id": "E", "cpu_s_per_1e6": 2.0},
+    ]
+    per_setting = cost_analysis.measured_costs(settings, None, header)["seconds_per_step"]
+    assert per_setting == {"ppo": {"E{a}": 1e-06, "E{b}": 2e-06, "E": 1.5e-06}}
     with pytest.raises(ValueError, match="no batched rows"):
-        cost_analysis.measured_costs(rows[:1], "E", None, header)
+        cost_analysis.measured_costs(rows[:1], None, header)
 
 
 def test_backend_summary_from_measured_rows():

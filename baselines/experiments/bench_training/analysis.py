@@ -72,14 +72,16 @@ def cost_table(measurements: Iterable[Row], peak: float) -> list[Row]:
 
 
 def measured_costs(
-    rows: list[Row], env_id: str, existing: dict[str, Any] | None, header: dict[str, Any]
+    rows: list[Row], existing: dict[str, Any] | None, header: dict[str, Any]
 ) -> dict[str, Any]:
     """The measured-costs file ``benchmark plan`` reads
     (:data:`~baselines.experiments.benchmark.cost.MEASURED_FILE`) with the batched trainer's
-    CPU seconds per step at the largest R of ``rows`` (the median over rounds), per method on
-    ``env_id``, merged into ``existing`` (the file as it was, when it holds the same protocol
-    and trainer: entries of other methods and envs stay, its ``measured`` lines are kept
-    before ``header["measured"]``). ``header``: ``protocol``, ``trainer``, ``measured``."""
+    CPU seconds per step at the largest R of ``rows`` (the median over rounds), per method and
+    row's ``where`` (an env id, or a tier's setting name: then also per ``env_id``, the median
+    over its settings, for settings not measured), merged into ``existing`` (the file as
+    it was, when it holds the same protocol and trainer: entries of other methods and places
+    stay, its ``measured`` lines are kept before ``header["measured"]``). ``header``:
+    ``protocol``, ``trainer``, ``measured``."""
     batched = [r for r in rows if r["trainer"] == "batched"]
     if not batched:
         raise ValueError("no batched rows measured: nothing to write")
@@ -94,11 +96,30 @@ def measured_costs(
         table["measured"] = "; ".join([*([before] if before else []), header["measured"]])
         if existing.get("batch_runs") not in (None, largest):
             table["batch_runs"] = min(existing["batch_runs"], largest)
+    by_env: dict[tuple[str, str], list[float]] = {}
     for row in batched:
         if row["runs"] == largest:
             per_env = table["seconds_per_step"].setdefault(row["method"], {})
-            per_env[env_id] = float(f"{row['cpu_s_per_1e6'] / 1e6:.4g}")
+            per_env[row["where"]] = float(f"{row['cpu_s_per_1e6'] / 1e6:.4g}")
+            if row.get("env_id", row["where"]) != row["where"]:
+                by_env.setdefault((row["method"], row["env_id"]), []).append(per_env[row["where"]])
+    for (method, env_id), values in by_env.items():  # settings not measured: their env's
+        table["seconds_per_step"][method][env_id] = float(f"{statistics.median(values):.4g}")
     return table
+
+
+def print_tier_costs(rows: list[Row], settings: Any) -> None:
+    """Print the rows of the tier mode (one per method and setting) as a table."""
+    print(
+        f"batched trainer on tier {settings.tier} of {settings.protocol}, {settings.steps:,} "
+        f"steps per run, median of {settings.repeats} rounds; CPU time, one thread"
+    )
+    print(f"{'method':<32} {'setting':<48} {'R':>3} {'CPU s/1e6':>10} {'spread':>7}")
+    for row in rows:
+        print(
+            f"{row['method']:<32} {row['where']:<48} {row['runs']:>3} "
+            f"{row['cpu_s_per_1e6']:>10,.2f} {row['spread']:>7.0%}"
+        )
 
 
 def print_cost(rows: list[Row], settings: Any, peak: float) -> None:

@@ -26,6 +26,8 @@ test: it asserts nothing. The table is a pure function of the measurements
 
 from __future__ import annotations
 
+import json
+import statistics
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,7 +36,7 @@ import torch
 
 from baselines.experiments.bench_training import analysis
 from baselines.lib import sb3_trainer
-from baselines.lib.runs import Run, check
+from baselines.lib.runs import Run, check, replace
 
 
 def sb3_cpu_per_step(
@@ -148,6 +150,15 @@ class BenchArgs:
             "batched-costs.json"
         },
     )
+    tier: str = field(
+        default="",
+        metadata={
+            "help": "instead of SB3 beside the batched trainer on --env-id: the batched "
+            "trainer's CPU per step on every setting of this tier of --protocol, per method, "
+            "R = the largest --runs of the setting's planned runs (its densities in turn), "
+            "--steps each (with --costs: what `benchmark plan` reads)"
+        },
+    )
     memory_tier: str = field(
         default="",
         metadata={
@@ -179,6 +190,12 @@ def main(args: BenchArgs) -> list[dict[str, Any]]:
         protocol = load_protocol(args.protocol)
         folder = Path(tempfile.mkdtemp(prefix="bench_training_"))
         config = write_configs(protocol, folder).get(args.env_id)
+    if args.tier:
+        rows = tier_costs(args)
+        analysis.print_tier_costs(rows, args)
+        if args.costs:
+            write_costs(Path(args.costs), rows, args)
+        return rows
     peak = matmul_flops(args.matmul_size)
     hypers = {m: load_hyperparameters(args.env_id, m, config) for m in args.methods}
     measurements: list[dict[str, Any]] = []
@@ -203,14 +220,63 @@ def main(args: BenchArgs) -> list[dict[str, Any]]:
     rows = analysis.cost_table(measurements, peak)
     analysis.print_cost(rows, args, peak)
     if args.costs:
-        write_costs(Path(args.costs), rows, args)
+        write_costs(Path(args.costs), [{**r, "where": args.env_id} for r in rows], args)
+    return rows
+
+
+def tier_runs(runs: list[Run], size: int, steps: int) -> list[Run]:
+    """``size`` of one setting's planned ``runs`` for a cost measurement: the density values in
+    turn (the first seed of each, then the second, ...), each shortened to ``steps`` (its
+    evaluations at the protocol's count of points)."""
+    by_value: dict[Any, list[Run]] = {}
+    for run in runs:
+        by_value.setdefault(json.dumps(run.env_kwargs, sort_keys=True), []).append(run)
+    chosen: list[Run] = []
+    for k in range(max(len(v) for v in by_value.values())):
+        chosen += [v[k] for v in by_value.values() if k < len(v)]
+    every = max(1, steps // 20)
+    return [replace(run, budget=steps, eval_every=every) for run in chosen[:size]]
+
+
+def tier_costs(args: BenchArgs) -> list[dict[str, Any]]:
+    """The batched trainer's CPU seconds per step of every (setting, method) of ``args.tier``
+    (:func:`tier_runs` of the planned runs, one batch each): one row each, ``where`` the
+    setting's name."""
+    import tempfile
+    from pathlib import Path
+
+    from baselines.lib.batched import train
+    from baselines.lib.protocol import load_protocol
+    from baselines.lib.protocol_runs import plan
+
+    protocol = load_protocol(args.protocol or "rb2")
+    tier = protocol.tier(args.tier)
+    folder = Path(tempfile.mkdtemp(prefix="bench_training_"))
+    rows = []
+    for method in args.methods:
+        planned = plan(protocol, tier, method, folder, trainer="batched")
+        settings = dict.fromkeys(run.context["setting"] for run in planned)
+        for setting in settings:
+            mine = [run for run in planned if run.context["setting"] == setting]
+            batch = tier_runs(mine, max(args.runs), args.steps)
+            cpu = []
+            for _ in range(args.repeats):
+                start = time.process_time()
+                results = train(batch)
+                steps = sum(r.steps_trained for r in results)
+                cpu.append((time.process_time() - start) / steps)
+            rows.append(
+                {"trainer": "batched", "method": method, "runs": len(batch), "where": setting,
+                 "env_id": mine[0].env_id,
+                 "cpu_s_per_1e6": statistics.median(cpu) * 1e6, "spread": analysis.spread(cpu)}
+            )  # fmt: skip
+            print(f"{method:<32} {setting:<48} {rows[-1]['cpu_s_per_1e6']:>8.2f}", flush=True)
     return rows
 
 
 def write_costs(path: Any, rows: list[dict[str, Any]], args: BenchArgs) -> None:
     """Write (merge) the measured-costs file of :func:`analysis.measured_costs`, saying what
     measured it: the command's settings, the date, the commit, the machine and its load."""
-    import json
     import os
     import shlex
     import sys
@@ -221,18 +287,23 @@ def write_costs(path: Any, rows: list[dict[str, Any]], args: BenchArgs) -> None:
     from baselines.lib.results import write_atomic
 
     folder = Path(__file__).resolve().parents[3]
-    command = shlex.join(["python", "-m", "baselines", "bench_training", *sys.argv[1:]])
+    command = shlex.join(["python", "-m", "baselines", *sys.argv[1:]])
+    what = (
+        f"tier {args.tier} of {args.protocol}"
+        if args.tier
+        else f"{args.env_id} {json.dumps(args.env_kwargs, sort_keys=True)}"
+    )
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     header = {
         "protocol": args.protocol or "none",
         "trainer": "batched",
-        "measured": f"{command} ({args.env_id} {json.dumps(args.env_kwargs, sort_keys=True)}), "
+        "measured": f"{command} ({what}), "
         f"{when}, commit {git_commit(folder)}, {hardware()}, load average {load}; the median "
         "over rounds of the batch's CPU seconds over its runs' steps",
     }
     path = Path(path)
     existing = json.loads(path.read_text()) if path.is_file() else None
-    table = analysis.measured_costs(rows, args.env_id, existing, header)
+    table = analysis.measured_costs(rows, existing, header)
     write_atomic(path, json.dumps(table, indent=1) + "\n")
     print(f"wrote {path} (batches of {table['batch_runs']} runs)")
