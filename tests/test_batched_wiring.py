@@ -333,6 +333,35 @@ def test_batched_cost_sums_runs_per_batch_as_the_runner_forms_them():
         cost.batched_cost([runs.replace(jobs[0], env_id="G")], rate, 1)
 
 
+def test_plan_prices_the_references_trainer_from_its_measured_file_when_one_ships(capsys, tmp_path):
+    """rb2's references were trained by the batched trainer as it was; the bench's measured
+    file (bench_training --tier --costs) prices every tier at the trainer as it is now."""
+    per_step, where = cost.measured_batched("rb2")
+    assert where.startswith("rb2-batched-costs.json: python -m baselines bench_training")
+    assert ("ppo", 'DilutedDoors-v1{"num_floors": 2}') in per_step  # per setting
+    assert ("ppo", "CodeFix-v1") in per_step  # and per env, for settings not measured
+    result = commands.main(
+        ["benchmark", "plan", "--protocol", "rb2", "--tier", "full", "--cores", "1"]
+    )
+    text = capsys.readouterr().out
+    assert "- batched: CPU seconds per step measured in baselines/protocols/rb2-batched-costs" in (
+        text
+    )
+    assert "over the shipped full reference runs" not in text  # the assumptions name the file
+    assert "seconds per environment step of the references' trainer: rb2-batched-costs" in text
+    full = result["batched"]["all references"]
+    assert full.runs == 11340
+    rb2 = protocol.load_protocol("rb2")
+    expected = sum(
+        run.budget * cost.rate(per_step, method, run, "")
+        for method in ("ppo", "trajectory_mc")
+        for run in protocol_runs.plan(rb2, rb2.tier("full"), method, tmp_path, trainer="batched")
+    )
+    assert result["batched"]["ppo"].cpu_seconds + result["batched"][
+        "trajectory_mc"
+    ].cpu_seconds == pytest.approx(expected)
+
+
 def test_plan_prints_the_cost_of_each_trainer_and_where_it_was_measured(capsys):
     method = 'mc_rollout{"source": "branch"}'
     result = commands.main(
@@ -366,10 +395,18 @@ def test_plan_prints_the_cost_of_each_trainer_and_where_it_was_measured(capsys):
     assert 0 < batched.cpu_seconds < sb3.cpu_seconds / 5  # measured, not assumed
 
 
-def test_plan_prices_a_tier_from_its_own_references_when_they_ship(capsys):
-    """The paper tier's Transformer costs about 5x lite's MLP per step: priced at lite's rates
-    its references came to 0.24 CPU-h where they took 1.29. A tier with references of its own is
-    priced from them (so its total is what they took); one without, from lite's, and says so."""
+def test_plan_prices_a_tier_from_its_own_references_when_they_ship(capsys, monkeypatch):
+    """Without a measured file (rb2 ships one: the test above), the references' rows price a
+    tier. The paper tier's Transformer costs about 5x lite's MLP per step: priced at lite's
+    rates its references came to 0.24 CPU-h where they took 1.29. A tier with references of
+    its own is priced from them (so its total is what they took); one without, from lite's,
+    and says so."""
+    shipped = cost.measured_costs
+    monkeypatch.setattr(
+        cost,
+        "measured_costs",
+        lambda version, trainer: None if version == "rb2" else shipped(version, trainer),
+    )
     loaded = protocol.load_protocol("rb2")
     result = commands.main(
         ["benchmark", "plan", "--protocol", "rb2", "--tier", "paper", "--cores", "2"]

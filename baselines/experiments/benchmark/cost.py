@@ -139,7 +139,7 @@ def measured_costs(version: str, trainer: str) -> tuple[dict[tuple[str, str], fl
     return per_step, where
 
 
-def _rate(per_step: dict[tuple[str, str], float], method: str, run: Run, what: str) -> float:
+def rate(per_step: dict[tuple[str, str], float], method: str, run: Run, what: str) -> float:
     """The per-step cost of ``method`` on ``run``'s setting, else on its env (that method's,
     else all methods' median)."""
     env_id, setting = run.env_id, run.context.get("setting")
@@ -179,7 +179,7 @@ def batched_cost(
         for lo in range(0, len(runs), size):
             chunk = runs[lo : lo + size]
             seconds = sum(
-                j.budget * _rate(per_step, j.method.text, j, "measured batched runs") for j in chunk
+                j.budget * rate(per_step, j.method.text, j, "measured batched runs") for j in chunk
             )
             tasks.append((seconds, sum(j.budget for j in chunk)))
     longest = max(tasks)
@@ -203,7 +203,7 @@ def sweep_cost(
     """
     seconds, budgets = [], []
     for job in jobs:
-        seconds.append(job.budget * _rate(per_step, method, job, "reference runs"))
+        seconds.append(job.budget * rate(per_step, method, job, "reference runs"))
         budgets.append(job.budget)
     if not seconds:
         raise ValueError("no runs to cost")
@@ -252,10 +252,12 @@ def assumptions(
     measure: str = "the median of wall_time / steps_trained",
     priced_on: str = "lite",
     tier: str = "lite",
+    measured_file: str | None = None,
 ) -> str:
     """What a :func:`sweep_cost` estimate assumes, as printed by ``plan``: ``reference_runs``
     runs of ``methods`` methods of tier ``priced_on`` priced tier ``tier`` by ``measure`` per
-    step; ``hardware`` describes this machine."""
+    step, or (``measured_file``: where it comes from) the references' trainer's measured file;
+    ``hardware`` describes this machine."""
     rates = (
         "its own runs' rates"
         if priced_on == tier
@@ -269,11 +271,19 @@ def assumptions(
             "other busy processes slow every run, by about (busy processes + runs) / cores when "
             "that exceeds 1",
             "- N cores = N runs at once, one per core (`run --workers N`, or N Ray workers)",
-            f"- seconds per environment step = {measure} over the "
-            f"shipped {priced_on} reference runs ({reference_runs} runs of {methods} methods) of "
-            "the same method and setting (a method without references: the median of all of "
-            "them), as measured on the machine that made them (docs/benchmark.md, 'Measured "
-            f"cost'), not this one ({hardware}); tier {tier} priced at {rates}",
+            (
+                f"- seconds per environment step of the references' trainer: {measured_file} "
+                "(per method and setting; a setting not measured: its env's, a method not "
+                "measured: the median of those that were), as measured on the machine named "
+                f"there, not necessarily this one ({hardware})"
+                if measured_file
+                else f"- seconds per environment step = {measure} over the "
+                f"shipped {priced_on} reference runs ({reference_runs} runs of {methods} "
+                "methods) of the same method and setting (a method without references: the "
+                "median of all of them), as measured on the machine that made them "
+                f"(docs/benchmark.md, 'Measured cost'), not this one ({hardware}); tier {tier} "
+                f"priced at {rates}"
+            ),
             "- start-up, the lab (gradient SNR at initialization) and the report card left out "
             "(measured on the lite tiers: docs/benchmark.md, 'Measured cost')",
         ]

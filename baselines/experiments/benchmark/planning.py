@@ -175,6 +175,7 @@ def price_tier(
             measure,
             priced_on,
             args.tier,
+            own[1] if (own := cost.measured_costs(protocol.version, protocol.trainer)) else None,
         )
     )
     if "batched" in rates:

@@ -209,9 +209,11 @@ def tanh_(x: torch.Tensor) -> torch.Tensor:
 
 
 NARROW = 32
-"""Layers with at most this many outputs (the heads) are multiplied transposed: a product
-``(B, 64) @ (64, 3)`` takes MKL's slow narrow path, ``(3, 64) @ (64, B)`` does not (3-4x
-faster here)."""
+"""Layers with at most this many outputs (the heads) are multiplied transposed,
+``(3, 64) @ (64, B)`` instead of ``(B, 64) @ (64, 3)``: 3-4x faster on the build this trainer
+was first written on. On torch 2.13 here it is about 3x slower (147 us against 50 us for 16
+runs of 128 rows), but another product computes other bits, and the shipped numbers come from
+this one (docs/batched.md, "Where the time goes")."""
 
 
 def _affine(
