@@ -279,7 +279,6 @@ def write_costs(path: Any, rows: list[dict[str, Any]], args: BenchArgs) -> None:
     measured it: the command's settings, the date, the commit, the machine and its load."""
     import os
     import shlex
-    import sys
     from datetime import datetime, timezone
     from pathlib import Path
 
@@ -287,7 +286,9 @@ def write_costs(path: Any, rows: list[dict[str, Any]], args: BenchArgs) -> None:
     from baselines.lib.results import write_atomic
 
     folder = Path(__file__).resolve().parents[3]
-    command = shlex.join(["python", "-m", "baselines", *sys.argv[1:]])
+    from routine_envs.cli import to_argv
+
+    command = shlex.join(["python", "-m", "baselines", "bench_training", *to_argv(args)])
     what = (
         f"tier {args.tier} of {args.protocol}"
         if args.tier

@@ -28,7 +28,7 @@ ALIGN = 64
 
 class FlopCounter:
     """Floating-point operations of the matrix products done here (``2 * m * k * n`` each,
-    summed over runs): what ``python -m baselines.bench_training`` divides by CPU time."""
+    summed over runs): what ``python -m baselines bench_training`` divides by CPU time."""
 
     def __init__(self) -> None:
         self.count = 0
