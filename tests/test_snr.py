@@ -255,3 +255,25 @@ def test_the_gradient_snr_matches_the_closed_form_from_few_episodes(length):
     ratio, low, high = comparison.gradient_ratios[("oracle", "trajectory")]
     assert ratio == pytest.approx(oracle.gradient_snr / traj.gradient_snr)
     assert low <= theory["ratio"] <= high and high - low < 0.35 * theory["ratio"]
+
+
+def test_the_documented_noisy_critic_formula_is_the_closed_form():
+    """docs/reproducing.md's ``ratio^2`` with critic noise, evaluated as written, equals
+    :func:`snr.uniform_doors_snr` (the docs once lacked the ``1/F`` on the rho term: 7.59 for
+    13.15 at rho 1/51, 3 floors x 3 doors, sigma 0)."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "reproducing.md").read_text()
+    line = next(x for x in text.splitlines() if x.strip().startswith("ratio^2 = (Var(R)"))
+    formula = line.split("=", 1)[1].split(",")[0].strip().replace("^", "**").replace("2F", "2*F")
+    formula = formula.replace("Var(R)", "var_r")
+    formula = re.sub(r"(?<=[\w)])\s+(?=[\w(])", "*", formula)  # a space between factors
+    for floors, doors, length, sigma in [(3, 3, 50, 0.0), (2, 2, 50, 0.0), (3, 3, 9, 0.05),
+                                         (1, 4, 0, 0.2), (4, 2, 20, 0.01)]:  # fmt: skip
+        q = 1.0 / doors
+        names = {"var_r": q**floors * (1 - q**floors), "rho": 1 / (1 + length), "q": q,
+                 "F": floors, "sigma": sigma}  # fmt: skip
+        documented = math.sqrt(eval(formula, {"__builtins__": {}}, names))  # our own docs' text
+        exact = snr.uniform_doors_snr(floors, doors, length, sigma)["ratio"]
+        assert documented == pytest.approx(exact, rel=1e-12), (floors, doors, length, sigma)
