@@ -277,3 +277,26 @@ def test_the_documented_noisy_critic_formula_is_the_closed_form():
         documented = math.sqrt(eval(formula, {"__builtins__": {}}, names))  # our own docs' text
         exact = snr.uniform_doors_snr(floors, doors, length, sigma)["ratio"]
         assert documented == pytest.approx(exact, rel=1e-12), (floors, doors, length, sigma)
+
+
+def test_the_docs_table_of_layouts_against_the_paper_is_the_closed_form():
+    """docs/benchmark.md's table of every small layout (ratio at rho 1/51, slopes over the paper
+    tier's and the lab's routine lengths, R^2) is what :func:`snr.uniform_doors_snr` gives."""
+    from pathlib import Path
+
+    from baselines.experiments.snr_lab.sweep import ROUTINE_LENGTHS
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "benchmark.md").read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| ") and " x " in line[:10]]
+    assert len(rows) == 11, rows
+    for row in rows:
+        cells = [c.strip().strip("*") for c in row.strip("|").split("|")]
+        floors, doors = (int(x) for x in cells[0].split(" x "))
+        expected = []
+        for lengths in ((0, 1, 3, 7, 15, 30, 50), ROUTINE_LENGTHS):
+            ratios = [snr.uniform_doors_snr(floors, doors, n)["ratio"] for n in lengths]
+            rho = np.array([1 / (1 + n) for n in lengths])
+            slope, _, r2 = snr.fit_loglog(rho, np.array(ratios))
+            expected += [ratios[-1], slope, r2] if not expected else [slope, r2]
+        shown = [f"{x:.{len(c.split('.')[1])}f}" for x, c in zip(expected, cells[1:], strict=True)]
+        assert shown == cells[1:], row  # every figure as printed, to its last digit
