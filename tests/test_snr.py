@@ -285,6 +285,17 @@ def test_the_docs_table_of_layouts_against_the_paper_is_the_closed_form():
     from pathlib import Path
 
     from baselines.experiments.snr_lab.sweep import ROUTINE_LENGTHS
+    from baselines.lib.protocol import load_protocol
+
+    (paper_setting,) = load_protocol("rb2").tiers["paper"].settings
+    grids = (tuple(paper_setting.values), ROUTINE_LENGTHS)  # the paper tier's L, the lab's L
+
+    def law(floors: int, doors: int, lengths: tuple[int, ...]) -> tuple[float, float, float]:
+        """The closed-form ratio at the longest L, the slope on log rho and its R^2."""
+        ratios = [snr.uniform_doors_snr(floors, doors, n)["ratio"] for n in lengths]
+        rho = np.array([1 / (1 + n) for n in lengths])
+        slope, _, r2 = snr.fit_loglog(rho, np.array(ratios))
+        return ratios[-1], slope, r2
 
     text = (Path(__file__).resolve().parents[1] / "docs" / "benchmark.md").read_text()
     rows = [line for line in text.splitlines() if line.startswith("| ") and " x " in line[:10]]
@@ -292,11 +303,7 @@ def test_the_docs_table_of_layouts_against_the_paper_is_the_closed_form():
     for row in rows:
         cells = [c.strip().strip("*") for c in row.strip("|").split("|")]
         floors, doors = (int(x) for x in cells[0].split(" x "))
-        expected = []
-        for lengths in ((0, 1, 3, 7, 15, 30, 50), ROUTINE_LENGTHS):
-            ratios = [snr.uniform_doors_snr(floors, doors, n)["ratio"] for n in lengths]
-            rho = np.array([1 / (1 + n) for n in lengths])
-            slope, _, r2 = snr.fit_loglog(rho, np.array(ratios))
-            expected += [ratios[-1], slope, r2] if not expected else [slope, r2]
+        (ratio, *paper), (_, *lab) = (law(floors, doors, lengths) for lengths in grids)
+        expected = [ratio, *paper, *lab]
         shown = [f"{x:.{len(c.split('.')[1])}f}" for x, c in zip(expected, cells[1:], strict=True)]
         assert shown == cells[1:], row  # every figure as printed, to its last digit

@@ -284,10 +284,9 @@ def write_costs(path: Any, rows: list[dict[str, Any]], args: BenchArgs) -> None:
 
     from baselines.experiments.benchmark.report import git_commit, hardware
     from baselines.lib.results import write_atomic
-
-    folder = Path(__file__).resolve().parents[3]
     from routine_envs.cli import to_argv
 
+    folder = Path(__file__).resolve().parents[3]
     command = shlex.join(["python", "-m", "baselines", "bench_training", *to_argv(args)])
     what = (
         f"tier {args.tier} of {args.protocol}"
