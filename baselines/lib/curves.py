@@ -24,7 +24,8 @@ import numpy as np
 
 from baselines.lib import plotting
 from baselines.lib.records import upgrade
-from baselines.lib.stats import STATISTICS, bootstrap_ci, first_crossing
+from baselines.lib.scoring import normalized_auc, steps_to_target
+from baselines.lib.stats import STATISTICS, bootstrap_ci
 from baselines.lib.tables import format_table, pyplot, write_csv
 
 Record = dict[str, Any]
@@ -84,13 +85,6 @@ def group_runs(records: Iterable[Record], *keys: str) -> dict[tuple, list[Record
     return {k: sorted(v, key=lambda r: r["seed"]) for k, v in sorted(groups.items(), key=order)}
 
 
-def steps_to_target(record: Record) -> float:
-    """Steps until the success first reaches the target, interpolated linearly between the
-    evaluations around the crossing (:func:`baselines.lib.stats.first_crossing`); ``inf`` when
-    never reached."""
-    return first_crossing(record["timesteps"], record["success"], record["target"])
-
-
 def ratio_bound(method_censored: bool, baseline_censored: bool) -> str:
     """What a ratio of mean steps is when censored runs count at their budget: a censored run
     took *at least* its budget, so censoring in the method makes the ratio a lower bound, in the
@@ -110,15 +104,6 @@ def shown(value: float, bound: str) -> str:
     """``value`` as a table shows it: ``1.3``, ``>= 1.3`` (lower bound), ``<= 1.3``, ``~ 1.3``
     (censored on both sides: no bound)."""
     return f"{BOUND_SIGN[bound]}{value:.4g}"
-
-
-def normalized_auc(record: Record) -> float:
-    """Area under the success curve over the budget, in ``[0, 1]`` (trapezoid rule)."""
-    t = np.asarray(record["timesteps"], dtype=np.float64)
-    s = np.asarray(record["success"], dtype=np.float64)
-    if len(t) < 2:
-        return float(s.mean())
-    return float(np.sum((s[1:] + s[:-1]) / 2 * np.diff(t)) / (t[-1] - t[0]))
 
 
 # --------------------------------------------------------------------------------- tables

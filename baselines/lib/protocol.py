@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from baselines.lib import data
+from baselines.lib.scoring import check_evaluation
 
 PROTOCOL_DIR = data.PROTOCOLS
 DEFAULT_VERSION = "rb2"
@@ -209,6 +210,10 @@ class Protocol:
     reference_methods: tuple[str, ...] = REFERENCE_METHODS
     report: dict[str, str] = field(default_factory=lambda: dict(REPORT))
     """How its report reads (:data:`REPORT`: ``leaderboard``, ``reference_lab``)."""
+    evaluation: str = "schedule"
+    """When its runs are evaluated and how steps to target are read
+    (:data:`baselines.lib.scoring.EVALUATIONS`): ``schedule`` (rb1, rb2: ``eval_points``
+    evaluations, interpolated), ``updates`` (rb3: after every update, no interpolation)."""
     merged: dict[str, str] = field(default_factory=dict)
     """Methods not run as references because they are one algorithm with one that is
     (``{alias: reference}``, e.g. ``rloo: trajectory_mc``): the leaderboard shows them as
@@ -330,6 +335,8 @@ def _parse_protocol(
                 f"merged: {alias!r} -> {method!r} must map a method that is not a reference "
                 "to one that is"
             )
+    evaluation = str(data.get("evaluation", "schedule"))
+    check_evaluation(evaluation)
     report = {**REPORT, **RELEASED_REPORT.get(version, {}), **dict(data.get("report") or {})}
     for name, value in report.items():
         if value not in REPORT_CHOICES.get(name, ()):
@@ -347,6 +354,7 @@ def _parse_protocol(
         reference_methods=references,
         report=report,
         merged=merged,
+        evaluation=evaluation,
     )
 
 

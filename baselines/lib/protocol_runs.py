@@ -125,6 +125,7 @@ def plan(
                 "tier": tier.name,
                 "setting": setting.name,
             },
+            evaluation=protocol.evaluation,
         )
     return runs
 

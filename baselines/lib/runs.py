@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 from baselines.lib import provenance
 from baselines.lib.records import Record, upgrade
 from baselines.lib.runner import Batching
+from baselines.lib.scoring import DEFAULT_EVALUATION, check_evaluation
 from baselines.lib.specs import MethodSpec, parse_method
 from baselines.lib.trainers import (
     DEFAULT_TRAINER,
@@ -70,13 +71,18 @@ class Run:
         seed: seed of the algorithm and the environments (>= 0).
         budget: environment steps to train.
         eval_every: environment steps between evaluations (0, ``eval_every``, ... up to the
-            budget: :func:`~baselines.lib.trainers.schedule`).
+            budget: :func:`~baselines.lib.trainers.schedule`); with ``evaluation`` ``updates``,
+            the steps of one rollout (its nominal spacing).
         target: the success rate whose first crossing is the run's steps to target, in (0, 1].
         hyperparameters: resolved (``n_envs`` and the estimator's ``estimator_kwargs``
             included); the trainer reads nothing else.
         trainer: :data:`~baselines.lib.trainers.TRAINERS`.
         versions: the package versions that compute it (:func:`~.provenance.versions`).
         eval_episodes: sampled episodes per evaluation where the env has no exact model.
+        evaluation: when the policy is evaluated and how its curve is scored
+            (:data:`~baselines.lib.scoring.EVALUATIONS`: ``schedule``, the grid of
+            ``eval_every``; ``updates``, after every update, steps to target without
+            interpolation).
         context: what the run is part of, in row order (``density_kwarg``, ``density_value``,
             ``rho``, a team's fields, ``config``, ``protocol``, ``tier``, ``setting``):
             recorded in its row; of it only the protocol version and tier are keyed
@@ -95,6 +101,7 @@ class Run:
     versions: dict[str, Any] = field(default_factory=provenance.versions)
     eval_episodes: int = DEFAULT_EVAL_EPISODES
     context: dict[str, Any] = field(default_factory=dict)
+    evaluation: str = DEFAULT_EVALUATION
 
     @classmethod
     def of(
@@ -111,6 +118,7 @@ class Run:
         hyperparameters: Mapping[str, Any] | None = None,
         eval_episodes: int = DEFAULT_EVAL_EPISODES,
         context: Mapping[str, Any] | None = None,
+        evaluation: str = DEFAULT_EVALUATION,
     ) -> Run:
         """One run, checked (``ValueError`` naming the first bad setting as its flag): the
         method parsed once, the hyperparameters read from ``config`` (else the env's
@@ -121,6 +129,7 @@ class Run:
 
         check_env_kwargs(env_id, dict(env_kwargs or {}))
         check_trainer(trainer)
+        check_evaluation(evaluation)
         spec = method if isinstance(method, MethodSpec) else parse_method(method)
         if seed < 0:
             raise ValueError(f"--seed {seed}: must be >= 0")
@@ -150,6 +159,7 @@ class Run:
             trainer,
             eval_episodes=eval_episodes,
             context={"config": None if config is None else str(config), **dict(context or {})},
+            evaluation=evaluation,
         )
 
     @property
@@ -201,6 +211,8 @@ class Run:
         }
         if self.eval_episodes != DEFAULT_EVAL_EPISODES:
             row["eval_episodes"] = self.eval_episodes
+        if self.evaluation != DEFAULT_EVALUATION:
+            row["evaluation"] = self.evaluation
         return {**row, **{k: self.context[k] for k in late[1:] if k in self.context}}
 
     def describe(self) -> str:
@@ -213,8 +225,9 @@ def key(run: Run | Mapping[str, Any]) -> str:
     fields), as canonical JSON: every setting its result depends on (env id and kwargs, method
     text, seed, budget, schedule, target, hyperparameters, estimator identity, versions), the
     protocol version and tier of a benchmark run, the trainer unless it is
-    :data:`~baselines.lib.trainers.DEFAULT_TRAINER` and the sampled evaluation's episodes unless
-    they are the default (so runs keep the keys they had before either was recorded). The
+    :data:`~baselines.lib.trainers.DEFAULT_TRAINER`, the sampled evaluation's episodes and the
+    evaluation mode unless they are the defaults (so runs keep the keys they had before any of
+    them was recorded). The
     estimator's code enters by its fingerprint (:func:`routine_envs.plugins.code_fingerprint`:
     a docstring, comment or layout edit keeps every key); the protocol by its version only (its
     file hash is recorded: a released file never changes)."""
@@ -228,6 +241,8 @@ def key(run: Run | Mapping[str, Any]) -> str:
         fields_["trainer"] = trainer_of(row)
     if row.get("eval_episodes", DEFAULT_EVAL_EPISODES) != DEFAULT_EVAL_EPISODES:
         fields_["eval_episodes"] = row["eval_episodes"]
+    if (row.get("evaluation") or DEFAULT_EVALUATION) != DEFAULT_EVALUATION:
+        fields_["evaluation"] = row["evaluation"]
     return json.dumps(fields_, sort_keys=True)
 
 
@@ -242,8 +257,8 @@ class TrainingRecord(Record):
         budget, target: environment steps of the budget, target success rate.
         timesteps, success: the evaluation grid and the (exact, where the env has a model)
             success rate at each point, in [0, 1].
-        steps_to_target: steps to the target, interpolated between evaluations (``None``:
-            not reached).
+        steps_to_target: steps to the target by its evaluation's rule
+            (:func:`baselines.lib.scoring.steps_to_target`; ``None``: not reached).
         privileged_fields: the privileged batch fields its method was given
             (:data:`routine_envs.episodes.PRIVILEGED_FIELDS`; ``[]``: label-free), as the run
             recorded them (its estimator's ``requires``, read once); for a row written before
@@ -415,21 +430,24 @@ def plan(
     trainer: str = DEFAULT_TRAINER,
     hyperparameters: Mapping[str, dict[str, Any]] | None = None,
     context: Mapping[str, Any] | None = None,
+    evaluation: str = DEFAULT_EVALUATION,
 ) -> list[Run]:
-    """One run per density value x method x seed, checked before any training; the env is
-    built once per value (bad kwargs fail here). The budget in steps is ``max(budget_episodes
-    * longest episode, min_budget_steps)``, cut to a multiple of the ``eval_points``
-    evaluations; ``extra(env)`` adds context fields to every run of a value. Each method's
-    hyperparameters are read once (from ``config``, else the env's config), or given per method
-    text in ``hyperparameters``; what ``trainer`` cannot train is refused here, one line naming
-    ``--trainer`` (a method whose code is not imported, :attr:`MethodSpec.estimator` ``None``,
-    is planned as data and not checked). ``context`` is added to every run's (a benchmark's
-    protocol, tier and setting)."""
+    """One run per density value x method x seed, checked before any training; the env is built
+    once per value (bad kwargs fail here). The budget in steps is ``max(budget_episodes *
+    longest episode, min_budget_steps)``, cut to a multiple of the ``eval_points`` evaluations
+    (with ``evaluation`` ``updates``: to whole rollouts of ``n_envs * n_steps`` steps, at least
+    one, ``eval_points`` unused); ``extra(env)`` adds context fields to every run of a value.
+    Each method's hyperparameters are read once (from ``config``, else the env's config), or
+    given per method text in ``hyperparameters``; what ``trainer`` cannot train is refused here,
+    one line naming ``--trainer`` (a method whose code is not imported,
+    :attr:`MethodSpec.estimator` ``None``, is planned as data and not checked). ``context`` is
+    added to every run's (a benchmark's protocol, tier and setting)."""
     import gymnasium as gym
 
     from baselines.lib.config import load_hyperparameters
 
     check_trainer(trainer)
+    check_evaluation(evaluation)
     given = dict(hyperparameters or {})
     hypers = {
         m.text: given[m.text] if m.text in given else load_hyperparameters(env_id, m, config)
@@ -441,8 +459,7 @@ def plan(
         kwargs = {**env_kwargs, density_kwarg: value}
         env = gym.make(env_id, **kwargs).unwrapped
         episode_length = getattr(env, "max_episode_length", None) or env.spec.max_episode_steps
-        budget = max(budget_episodes * int(episode_length), min_budget_steps)
-        eval_every = max(1, budget // eval_points)
+        steps = max(budget_episodes * int(episode_length), min_budget_steps)
         shared = {
             "density_kwarg": density_kwarg,
             "density_value": value,
@@ -452,24 +469,42 @@ def plan(
             **dict(context or {}),
         }
         for method in methods:
+            if evaluation == "updates":  # the nominal spacing: one rollout
+                rollout = rollout_steps(hypers[method.text])
+                budget, eval_every = max(1, steps // rollout) * rollout, rollout
+            else:
+                eval_every = max(1, steps // eval_points)
+                budget = eval_every * eval_points
             for seed in seeds:
                 run = Run(
                     env_id,
                     kwargs,
                     method,
                     seed,
-                    eval_every * eval_points,
+                    budget,
                     eval_every,
                     target,
                     hypers[method.text],
                     trainer,
                     versions,
                     context=shared,
+                    evaluation=evaluation,
                 )
                 if seed == seeds[0] and method.resolved:
                     check(run)
                 runs.append(run)
     return runs
+
+
+def rollout_steps(hyperparameters: Mapping[str, Any]) -> int:
+    """Environment steps of one rollout of PPO with ``hyperparameters``: ``n_envs * n_steps``
+    (the default config's where they name neither)."""
+    from baselines.lib.config import DEFAULT_CONFIG
+
+    common = DEFAULT_CONFIG["common"]
+    return int(hyperparameters.get("n_envs", common["n_envs"])) * int(
+        hyperparameters.get("n_steps", common["n_steps"])
+    )
 
 
 def replace(run: Run, **changes: Any) -> Run:

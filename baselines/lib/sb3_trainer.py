@@ -24,7 +24,7 @@ from stable_baselines3.common.env_util import make_vec_env
 
 import routine_envs  # noqa: F401  (registers the suite's ids)
 from baselines.lib.envs import check_env_kwargs, check_trainable, make_env
-from baselines.lib.stats import first_crossing
+from baselines.lib.scoring import EVALUATIONS
 from baselines.lib.trainers import RunResult, schedule
 from baselines.lib.trajectory_ppo import TrajectoryAdvantagePPO, maskable_classes, policy_table
 
@@ -37,7 +37,10 @@ class SuccessCurve(BaseCallback):
     """Evaluate the success rate at the points of :func:`schedule` only: at 0 and at every
     multiple of ``eval_every`` up to ``budget``. The policy changes only between rollouts, so
     the evaluation made when the step count first reaches a point is the policy of that point;
-    a rollout that runs past the budget adds no evaluation."""
+    a rollout that runs past the budget adds no evaluation. With ``every_update``, the points
+    are instead the start and every update (``evaluation: updates``,
+    :mod:`baselines.lib.scoring`): the policy is evaluated when each rollout after the first
+    starts (the update before it done) and once more after training, at the steps consumed."""
 
     def __init__(
         self,
@@ -47,8 +50,10 @@ class SuccessCurve(BaseCallback):
         seed: int,
         csv_path: Path | None = None,
         budget: int | None = None,
+        every_update: bool = False,
     ) -> None:
         super().__init__()
+        self.every_update = every_update
         self.eval_env, self.eval_every, self.eval_episodes = eval_env, eval_every, eval_episodes
         self.points = schedule(budget, eval_every) if budget is not None else None
         self.csv_path = csv_path
@@ -95,8 +100,25 @@ class SuccessCurve(BaseCallback):
         if not self.timesteps:
             self.record(0)
 
+    def _on_rollout_start(self) -> None:
+        if self.every_update and self.num_timesteps > self.timesteps[-1]:
+            self.record(self.num_timesteps)
+
+    def finish(self) -> None:
+        """After training: the rest of the schedule on the final policy, or (``every_update``)
+        the final policy at the steps consumed."""
+        if self.every_update:
+            if self.model.num_timesteps > self.timesteps[-1]:
+                self.record(self.model.num_timesteps)
+            return
+        while self.next_point() is not None:
+            self.record(self.next_point())
+
     def next_point(self) -> int | None:
-        """The next scheduled point not yet evaluated (``None``: the schedule is done)."""
+        """The next scheduled point not yet evaluated (``None``: the schedule is done, or the
+        curve is evaluated at updates instead)."""
+        if self.every_update:
+            return None
         k = len(self.timesteps)
         if self.points is None:
             return k * self.eval_every
@@ -211,6 +233,7 @@ def train_one(
         run.seed,
         None if out is None else out / "success.csv",
         budget=run.budget,
+        every_update=run.evaluation == "updates",
     )
     callbacks = [curve]
     if progress:
@@ -218,13 +241,14 @@ def train_one(
     start = time.perf_counter()
     try:
         algo.learn(run.budget, callback=callbacks)
-        while curve.next_point() is not None:  # the rest of the schedule, on the final policy
-            curve.record(curve.next_point())
+        curve.finish()
     finally:  # SB3 leaves its csv logger and the environments open
         algo.logger.close()
         algo.get_env().close()
         eval_env.close()
-    reached = first_crossing(curve.timesteps, curve.success, run.target)
+    reached = EVALUATIONS[run.evaluation].steps_to_target(
+        curve.timesteps, curve.success, run.target
+    )
     return RunResult(
         curve.timesteps,
         curve.success,

@@ -22,9 +22,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from baselines.lib.curves import steps_to_target
 from baselines.lib.runs import Run
 from baselines.lib.runs import key as run_key
+from baselines.lib.scoring import steps_to_target
 
 Record = dict[str, Any]
 STATUSES = ("reached", "censored", "failed", "missing")

@@ -35,12 +35,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from baselines.lib.curves import (
-    BOUND_SIGN,
-    normalized_auc,
-    ratio_bound,
-    steps_to_target,
-)
+from baselines.lib.curves import BOUND_SIGN, ratio_bound
+from baselines.lib.scoring import normalized_auc, steps_to_target
 from baselines.lib.stats import iqm
 
 Record = dict[str, Any]

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from baselines.lib import curves
-from baselines.lib.stats import first_crossing
+from baselines.lib.scoring import steps_to_target
 from baselines.lib.tables import format_table, write_csv
 
 Row = dict[str, Any]
@@ -49,7 +49,8 @@ def analyse(records: list[Row], settings: Any) -> dict[str, list[Row]]:
 # ------------------------------------------------------------------------- turn_methods
 def turn_run_rows(records: Iterable[Row], target: float) -> list[Row]:
     """One row per run (``runs.csv``): its setting, method, seed, budget, steps to ``target``
-    (interpolated between evaluations; ``inf``: never reached) and final success. A record is
+    (by its evaluation's rule, :func:`baselines.lib.scoring.steps_to_target`; ``inf``: never
+    reached) and final success. A record is
     a run's ``setting``, ``method``, ``seed``, ``budget``, ``timesteps`` and ``success``."""
     return [
         {
@@ -57,7 +58,7 @@ def turn_run_rows(records: Iterable[Row], target: float) -> list[Row]:
             "method": r["method"],
             "seed": r["seed"],
             "budget": r["budget"],
-            "steps_to_target": first_crossing(r["timesteps"], r["success"], target),
+            "steps_to_target": steps_to_target(r, target),
             "final_success": r["success"][-1],
         }
         for r in records

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from baselines.lib.envs import check_env_kwargs, make_env
-from baselines.lib.stats import first_crossing
+from baselines.lib.scoring import EVALUATIONS
 
 DEFAULT_MAX_BATCH = 64
 """Runs trained in one batch at most (more are split into batches of this size)."""
@@ -116,11 +116,13 @@ def train(
     :func:`group_runs`) and return one :class:`baselines.lib.trainers.RunResult` per run, in
     order.
 
-    Each result has the success curve at the run's evaluation grid (exact success probability
-    of the current stochastic policy), ``steps_to_target`` (first crossing, interpolated;
-    ``None`` when not reached), ``steps_trained`` (whole rollouts: may exceed the budget), the
-    resolved hyperparameters, and ``wall_time``/``cpu_time`` in seconds: the batch's time
-    divided equally among the runs active in each iteration.
+    Each result has the success curve at the run's evaluation grid (exact success probability of
+    the current stochastic policy; with ``evaluation`` ``updates``, of the initial policy and of
+    the policy after every update, at the steps consumed), ``steps_to_target`` (by the
+    evaluation's rule, :mod:`baselines.lib.scoring`; ``None`` when not reached),
+    ``steps_trained`` (whole rollouts: may exceed the budget), the resolved hyperparameters, and
+    ``wall_time``/``cpu_time`` in seconds: the batch's time divided equally among the runs
+    active in each iteration.
 
     Raises:
         ValueError: a run this trainer cannot train (:func:`check`), before any training.
@@ -145,7 +147,8 @@ def train(
         update_bar: Callable[[int], Any] | None = None if bar is None else bar.update
         states = trainer.train(update_bar)
         for i, run, st in zip(group, members, states, strict=True):
-            reached = first_crossing(st.timesteps, st.success, run.target)
+            rule = EVALUATIONS[run.evaluation].steps_to_target
+            reached = rule(st.timesteps, st.success, run.target)
             results[i] = RunResult(
                 timesteps=st.timesteps,
                 success=st.success,

@@ -2,7 +2,9 @@
 
 Each iteration collects one rollout of every active run (turn-level for ``ppo``, episode groups
 for estimator methods), evaluates the runs whose step count crossed points of their evaluation
-schedule during it (with the rollout's policy, as SB3's callback does), and updates every run.
+schedule during it (with the rollout's policy, as SB3's callback does), and updates every run;
+runs evaluated after every update (``evaluation: updates``, :mod:`baselines.lib.scoring`) are
+evaluated once at the start and after each update instead, at the steps consumed so far.
 A run whose count reaches its budget leaves the batch after its update (its rows are dropped
 from the stacked parameters and optimiser state; its sub-environments step idle until every run
 of its configuration is done).
@@ -56,6 +58,8 @@ class RunState:
     """Its share of the batch's CPU seconds per phase (:data:`PHASES`)."""
     update_flops: float = 0.0
     """Its share of the matrix FLOPs of the updates (forward, backward: :data:`mlp.FLOPS`)."""
+    every_update: bool = False
+    """Evaluated at the start and after every update (``points`` unused)."""
 
 
 PHASES = ("setup", "rollout", "evaluation", "update")
@@ -147,9 +151,16 @@ class BatchedTrainer:
         self.active = np.arange(len(self.runs), dtype=np.int64)
         reads = [e.privileged for e in self.estimators] or [()] * len(self.runs)  # ppo: none
         self.state = [
-            RunState(schedule(r.budget, r.eval_every), [], [], privileged=read)
+            RunState(
+                [] if r.evaluation == "updates" else schedule(r.budget, r.eval_every),
+                [],
+                [],
+                privileged=read,
+                every_update=r.evaluation == "updates",
+            )
             for r, read in zip(self.runs, reads, strict=True)
         ]
+        self.every_update = np.array([st.every_update for st in self.state], dtype=bool)
         self.budgets = np.array([r.budget for r in self.runs], dtype=np.int64)
         self.episode_starts = np.ones((len(self.runs), s.n_envs), dtype=np.float32)
         self.want_entropies = any("entropies" in e.requires for e in self.estimators)
@@ -343,6 +354,18 @@ class BatchedTrainer:
                 st.timesteps.append(st.points[len(st.timesteps)])
                 st.success.append(values[j])
 
+    def _record_updates(self, runs: np.ndarray) -> None:
+        """Evaluate the current policy of those of ``runs`` evaluated after every update, at
+        their step counts (the steps their updates consumed)."""
+        due = runs[self.every_update[runs]]
+        if not len(due):
+            return
+        values = self.evaluate(due)
+        for j in due.tolist():
+            st = self.state[j]
+            st.timesteps.append(st.steps)
+            st.success.append(values[j])
+
     # ------------------------------------------------------------------------ loop
     def iteration(self) -> None:
         """One rollout and update of every active run."""
@@ -382,8 +405,10 @@ class BatchedTrainer:
         phase = self._phase("evaluation", phase, runs)
         flops = mlp.FLOPS.count
         self._update(data, runs)
-        self._phase("update", phase, runs, mlp.FLOPS.count - flops)
+        phase = self._phase("update", phase, runs, mlp.FLOPS.count - flops)
         self.policy = None  # the rollout's policy is stale from here
+        self._record_updates(runs)
+        self._phase("evaluation", phase, runs)
         self._charge(cpu0, wall0, runs)
         cpu0, wall0 = time.process_time(), time.perf_counter()
         retired = self._retire()
@@ -458,6 +483,7 @@ class BatchedTrainer:
             np.concatenate([st.env_seed + np.arange(self.settings.n_envs) for st in self.streams])
         )
         self._record_points(self.active, np.full(len(self.active), -1))
+        self._record_updates(self.active)
         self._phase("evaluation", cpu0, self.active)
         self._charge(cpu0, wall0, self.active)
         while len(self.active):
