@@ -446,10 +446,13 @@ def test_equivalence_rows_score_both_trainers_as_the_leaderboard(tmp_path):
     assert row["ratio"] == pytest.approx(1.0) and row["equivalent"]
     (row,) = analysis.equivalence_rows(slower, sb3)
     assert row["ratio"] == pytest.approx(1.5, rel=0.01) and not row["equivalent"]
-    assert not row["includes_1"] and row["low"] > 1.18
+    assert row["verdict"] == "not shown equivalent" and row["tost_low"] > 1.18
     censored = [synthetic_run("batched", s, 5000) for s in range(10)]  # never reached
     (row,) = analysis.equivalence_rows(censored, sb3)
     assert row["batched_reached"] == 0 and row["batched_iqm"] == 1000
+    assert row["verdict"] == "censored" and not row["equivalent"]
+    assert row["ratio"] is None and row["batched_steps"] == "censored (0/10 within budget 1e+03)"
+    assert "Censored cells" in analysis.markdown_table([row])
     curves = analysis.curve_rows([*same, *sb3])
     assert {c["trainer"] for c in curves} == {"sb3", "batched"}
     for c in curves:

@@ -118,9 +118,18 @@ def test_dilution_exponent_recovers_a_known_power_law_and_flags_censoring():
     assert fit["exponent"] == pytest.approx(-0.5, abs=0.03) and fit["bound"] == "exact"
     assert fit["low"] <= fit["exponent"] <= fit["high"]
     # censoring at the lowest density only: the true slope is steeper, the estimate a bound
+    steps = 400 * np.array([0.9, 1.0, 1.1, 1.0, 0.95, 1.05])
+    some = [
+        run_record(i, s if i < 4 else None, budget=430, rho=1 / 16) for i, s in enumerate(steps)
+    ]
+    rows[2] = {"rho": 1 / 16, **scores.setting_scores(some)}
+    assert scores.dilution_exponent(rows)["bound"] == "upper bound"
+    # no run reaching it there: no slope at all (it would be the budget's), and why
     censored = [run_record(i, None, budget=300, rho=1 / 16) for i in range(6)]
     rows[2] = {"rho": 1 / 16, **scores.setting_scores(censored)}
-    assert scores.dilution_exponent(rows)["bound"] == "upper bound"
+    fit = scores.dilution_exponent(rows)
+    assert fit["exponent"] is None and fit["bound"] == "censored"
+    assert fit["note"] == "no run reached the target at rho 0.0625 censored (0/6 within budget 300)"
 
 
 def test_ratio_bounds_follow_the_censored_side():

@@ -76,14 +76,18 @@ def test_an_exponent_with_every_run_censored_is_undefined_not_zero():
     censored = runs("m", {0: [None] * 4, 9: [None] * 4})
     entry = scores.method_scores(censored)["settings"]['E-v0{"floors": 2}']
     assert entry["exponent"]["exponent"] is None  # was 0: the slope of the budgets
-    assert report.exponent_text(entry["exponent"]).startswith("n/a (no run reached")
+    assert scores.exponent_text(entry["exponent"]).startswith("n/a (no run reached")
     card = report.markdown(
         {"method": "m", "protocol": "rb1"}, scores.method_scores(censored), {}, {}, []
     )
     assert "~ 0 [0.000, 0.000]" not in card and "| **m** | n/a (no run reached" in card
-    # one density reached: still an exponent, an upper bound
+    # one density reached, none at the other: still no exponent (the slope to a budget)
     some = runs("m", {0: [1000.0] * 4, 9: [None] * 4})
     fit = scores.method_scores(some)["settings"]['E-v0{"floors": 2}']["exponent"]
+    assert fit["exponent"] is None and fit["note"].startswith("no run reached the target at rho")
+    # some runs censored at the lowest density: an upper bound
+    part = runs("m", {0: [1000.0] * 4, 9: [4000.0, 4200.0, None, None]})
+    fit = scores.method_scores(part)["settings"]['E-v0{"floors": 2}']["exponent"]
     assert fit["exponent"] is not None and fit["bound"] == "upper bound"
 
 
@@ -383,9 +387,9 @@ def test_the_docs_define_the_bound_signs_and_name_the_results_folder():
     assert "git add -f" in text  # results/ is ignored by git: submitting needs -f
 
 
-def test_the_rb1_leaderboard_is_unchanged(monkeypatch, tmp_path):
-    """The card's changes leave rb1's numbers and its shipped leaderboard as they are (no
-    shipped pair merges), byte for byte."""
+def test_the_rb1_leaderboard_is_what_the_report_prints_from_its_rows(monkeypatch, tmp_path):
+    """rb1's shipped leaderboard is the report of its shipped rows, byte for byte (no shipped
+    pair merges; censored cells printed as rb3's rules print them: its numbers unchanged)."""
     monkeypatch.setattr(scores, "RESAMPLES", 2000)
     rb1 = protocol.load_protocol("rb1")
     refs = command.manifest.open_references(rb1, "lite")

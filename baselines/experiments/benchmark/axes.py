@@ -90,29 +90,15 @@ def all_axes(
 
 
 def exponent_cell(point: Mapping[str, Any]) -> str:
-    if point["exponent"] is None:
-        return "n/a"
-    return (
-        f"{scores.shown(round(point['exponent'], 3), point['bound'])} "
-        f"[{point['low']:.3f}, {point['high']:.3f}]"
-    )
+    return scores.exponent_text({**point, "note": None})
 
 
 def trend_cell(trend: Mapping[str, Any]) -> str:
-    if trend["slope"] is None:
-        return "n/a"
-    return (
-        f"{scores.shown(round(trend['slope'], 3), trend['bound'])} "
-        f"[{trend['low']:.3f}, {trend['high']:.3f}]"
-    )
+    return scores.exponent_text({**trend, "note": None})
 
 
 def ratio_cell(ratio: Mapping[str, Any] | None) -> str:
-    if ratio is None:
-        return "n/a"
-    return (
-        f"{scores.shown(ratio['ratio'], ratio['bound'])} [{ratio['low']:.2f}, {ratio['high']:.2f}]"
-    )
+    return scores.ratio_text(ratio)
 
 
 def markdown(

@@ -4,8 +4,11 @@ target of the batched runs against the SB3 references, scored as the leaderboard
 their budget) and compared by :func:`~baselines.experiments.benchmark.scores.ratio_to` (IQM
 ratio batched / SB3 with a two-sample percentile bootstrap 95% interval).
 
-A cell is **equivalent** when its interval includes 1 and lies inside ``[0.85, 1.18]``
-(:data:`BAND`). Writes ``equivalence.csv``/``.json`` (the table), and one PNG per environment
+A cell is **equivalent** by two one-sided tests at level 0.05 against the margin
+``[0.85, 1.18]`` (:func:`~baselines.experiments.benchmark.scores.tost`: the 90% bootstrap
+interval of the ratio inside the margin); a cell where a run of either trainer did not reach the
+target is ``censored``, reported apart and never counted as equivalent.
+Writes ``equivalence.csv``/``.json`` (the table), and one PNG per environment
 (``curves_<env id>.png``, the IQM learning curves of both trainers with bootstrap bands, one
 panel per method and density) beside ``curves_<env id>.csv`` (their numbers).
 """
@@ -22,14 +25,21 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from baselines.experiments.benchmark.scores import ratio_to, setting_scores
+from baselines.experiments.benchmark.scores import (
+    EQUIVALENCE_MARGIN,
+    ratio_text,
+    ratio_to,
+    setting_scores,
+    steps_text,
+    tost,
+)
 from baselines.lib.stats import bootstrap_ci, iqm
 
 if TYPE_CHECKING:
     from baselines.experiments.benchmark.manifest import References
 
-BAND = (0.85, 1.18)
-"""The interval of the ratio batched / SB3 must lie inside this band (and include 1)."""
+BAND = EQUIVALENCE_MARGIN
+"""The equivalence margin of the ratio batched / SB3 (:func:`~.scores.tost`)."""
 Record = dict[str, Any]
 
 
@@ -75,7 +85,7 @@ def equivalence_rows(batched: Sequence[Record], references: Sequence[Record]) ->
         ours = setting_scores(runs)
         theirs = setting_scores(groups[(method, setting, "sb3", value)])
         ratio = ratio_to(ours, theirs)
-        low, high = ratio["low"], ratio["high"]
+        test = tost(ours, theirs, BAND)
         rows.append(
             {
                 "method": method,
@@ -87,36 +97,70 @@ def equivalence_rows(batched: Sequence[Record], references: Sequence[Record]) ->
                 "sb3_runs": theirs["runs"],
                 "sb3_reached": theirs["reached"],
                 "sb3_iqm": theirs["steps_iqm"],
+                "sb3_steps": steps_text(theirs),
                 "batched_runs": ours["runs"],
                 "batched_reached": ours["reached"],
                 "batched_iqm": ours["steps_iqm"],
+                "batched_steps": steps_text(ours),
                 "ratio": ratio["ratio"],
-                "low": low,
-                "high": high,
+                "low": ratio["low"],
+                "high": ratio["high"],
                 "bound": ratio["bound"],
-                "includes_1": bool(low <= 1.0 <= high),
-                "inside_band": bool(BAND[0] <= low and high <= BAND[1]),
-                "equivalent": bool(low <= 1.0 <= high and BAND[0] <= low and high <= BAND[1]),
+                "ratio_text": ratio_text(ratio),
+                "tost_p": test["p"],
+                "tost_low": test["low"],
+                "tost_high": test["high"],
+                "verdict": test["verdict"],
+                "note": test["note"],
+                "equivalent": test["verdict"] == "equivalent",
             }
         )
     return rows
 
 
 def markdown_table(rows: Sequence[Record]) -> str:
-    """The table as Markdown (docs/batched.md quotes it)."""
+    """The table as Markdown (docs/batched.md quotes it): the uncensored cells with their TOST
+    verdict, then the censored cells apart."""
     lines = [
         "| env | density | method | SB3 IQM steps (reached) | batched IQM steps (reached) | "
-        "ratio [95% CI] | equivalent |",
-        "|---|---|---|---|---|---|---|",
+        "ratio [95% CI] | TOST p (90% CI) | equivalent |",
+        "|---|---|---|---|---|---|---|---|",
     ]
+    censored = [r for r in rows if r["verdict"] == "censored"]
     for r in rows:
+        if r["verdict"] == "censored":
+            continue
+        tested = (
+            "n/a"
+            if r["tost_low"] is None
+            else f"{r['tost_p']:.3f} ({r['tost_low']:.3f}, {r['tost_high']:.3f})"
+        )
         lines.append(
             f"| {r['setting']} | {r['density_kwarg']}={r['density_value']} | {r['method']} | "
-            f"{r['sb3_iqm']:,.0f} ({r['sb3_reached']}/{r['sb3_runs']}) | "
-            f"{r['batched_iqm']:,.0f} ({r['batched_reached']}/{r['batched_runs']}) | "
-            f"{r['ratio']:.3f} [{r['low']:.3f}, {r['high']:.3f}] | "
-            f"{'yes' if r['equivalent'] else 'NO'} |"
+            f"{r['sb3_steps']} | {r['batched_steps']} | {r['ratio_text']} | {tested} | "
+            f"{'yes' if r['equivalent'] else 'not shown'} |"
         )
+    if censored:
+        lines += [
+            "",
+            "Censored cells (a run of either trainer did not reach the target: not tested, "
+            "not counted as equivalent):",
+            "",
+            "| env | density | method | SB3 steps | batched steps | censored |",
+            "|---|---|---|---|---|---|",
+        ]
+        for r in censored:
+            lines.append(
+                f"| {r['setting']} | {r['density_kwarg']}={r['density_value']} | {r['method']} | "
+                f"{r['sb3_steps']} | {r['batched_steps']} | {r['note']} |"
+            )
+    margin = f"[{BAND[0]}, {BAND[1]}]"
+    counted = [r for r in rows if r["verdict"] != "censored"]
+    lines += [
+        "",
+        f"{sum(r['equivalent'] for r in counted)} of {len(counted)} uncensored cells equivalent "
+        f"(two one-sided tests at 0.05, margin {margin}); {len(censored)} censored cells apart.",
+    ]
     return "\n".join(lines)
 
 

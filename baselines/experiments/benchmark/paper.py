@@ -201,7 +201,8 @@ def steps_rows(
                     ratio = scores.ratio_to(theirs[row["density_value"]], row)
                     item.update(
                         {f"{trajectory}_over_this": ratio["ratio"], "ratio_low": ratio["low"],
-                         "ratio_high": ratio["high"], "ratio_bound": ratio["bound"]}
+                         "ratio_high": ratio["high"], "ratio_bound": ratio["bound"],
+                         "ratio_text": scores.ratio_text(ratio)}
                     )  # fmt: skip
                 out.append(item)
     return out
@@ -332,10 +333,7 @@ def markdown(result: Mapping[str, Any], trajectory: str = "trajectory_mc") -> li
         for name in dict.fromkeys(r["method"] for r in rows):
             mine = {r["rho"]: r for r in rows if r["method"] == name}
             cells = [
-                f"{scores.shown(mine[rho][key], mine[rho]['ratio_bound'])} "
-                f"[{mine[rho]['ratio_low']:.2f}, {mine[rho]['ratio_high']:.2f}]"
-                if rho in mine
-                else "n/a"
+                mine[rho]["ratio_text"] if rho in mine else "n/a"
                 for rho in sorted({r["rho"] for r in rows}, reverse=True)
             ]
             lines.append(f"| {name} | " + " | ".join(cells) + " |")

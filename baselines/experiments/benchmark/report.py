@@ -78,14 +78,6 @@ def score_rows(label: str, entry: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def exponent_text(x: dict[str, Any]) -> str:
-    """A dilution exponent as tables show it: ``-0.577 [-0.613, -0.559]``, ``<= ...``; ``n/a``
-    (with why) when it is undefined."""
-    if x["exponent"] is None:
-        return "n/a" + (f" ({x['note']})" if x.get("note") else "")
-    return f"{scores.shown(round(x['exponent'], 3), x['bound'])} [{x['low']:.3f}, {x['high']:.3f}]"
-
-
 def shown_rows(
     name: str, entry: dict[str, Any], references: dict[str, dict[str, Any]], setting: str
 ) -> list[tuple[str, dict[str, Any]]]:
@@ -128,14 +120,11 @@ def density_table(
 
 
 def steps_cell(r: dict[str, Any]) -> str:
-    return (
-        f"{scores.shown(r['steps_iqm'], r['steps_bound'])} "
-        f"[{r['steps_low']:.3g}, {r['steps_high']:.3g}] ({r['reached']}/{r['runs']})"
-    )
+    return scores.steps_text(r)
 
 
 def km_cell(r: dict[str, Any]) -> str:
-    return scores.shown(r["km_median"], r["km_median_bound"])
+    return scores.km_text(r)
 
 
 def auc_cell(r: dict[str, Any]) -> str:
@@ -224,7 +213,7 @@ def markdown(
             entry["rows"],
             steps_cell,
             method,
-            first=("dilution exponent [95% CI]", lambda e: exponent_text(e["exponent"])),
+            first=("dilution exponent [95% CI]", lambda e: scores.exponent_text(e["exponent"])),
         )
         lines.append("")
         lines += density_table(
@@ -247,10 +236,7 @@ def markdown(
             lines += ["", "Ratio of steps to target at the lowest density, method / reference:", ""]
             lines += ["| reference | ratio [95% CI] |", "|---|---|"]
             for name, r in shown_ratios.items():
-                lines.append(
-                    f"| {label(name)} | {scores.shown(r['ratio'], r['bound'])} "
-                    f"[{r['low']:.3g}, {r['high']:.3g}] |"
-                )
+                lines.append(f"| {label(name)} | {scores.ratio_text(r)} |")
         if drops_manifest is not None:
             lines += ["", *drops.markdown_table(drops_manifest, setting)]
             planned = sum(c["planned"] for c in drops_manifest["cells"] if c["setting"] == setting)
@@ -551,22 +537,12 @@ def _leaderboard_table(
         x = entry["exponent"]
         hi = max(entry["rows"], key=lambda r: r["rho"])
         lo = min(entry["rows"], key=lambda r: r["rho"])
-        expo = (
-            "n/a"
-            if x["exponent"] is None
-            else f"{scores.shown(round(x['exponent'], 3), x['bound'])} "
-            f"[{x['low']:.3f}, {x['high']:.3f}]"
-        )
-        cells = [
-            f"{scores.shown(r['steps_iqm'], r['steps_bound'])} "
-            f"[{r['steps_low']:.3g}, {r['steps_high']:.3g}] ({r['reached']}/{r['runs']}, "
-            f"rho {r['rho']:.3g})"
-            for r in (hi, lo)
-        ]
+        expo = scores.exponent_text({**x, "note": None})
+        cells = [f"{scores.steps_text(r)[:-1]}, rho {r['rho']:.3g})" for r in (hi, lo)]
         ratio = "n/a"
         if baseline is not None and name != "ppo":
             r = scores.ratio_to(lo, min(baseline["rows"], key=lambda row: row["rho"]))
-            ratio = f"{scores.shown(r['ratio'], r['bound'])} [{r['low']:.2f}, {r['high']:.2f}]"
+            ratio = scores.ratio_text(r, digits=3)
         auc = float(np.mean([r["auc_iqm"] for r in entry["rows"]]))
         shown_name = f"{name} (= {', '.join(aliases[name])})" if name in aliases else name
         read = "" if privileged is None else f" {privileged_text(privileged.get(name, ()))} |"

@@ -1,16 +1,20 @@
 """The benchmark's scores, from run records (each a comparison run: ``timesteps``, ``success``,
-``budget``, ``target``, ``seed``, ``rho``, ``setting``, ``density_value``, ``label``).
+``budget``, ``target``, ``seed``, ``rho``, ``setting``, ``density_value``, ``label``), and the
+one place that says how each is printed (:func:`steps_text`, :func:`ratio_text`,
+:func:`exponent_text`, :func:`km_text`), so censoring is handled once for every table.
 
 Per setting and density, over seeds (``n`` runs):
 
-- **steps to target** ``T_i``: the first crossing of the target, interpolated between
-  evaluations; a run that never reaches it is censored at its budget ``B``. Reported as the
-  interquartile mean of ``min(T_i, B)`` with a percentile bootstrap interval over seeds (a lower
-  bound, ``>=``, when any run is censored: a censored run took at least ``B``) and as the
-  Kaplan-Meier median (``scipy.stats.ecdf`` on right-censored data; ``>= B`` when fewer than
-  half the runs reach the target).
+- **steps to target** ``T_i``: by the run's evaluation rule (:mod:`baselines.lib.scoring`: the
+  first crossing interpolated between evaluations for rb1/rb2's schedule, the first update
+  whose policy reaches the target for rb3's); a run that never reaches it is censored at its
+  budget ``B``. Reported as the interquartile mean of ``min(T_i, B)`` with a percentile
+  bootstrap interval over seeds (a lower bound, ``>=``, when any run is censored: a censored run
+  took at least ``B``) and as the Kaplan-Meier median (``scipy.stats.ecdf`` on right-censored
+  data; ``>= B`` when fewer than half the runs reach the target). A cell where no run reached
+  the target is printed ``censored (0/n within budget B)``: no number, no interval.
 - **normalized AUC**: the area under the success curve over the budget, in ``[0, 1]``
-  (trapezoid rule), IQM over seeds with its bootstrap interval.
+  (the evaluation's rule), IQM over seeds with its bootstrap interval.
 
 Across the densities of a setting:
 
@@ -18,11 +22,14 @@ Across the densities of a setting:
   (0: the method does not dilute; ``-1``: its steps grow like ``1 / rho``), with a bootstrap
   interval (seeds resampled within each density, ``scipy.stats.bootstrap``). Censored runs at the
   lowest densities make it an upper bound (``<=``: the true slope is steeper), censored runs
-  elsewhere make it no bound at all (``~``); undefined (``None``, shown ``n/a``) when no run
-  reaches the target at any density (the slope would be the budgets').
+  elsewhere make it no bound at all (``~``); undefined (``None``, shown ``n/a`` with why) when
+  no run reaches the target at some density (the slope would be the budget's).
 - **ratio to a reference** at the lowest density: ``IQM(steps) / IQM(steps of the reference)``
   with a two-sample bootstrap interval; a bound when either side is censored
-  (:func:`baselines.lib.curves.ratio_bound`).
+  (:func:`baselines.lib.curves.ratio_bound`), printed with the censored runs it contains; none
+  (``censored (...)``) when either cell is fully censored.
+- **equivalence** of two cells (trainer cross-checks): two one-sided tests (:func:`tost`);
+  cells with censored runs are reported apart, never counted as equivalent.
 """
 
 from __future__ import annotations
@@ -158,6 +165,16 @@ def dilution_exponent(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "note": "no run reached the target at any density: the slope would be that of the "
             "budgets",
         }
+    empty = [r for r in rows if fully_censored(r)]
+    if empty:  # a slope through a budget measures the budget
+        where = ", ".join(f"rho {r['rho']:.3g} {censored_text(r)}" for r in empty)
+        return {
+            "exponent": None,
+            "low": None,
+            "high": None,
+            "bound": "censored",
+            "note": f"no run reached the target at {where}",
+        }
     samples = [np.asarray(r["steps"], dtype=np.float64) for r in rows]
 
     def statistic(*xs: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -175,15 +192,92 @@ def dilution_exponent(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {"exponent": est, "low": low, "high": high, "bound": bound}
 
 
+def fully_censored(row: Mapping[str, Any]) -> bool:
+    """Whether no run of a cell (:func:`setting_scores`) reached the target: its steps are then
+    the budget for every run, a number that measures the budget and nothing else."""
+    return all(row["censored"])
+
+
+def censored_text(row: Mapping[str, Any]) -> str:
+    """How a fully censored cell is shown: ``censored (0/30 within budget 4.59e+04)``."""
+    return f"censored (0/{len(row['censored'])} within budget {row['budget']:.3g})"
+
+
 def ratio_to(method_row: dict[str, Any], reference_row: dict[str, Any]) -> dict[str, Any]:
-    """``IQM(steps) / IQM(reference steps)`` with its two-sample bootstrap interval and bound."""
+    """``IQM(steps) / IQM(reference steps)`` with its two-sample bootstrap interval and bound
+    (:func:`~baselines.lib.curves.ratio_bound`); the censored runs on each side
+    (``censored``: ``[method's, reference's]``). Where either cell is fully censored there is no
+    ratio: ``ratio``, ``low`` and ``high`` are ``None``, ``bound`` is ``"censored"`` and
+    ``note`` says which side reached nothing within which budget."""
+    counts = [int(sum(method_row["censored"])), int(sum(reference_row["censored"]))]
+    empty = [
+        f"{side}: 0/{len(row['censored'])} within budget {row['budget']:.3g}"
+        for side, row in (("method", method_row), ("reference", reference_row))
+        if fully_censored(row)
+    ]
+    if empty:
+        note = "; ".join(empty)
+        return {
+            "ratio": None, "low": None, "high": None, "bound": "censored", "censored": counts,
+            "note": note,
+        }  # fmt: skip
     a = np.asarray(method_row["steps"], dtype=np.float64)
     b = np.asarray(reference_row["steps"], dtype=np.float64)
     est, low, high = bootstrap(
         [a, b], lambda x, y, axis=-1: np.asarray(iqm(x, axis=axis)) / iqm(y, axis=axis)
     )
-    bound = ratio_bound(any(method_row["censored"]), any(reference_row["censored"]))
-    return {"ratio": est, "low": low, "high": high, "bound": bound}
+    bound = ratio_bound(counts[0] > 0, counts[1] > 0)
+    return {"ratio": est, "low": low, "high": high, "bound": bound, "censored": counts}
+
+
+EQUIVALENCE_MARGIN = (0.85, 1.18)
+"""The band a ratio of steps must lie inside for two trainers (or two implementations) of one
+method to count as equivalent: about +-16% on the log scale."""
+EQUIVALENCE_ALPHA = 0.05
+"""The level of each of the two one-sided tests of :func:`tost`."""
+
+
+def tost(
+    method_row: Mapping[str, Any],
+    reference_row: Mapping[str, Any],
+    margin: tuple[float, float] = EQUIVALENCE_MARGIN,
+    alpha: float = EQUIVALENCE_ALPHA,
+) -> dict[str, Any]:
+    """Equivalence of two cells by two one-sided tests (TOST) on ``IQM(steps) / IQM(reference
+    steps)``: H0 ``ratio <= margin[0]`` and H0 ``ratio >= margin[1]``, each rejected at level
+    ``alpha`` by the two-sample percentile bootstrap (its p-value: the share of resampled ratios
+    on H0's side). ``verdict``: ``equivalent`` (both rejected: ``p = max`` of the two below
+    ``alpha``, i.e. the ``1 - 2 alpha`` interval ``[low, high]`` inside the margin), ``not shown
+    equivalent``, or ``censored`` (a run of either cell did not reach the target: its steps are
+    a bound, not a value, so the cell is reported apart with ``note`` and never counted)."""
+    counts = [int(sum(method_row["censored"])), int(sum(reference_row["censored"]))]
+    if any(counts):
+        note = "; ".join(
+            f"{side} {n}/{row['runs']} censored at budget {row['budget']:.3g}"
+            for n, side, row in zip(
+                counts, ("method", "reference"), (method_row, reference_row), strict=True
+            )
+            if n
+        )
+        return {"verdict": "censored", "p": None, "low": None, "high": None, "note": note}
+    a = np.asarray(method_row["steps"], dtype=np.float64)
+    b = np.asarray(reference_row["steps"], dtype=np.float64)
+
+    def ratio(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.asarray(iqm(x, axis=axis)) / iqm(y, axis=axis)
+
+    if len(a) < 2 or len(b) < 2:
+        return {"verdict": "not shown equivalent", "p": 1.0, "low": None, "high": None,
+                "note": "fewer than 2 runs a side"}  # fmt: skip
+    result = stats.bootstrap(
+        (a, b), ratio, n_resamples=RESAMPLES, confidence_level=1 - 2 * alpha,
+        method="percentile", vectorized=True, paired=False, rng=np.random.default_rng(0),
+    )  # fmt: skip
+    dist = np.asarray(result.bootstrap_distribution)
+    p = max(float(np.mean(dist <= margin[0])), float(np.mean(dist >= margin[1])))
+    low, high = (float(v) for v in result.confidence_interval)
+    verdict = "equivalent" if p < alpha else "not shown equivalent"
+    return {"verdict": verdict, "p": p, "low": low, "high": high, "note": ""}
 
 
 def shown(value: float | None, bound: str = "exact", digits: int = 3) -> str:
@@ -191,6 +285,76 @@ def shown(value: float | None, bound: str = "exact", digits: int = 3) -> str:
     if value is None:
         return "n/a"
     return f"{BOUND_SIGN[bound]}{value:.{digits}g}"
+
+
+def interval_text(
+    value: float,
+    low: float,
+    high: float,
+    bound: str,
+    digits: int = 3,
+    equal: bool = False,
+    fixed: bool = False,
+) -> str:
+    """``value [low, high]`` with ``value``'s bound sign (the interval's ends with ``digits``
+    significant digits, or decimals where ``fixed``); an interval of width zero is printed only
+    with its reason (``equal``: every value of the sample is the same), else as
+    ``(no interval)``."""
+    head = shown(value, bound, digits)
+    if low == high:
+        return f"{head} ({'every run equal' if equal else 'no interval'})"
+    # (one run, or a statistic every resample leaves unchanged: no spread to show)
+    form = f".{digits}{'f' if fixed else 'g'}"
+    return f"{head} [{low:{form}}, {high:{form}}]"
+
+
+def steps_text(row: Mapping[str, Any], digits: int = 3) -> str:
+    """A cell's steps to target as every table shows them (:func:`setting_scores`' row): the
+    IQM with its interval and ``reached/runs``, a lower bound (``>=``) when runs are censored;
+    ``censored (0/N within budget B)`` and no number when none reached the target."""
+    if fully_censored(row):
+        return censored_text(row)
+    equal = len(row["steps"]) > 1 and len(set(row["steps"])) == 1
+    body = interval_text(
+        row["steps_iqm"], row["steps_low"], row["steps_high"], row["steps_bound"], digits, equal
+    )
+    return f"{body} ({row['reached']}/{row['runs']})"
+
+
+def km_text(row: Mapping[str, Any], digits: int = 3) -> str:
+    """A cell's Kaplan-Meier median (``>=`` when fewer than half reached the target;
+    ``censored (...)`` when none did)."""
+    if fully_censored(row):
+        return censored_text(row)
+    return shown(row["km_median"], row["km_median_bound"], digits)
+
+
+def ratio_text(ratio: Mapping[str, Any] | None, digits: int = 3) -> str:
+    """A ratio (:func:`ratio_to`) as every table shows it: ``2.4 [2.3, 2.6]``, a bound with
+    the censored runs named (``>= 1.8 [1.3, 3.2] (censored: 4 of the method's runs)``), or
+    ``censored (...)`` and no number; ``n/a`` for no ratio."""
+    if ratio is None:
+        return "n/a"
+    if ratio["bound"] == "censored":
+        return f"censored ({ratio['note']})"
+    text = interval_text(ratio["ratio"], ratio["low"], ratio["high"], ratio["bound"], digits)
+    counts = ratio.get("censored") or [0, 0]
+    named = [
+        f"{n} of the {side}'s runs"
+        for n, side in zip(counts, ("method", "reference"), strict=True)
+        if n
+    ]
+    return f"{text} (censored: {', '.join(named)})" if named else text
+
+
+def exponent_text(x: Mapping[str, Any]) -> str:
+    """A dilution exponent or trend (``exponent`` or ``slope``) with its interval and bound
+    (``-0.577 [-0.613, -0.559]``, ``<= ...``); ``n/a`` with why (its ``note``) when it is not
+    defined."""
+    value = x.get("exponent", x.get("slope"))
+    if value is None:
+        return "n/a" + (f" ({x['note']})" if x.get("note") else "")
+    return interval_text(round(value, 3), x["low"], x["high"], x["bound"], 3, fixed=True)
 
 
 def group_records(records: Iterable[Record]) -> dict[tuple[str, str, int], list[Record]]:
