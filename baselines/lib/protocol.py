@@ -192,6 +192,36 @@ class DecisionsAxis:
     settings: dict[int, str]
 
 
+TUNABLE = ("learning_rate", "ent_coef", "clip_range")
+"""The hyperparameters a protocol's tuning grid may search (every reference has them: SB3 PPO's
+step size, entropy bonus and clip range)."""
+OBJECTIVES = ("auc",)
+"""What tuning maximises: ``auc``, the mean over the family's tuning cells of the IQM over seeds
+of the normalized AUC of the success curve (:func:`baselines.lib.scoring.normalized_auc`)."""
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """A protocol's tuned column (docs/benchmark.md, "rb3"): every combination of ``grid``
+    trained on ``seeds`` (disjoint from every tier's scoring seeds) at each setting family's
+    highest and lowest density, per reference method and family; the combination with the best
+    ``objective`` is the method's tuned hyperparameters there."""
+
+    seeds: tuple[int, ...]
+    grid: dict[str, tuple[float, ...]]
+    objective: str = "auc"
+
+    def combinations(self) -> list[dict[str, float]]:
+        """Every combination of the grid, in the grid's order (the first key slowest)."""
+        import itertools
+
+        names = list(self.grid)
+        return [
+            dict(zip(names, values, strict=True))
+            for values in itertools.product(*(self.grid[n] for n in names))
+        ]
+
+
 @dataclass(frozen=True)
 class Protocol:
     """A released protocol (see the module docstring and the YAML file's comments)."""
@@ -200,6 +230,7 @@ class Protocol:
     status: str
     target: float
     eval_points: int
+    """Evaluations after the first under ``evaluation: schedule`` (0 under ``updates``)."""
     hyperparameters: dict[str, dict[str, Any]]
     tiers: dict[str, Tier]
     sha256: str
@@ -214,6 +245,11 @@ class Protocol:
     """When its runs are evaluated and how steps to target are read
     (:data:`baselines.lib.scoring.EVALUATIONS`): ``schedule`` (rb1, rb2: ``eval_points``
     evaluations, interpolated), ``updates`` (rb3: after every update, no interpolation)."""
+    per_decision_target: float | None = None
+    """The per-decision target (rb3): on a setting with F decisions per episode, its steps to
+    target are also read at the joint success ``per_decision_target ** F`` (``None``: none)."""
+    tuning: Tuning | None = None
+    """Its tuned column's search (``None``: the default hyperparameters only)."""
     merged: dict[str, str] = field(default_factory=dict)
     """Methods not run as references because they are one algorithm with one that is
     (``{alias: reference}``, e.g. ``rloo: trajectory_mc``): the leaderboard shows them as
@@ -337,6 +373,12 @@ def _parse_protocol(
             )
     evaluation = str(data.get("evaluation", "schedule"))
     check_evaluation(evaluation)
+    if evaluation == "schedule" and "eval_points" not in data:
+        raise KeyError("eval_points")
+    per_decision = data.get("per_decision_target")
+    if per_decision is not None and not 0 < float(per_decision) <= 1:
+        raise ValueError(f"per_decision_target must be in (0, 1], got {per_decision!r}")
+    tuning = None if data.get("tuning") is None else _parse_tuning(data["tuning"], tiers)
     report = {**REPORT, **RELEASED_REPORT.get(version, {}), **dict(data.get("report") or {})}
     for name, value in report.items():
         if value not in REPORT_CHOICES.get(name, ()):
@@ -345,7 +387,7 @@ def _parse_protocol(
         version=version,
         status=status,
         target=float(data["target"]),
-        eval_points=int(data["eval_points"]),
+        eval_points=int(data.get("eval_points", 0)),
         hyperparameters=hyperparameters,
         tiers=tiers,
         sha256=digest,
@@ -355,7 +397,27 @@ def _parse_protocol(
         report=report,
         merged=merged,
         evaluation=evaluation,
+        per_decision_target=None if per_decision is None else float(per_decision),
+        tuning=tuning,
     )
+
+
+def _parse_tuning(entry: dict[str, Any], tiers: dict[str, Tier]) -> Tuning:
+    """The ``tuning`` entry (``TypeError``/``ValueError`` where it is malformed, names a
+    hyperparameter outside :data:`TUNABLE`, or shares a seed with a tier)."""
+    seeds = tuple(int(x) for x in entry["seeds"])
+    grid = {str(k): tuple(float(v) for v in values) for k, values in entry["grid"].items()}
+    unknown = sorted(set(grid) - set(TUNABLE))
+    if unknown or not grid or not all(grid.values()):
+        raise ValueError(f"tuning.grid searches {list(TUNABLE)}, each with values; got {grid}")
+    objective = str(entry.get("objective", "auc"))
+    if objective not in OBJECTIVES:
+        raise ValueError(f"tuning.objective must be one of {list(OBJECTIVES)}, got {objective!r}")
+    for tier in tiers.values():
+        shared = sorted(set(seeds) & set(tier.seeds))
+        if shared:
+            raise ValueError(f"tuning.seeds {shared} are scoring seeds of tier {tier.name}")
+    return Tuning(seeds, grid, objective)
 
 
 def _methods(value: Any, what: str) -> tuple[str, ...] | None:
