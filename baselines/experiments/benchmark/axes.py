@@ -107,10 +107,12 @@ def markdown(
     labels: Mapping[str, str] | None = None,
     bold: str | None = None,
     heading: str = "##",
+    target: str = "",
 ) -> list[str]:
     """The lines of one axis (an entry of :func:`all_axes`): the exponent per number of
     decisions with its trend, then the ratio to the baseline at the lowest density, one row per
-    method of ``order`` that has the axis (``labels``: how to name each row)."""
+    method of ``order`` that has the axis (``labels``: how to name each row; ``target``: what
+    the steps are to, in the title, when not the joint target)."""
     labels = labels or {}
     kwarg, decisions = axis["kwarg"], axis["decisions"]
     names = [n for n in order if n in axis["methods"]]
@@ -124,7 +126,8 @@ def markdown(
     lines = [
         f"{heading} Number of critical decisions: {axis['family']} ({kwarg} "
         + ", ".join(map(str, decisions))
-        + ")",
+        + ")"
+        + (f", {target}" if target else ""),
         "",
         "Dilution exponent at each number of critical decisions per episode, and its trend: "
         f"the change of the exponent per doubling of `{kwarg}` (least-squares slope on "

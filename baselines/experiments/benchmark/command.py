@@ -298,6 +298,7 @@ def leaderboard_text(
         privileged=LEADERBOARD_COLUMNS[protocol.report["leaderboard"]](found),
         decision_axes=protocol.tier(tier).axes(),
         not_run=merged_not_run(protocol, tier, found),
+        per_decision_target=protocol.per_decision_target,
     )
 
 

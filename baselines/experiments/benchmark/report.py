@@ -432,6 +432,7 @@ def leaderboard(
     privileged: dict[str, tuple[str, ...]] | None = None,
     decision_axes: list[Any] | None = None,
     not_run: dict[str, tuple[list[str], str]] | None = None,
+    per_decision_target: float | None = None,
 ) -> str:
     """The references' scores as one Markdown table per setting: the dilution exponent, steps
     to target at the highest and the lowest density, their ratio to ``ppo``'s (the learned
@@ -446,7 +447,9 @@ def leaderboard(
     per number of decisions and its trend (:mod:`~.axes`), label-free methods first.
     ``not_run`` (reference -> ``(aliases, why)``): methods the protocol does not run because
     they are one algorithm with that reference (its ``merged`` entries, with the advantage
-    probe's sentence), named in its row as ``(= alias)``."""
+    probe's sentence), named in its row as ``(= alias)``. ``per_decision_target`` (rb3): each
+    decisions axis again with steps to the per-decision target (:func:`~.scores.per_decision`),
+    beside the joint target's."""
     computed = {name: scores.method_scores(recs) for name, recs in references.items()}
     groups = merging.merged(computed)
     for name, (extra, why) in (not_run or {}).items():
@@ -493,7 +496,35 @@ def leaderboard(
             if block:
                 lines += ["", f"### {title}", ""]
                 lines += _leaderboard_table(computed, setting, block, aliases, privileged)
-    for axis in axes.all_axes(computed, decision_axes or []):
+    views = [("", computed)]
+    if per_decision_target is not None and decision_axes:
+        decisions = {name: d for a in decision_axes for d, name in a.settings.items()}
+        views.append(
+            (
+                f"per-decision target (success^(1/F) >= {per_decision_target:g})",
+                {
+                    n: scores.method_scores(scores.per_decision(r, decisions, per_decision_target))
+                    for n, r in references.items()
+                },
+            )
+        )
+    for target, view in views:
+        lines += _axes_lines(view, decision_axes or [], hidden, aliases, privileged, target)
+    return "\n".join(lines) + "\n"
+
+
+def _axes_lines(
+    computed: dict[str, Any],
+    decision_axes: list[Any],
+    hidden: set[str],
+    aliases: dict[str, list[str]],
+    privileged: dict[str, tuple[str, ...]] | None,
+    target: str,
+) -> list[str]:
+    """The leaderboard's decisions-axis sections of ``computed`` (``target``: the steps' target
+    when it is not the joint one)."""
+    lines: list[str] = []
+    for axis in axes.all_axes(computed, decision_axes):
         order = [n for n in computed if n not in hidden]
         if privileged is not None:
             order.sort(key=lambda n: bool(privileged.get(n)))
@@ -504,8 +535,8 @@ def leaderboard(
             )
             for n in order
         }
-        lines += ["", *axes.markdown(axis, order, labels)]
-    return "\n".join(lines) + "\n"
+        lines += ["", *axes.markdown(axis, order, labels, target=target)]
+    return lines
 
 
 def _leaderboard_table(

@@ -357,6 +357,21 @@ def exponent_text(x: Mapping[str, Any]) -> str:
     return interval_text(round(value, 3), x["low"], x["high"], x["bound"], 3, fixed=True)
 
 
+def per_decision(
+    records: Iterable[Record], decisions: Mapping[str, int], target: float
+) -> list[Record]:
+    """The records of the settings in ``decisions`` (setting name -> F, its critical decisions
+    per episode) with the per-decision target: success^(1/F) reaching ``target``, i.e. the
+    joint success reaching ``target ** F`` (read from the same curves, no new runs), so the
+    decisions axis compares equal per-decision difficulty (0.9 over 4 independent floors
+    needs 0.974 per floor; 0.9 per floor is 0.656 jointly)."""
+    return [
+        {**r, "target": target ** decisions[r["setting"]]}
+        for r in records
+        if r["setting"] in decisions
+    ]
+
+
 def group_records(records: Iterable[Record]) -> dict[tuple[str, str, int], list[Record]]:
     """Runs by ``(label, setting, density_value)``."""
     groups: dict[tuple[str, str, int], list[Record]] = defaultdict(list)
