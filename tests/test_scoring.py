@@ -51,7 +51,9 @@ def test_every_policy_is_evaluated_once_at_the_steps_it_consumed(trainer):
         assert in_use == by_update.success[:-1]  # bit for bit
     assert by_update.success[-1] > by_update.success[-2]  # the final policy is evaluated too
     # the score is the steps of the first policy reaching the target, on any grid
-    first = next(t for t, s in zip(by_update.timesteps, by_update.success) if s >= TARGET)
+    first = next(
+        t for t, s in zip(by_update.timesteps, by_update.success, strict=True) if s >= TARGET
+    )
     assert by_update.steps_to_target == first == 3 * ROLLOUT
     # while the schedule's interpolated crossing moves with its grid (the audit's finding)
     assert fine.steps_to_target != pytest.approx(finer.steps_to_target, rel=0.01)
