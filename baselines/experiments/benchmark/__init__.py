@@ -89,6 +89,17 @@ BENCHMARK = Group(
             "rerun",
             "rerun_seed",
         ),
+        _benchmark(
+            "tune",
+            "the method's tuned column (a protocol with tuning, rb3): the search on the tuning "
+            "seeds, the chosen values per setting family, the tuned runs on the scoring seeds",
+            "method",
+            "env_id",
+            "workers",
+            "progress",
+            "trainer",
+            *BACKEND_FIELDS,
+        ),
     ),
     description="Score a credit-assignment method on a versioned protocol against the shipped "
     "references (docs/benchmark.md).",

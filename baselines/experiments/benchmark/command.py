@@ -20,6 +20,9 @@ shipped references.
   scored rows, the drops manifest and the method's source (:mod:`~.submission`);
   ``verify-submission --bundle FILE`` rebuilds the scores from such a file and says whether
   they are the card's.
+- ``tune --method SPEC --tier lite`` (a protocol with ``tuning``, rb3): the method's tuned
+  column: the search on the tuning seeds, the chosen values per setting family, then the tuned
+  runs on the scoring seeds, each resumable (:mod:`~.tuning`).
 
 Every command that reads references checks them first: a reference file that differs from the
 shipped one is refused with its name (exit status 2), or, with ``--unverified-references``, used
@@ -46,6 +49,7 @@ from baselines.experiments.benchmark import (
     report,
     scores,
     submission,
+    tuning,
     verification,
 )
 from baselines.experiments.benchmark import lab as benchmark_lab
@@ -68,6 +72,7 @@ COMMANDS = (
     "plan",
     "submit",
     "verify-submission",
+    "tune",
 )
 __all__ = ["load_records", "load_references", "planned_records"]  # read by tests and scripts
 
@@ -450,7 +455,7 @@ def main(args: BenchmarkArgs) -> Any:
     started = time.perf_counter()
     protocol = protocols.load_protocol(args.protocol)
     tier = protocol.tier(args.tier)
-    if args.command in ("run", "report", "submit") and not args.method:
+    if args.command in ("run", "report", "submit", "tune") and not args.method:
         raise ValueError(f"{args.command} needs --method")
     from baselines.lib.specs import parse_method
 
@@ -470,7 +475,9 @@ def main(args: BenchmarkArgs) -> Any:
                 args.env_id or None,
                 trainer_of(args, protocol),
             )
-    if args.command in ("run", "report", "submit") or (
+    if args.command == "tune" and protocol.tuning is None:
+        raise ValueError(f"tune: protocol {protocol.version} has no tuning (try --protocol rb3)")
+    if args.command in ("run", "report", "submit", "tune") or (
         args.command == "references" and args.compute
     ):
         cli.check_output_folder(args.out)  # before any config or result is written
@@ -478,6 +485,8 @@ def main(args: BenchmarkArgs) -> Any:
         return references(args, protocol)
     if args.command == "verify-submission":
         return verify_submission(args)
+    if args.command == "tune":
+        return tune(args, protocol)
     if args.command == "leaderboard":
         return write_leaderboard(args, protocol)
     if args.command == "plan":
@@ -503,6 +512,47 @@ def main(args: BenchmarkArgs) -> Any:
     if args.command == "submit":
         return submit(args, protocol, path)
     return path
+
+
+def tune(args: BenchmarkArgs, protocol: protocols.Protocol) -> Path:
+    """The tuned column of ``--method`` (:mod:`~.tuning`): the search into
+    ``<method folder>+tuning/results.jsonl``, the chosen values per family into
+    ``<method folder>+tuned/TUNED.json`` (and ``TUNED.md``), then the tuned runs on the scoring
+    seeds into ``<method folder>+tuned/results.jsonl``; each step resumable. The folder."""
+    tier = protocol.tier(args.tier)
+    folder = method_folder(args, args.method, protocol)
+    defaults = protocol_runs.plan(
+        protocol,
+        tier,
+        args.method,
+        args.out / "configs",
+        args.env_id or None,
+        trainer_of(args, protocol),
+    )
+    search = tuning.tuning_runs(protocol, tier, defaults)
+    searched = folder.with_name(folder.name + "+tuning") / "results.jsonl"
+    print(f"tuning {args.method}: {len(search)} runs into {searched}")
+    protocol_runs.run_method(search, searched, args.workers, args.progress, backend=args)
+    assert protocol.tuning is not None  # main refuses a protocol without it
+    records = protocol_runs.current_records(load_records(searched), search)
+    found = tuning.objectives(records, protocol.tuning, tier)
+    chosen = tuning.choose(found, tuning.default_combinations(protocol, tier, defaults))
+    tuned = folder.with_name(folder.name + "+tuned")
+    cli.check_output_folder(tuned)
+    write_atomic(
+        tuned / "TUNED.json",
+        json.dumps({"method": args.method, "chosen": chosen, "searched": found}, indent=1),
+    )
+    text = [f"# Tuned hyperparameters: {args.method}, {protocol.version} {args.tier}", ""]
+    write_atomic(tuned / "TUNED.md", "\n".join(text + tuning.markdown(chosen, found)))
+    for family, pick in chosen.items():
+        print(f"{family}: {pick['chosen']} (default {pick['default']})")
+    runs = tuning.tuned_runs(defaults, chosen, tier)
+    protocol_runs.run_method(
+        runs, tuned / "results.jsonl", args.workers, args.progress, backend=args
+    )
+    print(f"tuned column: {tuned / 'results.jsonl'}; values: {tuned / 'TUNED.md'}")
+    return tuned
 
 
 def submit(args: BenchmarkArgs, protocol: protocols.Protocol, card_folder: Path) -> Path:

@@ -1,0 +1,189 @@
+"""The tuned column of a protocol with ``tuning`` (rb3; docs/benchmark.md, "Default and tuned").
+
+One learning rate for every method cannot tell dilution from a step size that suits one method
+and not another, so each method is also scored with hyperparameters searched for it, the same
+way for every method, on seeds no tier scores:
+
+- :func:`tuning_runs`: from a method's default runs of a tier (:func:`~baselines.lib.
+  protocol_runs.plan`), every combination of the protocol's grid x every tuning seed, at each
+  setting's highest and lowest density (its first and last density value), with the tier's
+  budgets: runs as values, the default ones with three fields replaced.
+- :func:`choose`: per setting family (:attr:`~baselines.lib.protocol.Setting.family`: the
+  settings of one decisions axis share one), the combination whose objective is highest: the
+  mean over the family's tuning cells (setting x density) of the IQM over seeds of the
+  normalized AUC (:func:`baselines.lib.scoring.normalized_auc`: every run has one, censored or
+  not); ties go to the default combination, then to the grid's order.
+- :func:`tuned_runs`: the default runs (scoring seeds, every density) with each family's chosen
+  values: the tuned column.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from baselines.lib.protocol import Protocol, Tier, Tuning
+from baselines.lib.runs import Run, replace
+from baselines.lib.scoring import normalized_auc
+from baselines.lib.stats import iqm
+
+Record = dict[str, Any]
+Combination = dict[str, float]
+
+
+def families(tier: Tier) -> dict[str, str]:
+    """Setting name -> its family, for every setting of ``tier``."""
+    return {s.name: s.family for s in tier.settings}
+
+
+def extremes(tier: Tier) -> dict[str, tuple[int, int]]:
+    """Setting name -> its highest- and lowest-density values (the first and the last)."""
+    return {s.name: (s.values[0], s.values[-1]) for s in tier.settings}
+
+
+def combination_of(hyperparameters: Mapping[str, Any], tuning: Tuning) -> Combination:
+    """The values of the grid's hyperparameters in ``hyperparameters``."""
+    return {name: float(hyperparameters[name]) for name in tuning.grid}
+
+
+def tuning_runs(protocol: Protocol, tier: Tier, default_runs: Sequence[Run]) -> list[Run]:
+    """Every run of the search (see the module docstring) from a method's default runs of
+    ``tier``; ``ValueError`` when the protocol has no ``tuning``."""
+    tuning = protocol.tuning
+    if tuning is None:
+        raise ValueError(f"protocol {protocol.version} has no tuning: it scores defaults only")
+    ends = extremes(tier)
+    first = default_runs[0].seed if default_runs else 0
+    out = []
+    for run in default_runs:
+        setting = run.context["setting"]
+        if run.seed != first or run.context["density_value"] not in ends[setting]:
+            continue
+        for combination in tuning.combinations():
+            for seed in tuning.seeds:
+                out.append(
+                    replace(
+                        run,
+                        seed=seed,
+                        hyperparameters={**run.hyperparameters, **combination},
+                        context={"column": "tuning"},
+                    )
+                )
+    return out
+
+
+def objectives(records: Iterable[Record], tuning: Tuning, tier: Tier) -> dict[str, list[Record]]:
+    """Per family, one row per combination found in ``records`` (tuning runs): its values, the
+    objective (mean over the family's cells of the IQM over seeds of the normalized AUC), the
+    cells and runs it rests on; in the grid's order."""
+    family_of = families(tier)
+    cells: dict[tuple[str, str], dict[tuple[str, int], list[float]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
+    texts = {_text(c): c for c in tuning.combinations()}
+    for r in records:
+        combination = _text(combination_of(r["hyperparameters"], tuning))
+        family = family_of[r["setting"]]
+        cells[(family, combination)][(r["setting"], int(r["density_value"]))].append(
+            normalized_auc(r)
+        )
+    out: dict[str, list[Record]] = defaultdict(list)
+    for family in dict.fromkeys(family_of.values()):
+        for text, combination in texts.items():
+            found = cells.get((family, text))
+            if not found:
+                continue
+            per_cell = [float(iqm(np.asarray(v))) for v in found.values()]
+            out[family].append(
+                {
+                    "values": combination,
+                    "auc": float(np.mean(per_cell)),
+                    "cells": len(found),
+                    "runs": sum(len(v) for v in found.values()),
+                }
+            )
+    return dict(out)
+
+
+def choose(
+    found: Mapping[str, list[Record]], default: Mapping[str, Combination]
+) -> dict[str, Record]:
+    """Per family: the combination with the highest objective (``found``:
+    :func:`objectives`), ties to the family's ``default`` combination, then to the grid's
+    order; ``{"chosen", "default", "auc", "default_auc", "searched"}``."""
+    out = {}
+    for family, rows in found.items():
+        base = default[family]
+        best = max(rows, key=lambda r: (r["auc"], r["values"] == base, -rows.index(r)))
+        base_row = next((r for r in rows if r["values"] == base), None)
+        out[family] = {
+            "chosen": best["values"],
+            "default": dict(base),
+            "auc": best["auc"],
+            "default_auc": None if base_row is None else base_row["auc"],
+            "searched": len(rows),
+        }
+    return out
+
+
+def tuned_runs(default_runs: Sequence[Run], chosen: Mapping[str, Record], tier: Tier) -> list[Run]:
+    """The tuned column: ``default_runs`` with their family's chosen values (``chosen``:
+    :func:`choose`); ``ValueError`` naming a family that has no choice."""
+    family_of = families(tier)
+    out = []
+    for run in default_runs:
+        family = family_of[run.context["setting"]]
+        if family not in chosen:
+            raise ValueError(f"no tuned values for {family}: its tuning runs are missing")
+        values = chosen[family]["chosen"]
+        out.append(
+            replace(
+                run,
+                hyperparameters={**run.hyperparameters, **values},
+                context={"column": "tuned"},
+            )
+        )
+    return out
+
+
+def default_combinations(
+    protocol: Protocol, tier: Tier, default_runs: Sequence[Run]
+) -> dict[str, Combination]:
+    """Per family, the grid's hyperparameters as the default runs have them."""
+    assert protocol.tuning is not None
+    family_of = families(tier)
+    return {
+        family_of[r.context["setting"]]: combination_of(r.hyperparameters, protocol.tuning)
+        for r in default_runs
+    }
+
+
+def markdown(chosen: Mapping[str, Record], found: Mapping[str, list[Record]]) -> list[str]:
+    """The search as Markdown: per family the objective of every combination, the chosen one
+    in bold, the default marked."""
+    lines = []
+    for family, rows in found.items():
+        pick = chosen[family]
+        names = list(rows[0]["values"])
+        lines += [
+            f"### {family}",
+            "",
+            "| " + " | ".join(names) + " | mean IQM AUC | cells | runs | |",
+            "|---" * (len(names) + 4) + "|",
+        ]
+        for r in rows:
+            tags = [t for t, on in (("chosen", r["values"] == pick["chosen"]),
+                                    ("default", r["values"] == pick["default"])) if on]  # fmt: skip
+            cells = " | ".join(f"{r['values'][n]:g}" for n in names)
+            lines.append(
+                f"| {cells} | {r['auc']:.4f} | {r['cells']} | {r['runs']} | {', '.join(tags)} |"
+            )
+        lines.append("")
+    return lines
+
+
+def _text(combination: Combination) -> str:
+    return ",".join(f"{k}={v:g}" for k, v in combination.items())

@@ -1,0 +1,126 @@
+"""The tuned column (protocol rb3's ``tuning``, issue 38): the search's runs are the default
+runs moved to the tuning seeds and the grid, at each setting's two extreme densities; the
+choice maximises the objective per setting family with ties to the default; the tuned column is
+the default runs with the chosen values; ``benchmark tune`` does all three, resumably."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from baselines.experiments.benchmark import tuning
+from baselines.lib import protocol, protocol_runs
+from baselines.lib.runs import key
+
+
+@pytest.fixture(scope="module")
+def rb3_lite(tmp_path_factory):
+    rb3 = protocol.load_protocol("rb3")
+    tier = rb3.tier("lite")
+    folder = tmp_path_factory.mktemp("configs")
+    return rb3, tier, protocol_runs.plan(rb3, tier, "ppo", folder, trainer="batched")
+
+
+def test_the_search_is_the_default_runs_on_the_tuning_seeds_and_the_grid(rb3_lite):
+    rb3, tier, defaults = rb3_lite
+    search = tuning.tuning_runs(rb3, tier, defaults)
+    # 7 settings x 2 extreme densities x 9 combinations x 3 seeds
+    assert len(search) == len(tier.settings) * 2 * 9 * 3
+    assert {r.seed for r in search} == set(rb3.tuning.seeds)
+    assert not {r.seed for r in search} & set(tier.seeds)
+    ends = {s.name: {s.values[0], s.values[-1]} for s in tier.settings}
+    assert all(r.context["density_value"] in ends[r.context["setting"]] for r in search)
+    combos = {
+        tuple(sorted(tuning.combination_of(r.hyperparameters, rb3.tuning).items())) for r in search
+    }
+    assert len(combos) == 9
+    # everything but the seed and the searched values is the default run's
+    first = defaults[0]
+    twin = next(
+        r for r in search
+        if r.context["setting"] == first.context["setting"] and r.env_kwargs == first.env_kwargs
+        and r.hyperparameters["learning_rate"] == 3e-4 and r.hyperparameters["ent_coef"] == 0.0
+    )  # fmt: skip
+    assert (twin.budget, twin.evaluation, twin.eval_every) == (
+        first.budget, first.evaluation, first.eval_every
+    )  # fmt: skip
+    changed = {
+        k for k in first.hyperparameters if first.hyperparameters[k] != twin.hyperparameters[k]
+    }
+    assert changed == {"learning_rate", "ent_coef"}
+    assert len({key(r) for r in search}) == len(search)  # every run its own key
+
+
+def record(setting: str, value: int, lr: float, ent: float, auc: float, seed: int) -> dict:
+    """A tuning run whose step-function AUC is ``auc``."""
+    return {
+        "setting": setting, "density_value": value, "seed": seed, "evaluation": "updates",
+        "hyperparameters": {"learning_rate": lr, "ent_coef": ent}, "timesteps": [0, 10, 20],
+        "success": [auc, auc, 1.0], "target": 0.9, "budget": 20,
+    }  # fmt: skip
+
+
+def test_the_choice_maximises_the_mean_auc_per_family_with_ties_to_the_default(rb3_lite):
+    rb3, tier, defaults = rb3_lite
+    one, two = tier.settings[0].name, tier.settings[1].name  # Doors 1 and 2 floors: one family
+    grid = rb3.tuning.combinations()
+    records = []
+    for c in grid:
+        lr, ent = c["learning_rate"], c["ent_coef"]
+        # lr 3e-3 best at 1 floor, 3e-4 at 2 floors; the mean picks 3e-3 (0.9 + 0.5 vs 0.6 + 0.7)
+        auc1 = {3e-3: 0.9, 1e-3: 0.6, 3e-4: 0.6}[lr]
+        auc2 = {3e-3: 0.5, 1e-3: 0.6, 3e-4: 0.7}[lr]
+        for seed in rb3.tuning.seeds:
+            for v in (0, 25):
+                records.append(record(one, v, lr, ent, auc1, seed))
+                records.append(record(two, v, lr, ent, auc2, seed))
+    found = tuning.objectives(records, rb3.tuning, tier)
+    (family,) = found
+    assert family == tier.settings[0].family and len(found[family]) == 9
+    default = tuning.default_combinations(rb3, tier, defaults)
+    chosen = tuning.choose(found, default)[family]
+    # ent_coef does nothing here: a tie among three, which goes to the grid's first
+    assert chosen["chosen"] == {"learning_rate": 3e-3, "ent_coef": 0.0}
+    assert chosen["auc"] == pytest.approx(0.7) and chosen["default_auc"] == pytest.approx(0.6)
+    # every combination equal: the default wins the tie
+    flat = [{**r, "success": [0.5, 0.5, 1.0]} for r in records]
+    tie = tuning.choose(tuning.objectives(flat, rb3.tuning, tier), default)[family]
+    assert tie["chosen"] == {"learning_rate": 1e-3, "ent_coef": 0.01} == tie["default"]
+    tuned = tuning.tuned_runs(
+        defaults, {f: chosen for f in {s.family for s in tier.settings}}, tier
+    )
+    assert [r.seed for r in tuned] == [r.seed for r in defaults]
+    assert {r.hyperparameters["learning_rate"] for r in tuned} == {3e-3}
+    with pytest.raises(ValueError, match="no tuned values"):
+        tuning.tuned_runs(defaults, {family: chosen}, tier)  # Grid and CodeFix not tuned
+
+
+def test_benchmark_tune_searches_chooses_and_trains_the_tuned_column(tmp_path):
+    from baselines.commands import main
+
+    out = tmp_path / "out"
+    argv = ["benchmark", "tune", "--protocol", "rb3", "--tier", "smoke", "--method", "oracle",
+            "--out", str(out), "--workers", "1", "--no-progress"]  # fmt: skip
+    main(argv)
+    folder = out / "rb3" / "smoke"
+    searched = (folder / "oracle+tuning" / "results.jsonl").read_text().splitlines()
+    assert len(searched) == 2 * 2 * 9 * 3  # 2 settings x 2 densities x 9 combinations x 3 seeds
+    written = json.loads((folder / "oracle+tuned" / "TUNED.json").read_text())
+    (pick,) = written["chosen"].values()
+    tuned = [json.loads(line) for line in (folder / "oracle+tuned" / "results.jsonl").open()]
+    assert len(tuned) == 2 * 2 * 2  # 2 settings x 2 densities x the 2 scoring seeds
+    assert all(
+        r["hyperparameters"]["learning_rate"] == pick["chosen"]["learning_rate"] for r in tuned
+    )
+    assert "| learning_rate | ent_coef |" in (folder / "oracle+tuned" / "TUNED.md").read_text()
+    main(argv)  # resumes: nothing left to train, the same choice
+    assert json.loads((folder / "oracle+tuned" / "TUNED.json").read_text()) == written
+
+
+def test_tune_refuses_a_protocol_without_tuning(capsys):
+    from baselines.commands import main
+
+    with pytest.raises(SystemExit) as err:
+        main(["benchmark", "tune", "--protocol", "rb2", "--tier", "smoke", "--method", "ppo"])
+    assert err.value.code == 2 and "has no tuning" in capsys.readouterr().err
