@@ -662,6 +662,19 @@ def expected_return(model: TabularModel, values: OracleValues) -> float:
     return float(model.initial @ values.v)
 
 
+def return_moments(model: TabularModel, policy: PolicyLike) -> tuple[float, float]:
+    """Exact mean and standard deviation of an episode's undiscounted return under ``policy``,
+    from the initial distribution, without sampling: ``E[R] = mu . V`` and ``E[R^2] = mu . M``
+    with ``M`` the value of the per-transition reward ``r^2 + 2 r V(s')`` (``G^2 = r^2 + 2 r G'
+    + G'^2``; ``V(s') = 0`` past a terminal transition)."""
+    v = evaluate_policy(model, policy).v
+    after = np.where(model.terminated, 0.0, v[model.next_state])
+    second = evaluate_policy(model, policy, reward=model.reward**2 + 2 * model.reward * after).v
+    mean = float(model.initial @ v)
+    variance = float(model.initial @ second) - mean**2
+    return mean, math.sqrt(max(variance, 0.0))
+
+
 def uniform_policy(model: TabularModel) -> np.ndarray:
     """The uniform random policy, shape ``(num_states, num_actions)``."""
     return np.full((model.num_states, model.num_actions), 1.0 / model.num_actions)
@@ -681,6 +694,7 @@ __all__: Iterable[str] = [
     "occupancy",
     "optimal_values",
     "policy_table",
+    "return_moments",
     "success_values",
     "uniform_policy",
 ]

@@ -234,3 +234,41 @@ def test_reward_override_reaches_folded_corridors():
     )
     np.testing.assert_array_equal(override.v, swept.v)
     assert dynamics.success_probability(pi) == pytest.approx(1 / 9, rel=1e-12)
+
+
+def test_return_moments_are_exact_for_rewards_that_are_not_zero_or_one():
+    from routine_envs.oracle import model_from_arrays, return_moments
+
+    # state 0: reward 1 (action 0) or 3 (action 1), to state 1; state 1: either action ends
+    # the episode with reward 0 or 2 (probability 1/2 each). Uniform: R in {1, 3, 3, 5}.
+    cols = [
+        np.array(c)
+        for c in (
+            [0, 0, 1, 1, 1, 1],  # state
+            [0, 1, 0, 0, 1, 1],  # action
+            [1.0, 1.0, 0.5, 0.5, 0.5, 0.5],  # prob
+            [1, 1, 2, 2, 2, 2],  # next state
+            [1.0, 3.0, 0.0, 2.0, 0.0, 2.0],  # reward
+            [False, False, True, True, True, True],  # terminated
+        )
+    ]
+    model = model_from_arrays(3, 2, 0, cols, lambda i: i)
+    mean, std = return_moments(model, np.full((3, 2), 0.5))
+    assert mean == pytest.approx(3.0) and std == pytest.approx(np.sqrt(2.0))
+    greedy = np.array([[1.0, 0.0], [0.5, 0.5], [0.5, 0.5]])  # R in {1, 3}
+    assert return_moments(model, greedy) == pytest.approx((2.0, 1.0))
+
+
+def test_return_moments_match_sampling_on_a_suite_env():
+    import gymnasium as gym
+
+    from routine_envs.oracle import return_moments, uniform_policy
+    from routine_envs.sampler import ModelSampler
+
+    env = gym.make("CodeFix-v1").unwrapped
+    pi = uniform_policy(env.model())
+    mean, std = return_moments(env.model(), pi)
+    sampled = ModelSampler(env).sample(pi, 50_000, 1, np.random.default_rng(0)).episode_returns()
+    assert mean == pytest.approx(sampled.mean(), abs=4 * sampled.std() / np.sqrt(50_000))
+    assert std == pytest.approx(np.sqrt(mean * (1 - mean)))  # a 0/1 return
+    assert std == pytest.approx(sampled.std(), rel=0.02)
