@@ -2,7 +2,8 @@
 experiments of "Drowning in Routine", :mod:`baselines.experiments.snr_lab.sweep`), the open lab
 (``snr_lab measure``: any estimators on any environment and policy,
 :mod:`baselines.experiments.snr_lab.measure`) and the turn-index bias
-(``snr_lab turn-bias``, :mod:`baselines.experiments.snr_lab.turn_bias`). Their rows of the
+(``snr_lab turn-bias``, :mod:`baselines.experiments.snr_lab.turn_bias`) and the SNR along
+training (``snr_lab training``, :mod:`baselines.experiments.snr_lab.training`). Their rows of the
 command tree are here."""
 
 from routine_envs.cli import Command, Group
@@ -57,6 +58,12 @@ SNR_LAB = Group(
             "SNR, exact bias, cosine and MSE of any estimators on any environment and policy",
             "baselines.experiments.snr_lab.measure:MeasureArgs",
             "baselines.experiments.snr_lab.measure:main",
+        ),
+        Command(
+            "training",
+            "the SNR ratio at the policies of real training runs, beside their steps ratio",
+            "baselines.experiments.snr_lab.training:TrainingSnrSettings",
+            "baselines.experiments.snr_lab.training:run",
         ),
         Command(
             "turn-bias",

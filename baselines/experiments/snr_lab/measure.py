@@ -51,6 +51,7 @@ from routine_envs.sampler import ModelSampler
 
 gym.register_envs(routine_envs)
 
+
 @dataclass
 class MeasureArgs(BackendArgs):
     """Gradient SNR, exact bias, cosine and MSE of any estimators on any environment."""

@@ -111,6 +111,7 @@ def train(
     runs: Sequence[Any],
     progress: bool = False,
     max_batch: int = DEFAULT_MAX_BATCH,
+    observe: Callable[[Any, Any], None] | None = None,
 ) -> list[Any]:
     """Train every run of ``runs`` (:class:`~baselines.lib.runs.Run`, batched by
     :func:`group_runs`) and return one :class:`baselines.lib.trainers.RunResult` per run, in
@@ -123,6 +124,10 @@ def train(
     ``steps_trained`` (whole rollouts: may exceed the budget), the resolved hyperparameters, and
     ``wall_time``/``cpu_time`` in seconds: the batch's time divided equally among the runs
     active in each iteration.
+
+    ``observe(trainer, runs)``: called with each batch's initial policies and after every
+    update (:attr:`~baselines.lib.batched.trainer.BatchedTrainer.observe`; ``runs`` index
+    ``trainer.runs``), for a lab that reads the policies of real training runs.
 
     Raises:
         ValueError: a run this trainer cannot train (:func:`check`), before any training.
@@ -144,6 +149,7 @@ def train(
     for group, hyper in zip(groups, hypers, strict=True):
         members = [runs[i] for i in group]
         trainer = _trainer_class(hyper)(members, hyper)
+        trainer.observe = observe
         update_bar: Callable[[int], Any] | None = None if bar is None else bar.update
         states = trainer.train(update_bar)
         for i, run, st in zip(group, members, states, strict=True):

@@ -13,7 +13,7 @@ of its configuration is done).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -408,6 +408,8 @@ class BatchedTrainer:
         phase = self._phase("update", phase, runs, mlp.FLOPS.count - flops)
         self.policy = None  # the rollout's policy is stale from here
         self._record_updates(runs)
+        if self.observe is not None:
+            self.observe(self, runs)
         self._phase("evaluation", phase, runs)
         self._charge(cpu0, wall0, runs)
         cpu0, wall0 = time.process_time(), time.perf_counter()
@@ -476,6 +478,11 @@ class BatchedTrainer:
             self.stepper.alive[c] = c in live_configs
         return retired
 
+    observe: Callable[[BatchedTrainer, np.ndarray], None] | None = None
+    """Called as ``observe(trainer, runs)`` with the initial policies and after every update
+    (before runs that reached their budget leave): what a lab reads of a training run's
+    policies (:meth:`policy_tables`, ``state[j].steps``). It must not change the trainer."""
+
     def train(self, progress: Any = None) -> list[RunState]:
         """Train every run to its budget; the states in the callers' order of ``runs``."""
         cpu0, wall0 = time.process_time(), time.perf_counter()
@@ -484,6 +491,8 @@ class BatchedTrainer:
         )
         self._record_points(self.active, np.full(len(self.active), -1))
         self._record_updates(self.active)
+        if self.observe is not None:
+            self.observe(self, self.active)
         self._phase("evaluation", cpu0, self.active)
         self._charge(cpu0, wall0, self.active)
         while len(self.active):
