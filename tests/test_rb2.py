@@ -384,3 +384,30 @@ def test_a_card_measures_only_the_lab_rows_the_references_do_not_ship(tmp_path, 
     # a file that is not one is ignored, not trusted
     path.write_text("[1, 2")
     assert lab.read_lab(tmp_path) == {}
+
+
+def test_the_paper_slope_interval_widens_with_initialisations_and_scatter():
+    """rb3's paper tier measures several network initialisations: the slope's interval
+    resamples them and the fit's residuals, and is never narrower than the episodes' noise."""
+    from baselines.experiments.benchmark import paper
+
+    rng = np.random.default_rng(1)
+    rows = []
+    rhos = (1.0, 0.5, 0.25, 1 / 8, 1 / 16, 1 / 32)
+    for seed in range(5):
+        tilt = rng.normal(0, 0.08)  # each initialisation its own slope: -0.5 + tilt
+        for rho in rhos:
+            ratio = 2 * rho ** (-0.5 + tilt) * np.exp(rng.normal(0, 0.05))
+            rows.append({"setting": "E{}", "rho": rho, "estimator": "oracle", "init_seed": seed,
+                         "ratio": ratio, "ratio_low": ratio / np.e**0.0196,
+                         "ratio_high": ratio * np.e**0.0196})  # fmt: skip
+    (fit,) = paper.snr_fits(rows)
+    assert fit["initialisations"] == 5 and fit["densities"] == 6
+    width = fit["slope_high"] - fit["slope_low"]
+    # the initialisations' slopes scatter with sd 0.08: the mean's about 0.036, the 95%
+    # interval some 0.1 wide; the episodes' noise alone (jackknife) is ten times narrower
+    assert 0.05 < width < 0.4
+    assert width > 5 * (fit["jackknife_high"] - fit["jackknife_low"])
+    assert fit["slope_low"] < fit["slope"] < fit["slope_high"]
+    with pytest.raises(ValueError, match="not every initialisation"):
+        paper.snr_fits(rows[:-1])

@@ -146,6 +146,9 @@ class SnrAtInit:
     seed: int
     estimators: tuple[str, ...]
     trajectory: str
+    seeds: tuple[int, ...] = ()
+    """The network initialisations measured (``seeds:`` in the file, rb3: several, so the
+    slope's interval covers them); ``(seed,)`` when the file names one ``seed`` (rb2)."""
 
 
 @dataclass(frozen=True)
@@ -461,8 +464,9 @@ def _parse_tier(name: str, tier: dict[str, Any]) -> Tier:
         else SnrAtInit(
             episodes=int(snr["episodes"]),
             group_size=int(snr["group_size"]),
-            seed=int(snr["seed"]),
+            seed=int(snr["seeds"][0] if "seeds" in snr else snr["seed"]),
             estimators=_methods(snr["estimators"], "snr.estimators") or (),
             trajectory=str(snr["trajectory"]),
+            seeds=tuple(int(x) for x in snr.get("seeds") or [snr["seed"]]),
         ),
     )

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from baselines.experiments.benchmark import scores
 from baselines.lib import protocol as protocols
@@ -66,106 +67,152 @@ def snr_rows(
     names = list(dict.fromkeys([*spec.estimators, *methods]))
     names = [n for n in names if parse_method(n).target != "ppo"]
     rows = []
-    for setting in tier.settings:
+    cells = [
+        (st, value, seed) for st in tier.settings for value in st.values for seed in spec.seeds
+    ]
+    for setting, value, seed in cells:  # one (setting, density, network initialisation)
         hyper = protocol.method_hyperparameters(setting.section, "trajectory_mc")
-        for value in setting.values:
-            kwargs = {**setting.env_kwargs, setting.density_kwarg: value}
-            env = gym.make(setting.env_id, **kwargs).unwrapped
-            init = initial_policy(setting.env_id, kwargs, hyper, spec.seed)
-            logits = np.asarray(init.logits, dtype=np.float64)
-            log_probs = logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)
-            policy = snr.TabularSoftmax.per_state(env.num_states, env.num_actions, log_probs)
-            probs = policy.probs()
-            jac = init.jacobian()
-            sampler = ModelSampler(env)
-            values = env.oracle(probs)
-            context = credit.EstimatorContext(
-                env=env,
-                policy_table=probs,
-                sampler=sampler,
-                gamma=hyper.get("gamma", 1.0),
-                gae_lambda=hyper.get("gae_lambda", 0.95),
-                seed=spec.seed,
+        kwargs = {**setting.env_kwargs, setting.density_kwarg: value}
+        env = gym.make(setting.env_id, **kwargs).unwrapped
+        init = initial_policy(setting.env_id, kwargs, hyper, seed)
+        logits = np.asarray(init.logits, dtype=np.float64)
+        log_probs = logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)
+        policy = snr.TabularSoftmax.per_state(env.num_states, env.num_actions, log_probs)
+        probs = policy.probs()
+        jac = init.jacobian()
+        sampler = ModelSampler(env)
+        values = env.oracle(probs)
+        context = credit.EstimatorContext(
+            env=env,
+            policy_table=probs,
+            sampler=sampler,
+            gamma=hyper.get("gamma", 1.0),
+            gae_lambda=hyper.get("gae_lambda", 0.95),
+            seed=seed,
+        )
+        estimators = {
+            n: credit.build_estimator(
+                parse_method(n).target,
+                context,
+                **estimator_arguments(protocol, setting.section, n),
             )
-            estimators = {
-                n: credit.build_estimator(
-                    parse_method(n).target,
-                    context,
-                    **estimator_arguments(protocol, setting.section, n),
-                )
-                for n in names
+            for n in names
+        }
+        result = snr.measure_snr(
+            env,
+            policy,
+            estimators,
+            num_groups=spec.episodes // spec.group_size,
+            group_size=spec.group_size,
+            seed=seed,
+            sampler=sampler,
+            metric=jac @ jac.T,
+            values=values.v,
+            exact_gradient=True,
+        )
+        scale = 1 / np.sqrt(spec.group_size)  # per episode
+        for name in names:
+            res = result.results[name]
+            row = {
+                "setting": setting.name,
+                "density_value": value,
+                "rho": float(env.decision_density),
+                "estimator": name,
+                "snr": res.gradient_snr * scale,
+                "snr_low": res.gradient_snr_low * scale,
+                "snr_high": res.gradient_snr_high * scale,
+                "snr_bias_corrected": res.snr * scale,
+                "cosine": res.cosine,
+                "episodes": spec.episodes,
+                "group_size": spec.group_size,
+                "parameters": int(jac.shape[1]),
             }
-            result = snr.measure_snr(
-                env,
-                policy,
-                estimators,
-                num_groups=spec.episodes // spec.group_size,
-                group_size=spec.group_size,
-                seed=spec.seed,
-                sampler=sampler,
-                metric=jac @ jac.T,
-                values=values.v,
-                exact_gradient=True,
-            )
-            scale = 1 / np.sqrt(spec.group_size)  # per episode
-            for name in names:
-                res = result.results[name]
-                row = {
-                    "setting": setting.name,
-                    "density_value": value,
-                    "rho": float(env.decision_density),
-                    "estimator": name,
-                    "snr": res.gradient_snr * scale,
-                    "snr_low": res.gradient_snr_low * scale,
-                    "snr_high": res.gradient_snr_high * scale,
-                    "snr_bias_corrected": res.snr * scale,
-                    "cosine": res.cosine,
-                    "episodes": spec.episodes,
-                    "group_size": spec.group_size,
-                    "parameters": int(jac.shape[1]),
-                }
-                if name != spec.trajectory:
-                    ratio, low, high = result.gradient_ratios[(name, spec.trajectory)]
-                    row.update(ratio=ratio, ratio_low=low, ratio_high=high)
-                rows.append(row)
+            if len(spec.seeds) > 1:  # rows of one initialisation (rb2's) stay as they were
+                row["init_seed"] = seed
+            if name != spec.trajectory:
+                ratio, low, high = result.gradient_ratios[(name, spec.trajectory)]
+                row.update(ratio=ratio, ratio_low=low, ratio_high=high)
+            rows.append(row)
     return rows
+
+
+FIT_RESAMPLES = 4000
+"""Bootstrap resamples of the slope's interval (:func:`snr_fits`)."""
 
 
 def snr_fits(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Per setting and turn-level estimator: the least-squares slope of log(SNR ratio) on
-    log(rho), its intercept and R^2 (:func:`routine_envs.snr.fit_loglog`), and the slope's 95%
-    interval: the densities are independent samples, each log ratio with the standard error its
-    jackknife interval gives (``(log high - log low) / (2 * 1.96)``), so the least-squares
-    slope ``sum c_i y_i`` (``c_i = (x_i - mean x) / Sxx``) has variance ``sum c_i^2 se_i^2``."""
+    log(rho), through each density's log ratio averaged over the network initialisations
+    (rows' ``init_seed``; one where rows name none), its intercept and R^2
+    (:func:`routine_envs.snr.fit_loglog`), and two 95% intervals:
+
+    - ``jackknife_low``/``jackknife_high``: each density's jackknife standard error
+      (``(log high - log low) / (2 * 1.96)``, averaged over the initialisations and divided by
+      the square root of their number) propagated as independent through the slope
+      ``sum c_i y_i`` (``c_i = (x_i - mean x) / Sxx``): rb2's interval, the episodes' noise
+      alone, narrower than the data where the points do not lie on the line;
+    - ``slope_low``/``slope_high``: the envelope of that interval, of the least-squares
+      t interval from the residuals of the fit through the mean (``scipy.stats.linregress``'s
+      standard error, ``n - 2`` degrees of freedom: the scatter of the densities about the line,
+      R^2 below 1) and of a percentile bootstrap that resamples the initialisations, fits the
+      line through their mean, then resamples that fit's residuals (scaled by
+      ``sqrt(n / (n - 2))``) and fits again (the scatter between initialisations): never
+      narrower than any of the three (a percentile bootstrap of 7 residuals alone is too
+      narrow, the t interval alone ignores the initialisations)."""
     from routine_envs.snr import fit_loglog
 
     out = []
     keys = dict.fromkeys((r["setting"], r["estimator"]) for r in rows if "ratio" in r)
     for setting, name in keys:
-        mine = sorted(
-            (r for r in rows if r["setting"] == setting and r["estimator"] == name),
-            key=lambda r: -r["rho"],
-        )
-        if len(mine) < 2:
+        mine = [r for r in rows if r["setting"] == setting and r["estimator"] == name]
+        rho = np.array(sorted({r["rho"] for r in mine}, reverse=True))
+        if len(rho) < 2:
             continue
-        rho = np.array([r["rho"] for r in mine])
-        slope, intercept, r2 = fit_loglog(rho, np.array([r["ratio"] for r in mine]))
+        seeds = sorted({r.get("init_seed", 0) for r in mine})
+        at = {(r.get("init_seed", 0), r["rho"]): r for r in mine}
+        if len(at) != len(seeds) * len(rho):
+            raise ValueError(f"{setting} {name}: not every initialisation has every density")
+        logs = np.log([[at[(s, x)]["ratio"] for x in rho] for s in seeds])  # (S, D)
+        mean = logs.mean(axis=0)
+        slope, intercept, r2 = fit_loglog(rho, np.exp(mean))
         x = np.log(rho)
-        weights = (x - x.mean()) / ((x - x.mean()) ** 2).sum()
-        se = np.array(
-            [(np.log(r["ratio_high"]) - np.log(r["ratio_low"])) / (2 * 1.959964) for r in mine]
+        c = (x - x.mean()) / ((x - x.mean()) ** 2).sum()
+        rng = np.random.default_rng(0)
+        picked = logs[rng.integers(len(seeds), size=(FIT_RESAMPLES, len(seeds)))].mean(axis=1)
+        b = picked @ c  # (B,) slopes through each resample's mean
+        fitted = picked.mean(axis=1, keepdims=True) + b[:, None] * (x - x.mean())
+        residuals = (picked - fitted) * np.sqrt(len(x) / max(1, len(x) - 2))
+        drawn = np.take_along_axis(
+            residuals, rng.integers(len(x), size=(FIT_RESAMPLES, len(x))), axis=1
         )
-        half = 1.959964 * float(np.sqrt((weights**2 * se**2).sum()))
+        low, high = np.percentile((fitted + drawn) @ c, [2.5, 97.5])
+        se = np.array(
+            [
+                np.mean(
+                    [(np.log(at[(s, v)]["ratio_high"]) - np.log(at[(s, v)]["ratio_low"]))
+                     / (2 * 1.959964) for s in seeds]
+                ) / np.sqrt(len(seeds))
+                for v in rho
+            ]
+        )  # fmt: skip
+        half = 1.959964 * float(np.sqrt((c**2 * se**2).sum()))
+        line = stats.linregress(x, mean)
+        t_half = float(stats.t.ppf(0.975, len(x) - 2) * line.stderr) if len(x) > 2 else 0.0
+        low = min(low, slope - half, slope - t_half)
+        high = max(high, slope + half, slope + t_half)
         out.append(
             {
                 "setting": setting,
                 "estimator": name,
                 "slope": slope,
-                "slope_low": slope - half,
-                "slope_high": slope + half,
+                "slope_low": float(low),
+                "slope_high": float(high),
+                "jackknife_low": slope - half,
+                "jackknife_high": slope + half,
                 "intercept": intercept,
                 "r2": r2,
-                "densities": len(mine),
+                "densities": len(rho),
+                "initialisations": len(seeds),
                 "rho_range": [float(rho.max()), float(rho.min())],
             }
         )
@@ -305,16 +352,22 @@ def markdown(result: Mapping[str, Any], trajectory: str = "trajectory_mc") -> li
         "",
         "Gradient SNR at initialisation (the tier's network; per episode, jackknife 95% "
         "intervals), ratio of each turn-level estimator to the trajectory-level one, and the "
-        f"least-squares slope of its log on log rho (the paper: {PAPER_SLOPE}, R^2 0.999):",
+        f"least-squares slope of its log on log rho (the paper: {PAPER_SLOPE}, R^2 0.999), "
+        "with a 95% interval that resamples the network initialisations and the fit's "
+        "residuals, and beside it the per-density jackknife errors propagated alone (which "
+        "ignore both scatters):",
         "",
-        "| estimator | slope [95% CI] | R^2 | rho range | densities |",
-        "|---|---|---|---|---|",
+        "| estimator | slope [95% CI] | jackknife only | R^2 | rho range | densities | "
+        "initialisations |",
+        "|---|---|---|---|---|---|---|",
     ]
     for f in result["fits"]:
         lo, hi = f["slope_low"], f["slope_high"]
         lines.append(
-            f"| {f['estimator']} | {f['slope']:.3f} [{lo:.3f}, {hi:.3f}] | {f['r2']:.4f} | "
-            f"{f['rho_range'][0]:.3g} .. {f['rho_range'][1]:.3g} | {f['densities']} |"
+            f"| {f['estimator']} | {f['slope']:.3f} [{lo:.3f}, {hi:.3f}] | "
+            f"[{f['jackknife_low']:.3f}, {f['jackknife_high']:.3f}] | {f['r2']:.4f} | "
+            f"{f['rho_range'][0]:.3g} .. {f['rho_range'][1]:.3g} | {f['densities']} | "
+            f"{f.get('initialisations', 1)} |"
         )
     key = f"{trajectory}_over_this"
     rows = [r for r in result["steps"] if key in r]
