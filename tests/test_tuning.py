@@ -124,3 +124,30 @@ def test_tune_refuses_a_protocol_without_tuning(capsys):
     with pytest.raises(SystemExit) as err:
         main(["benchmark", "tune", "--protocol", "rb2", "--tier", "smoke", "--method", "ppo"])
     assert err.value.code == 2 and "has no tuning" in capsys.readouterr().err
+
+
+def test_the_leaderboard_ranks_on_the_tuned_column_with_the_default_beside_it(tmp_path):
+    from baselines.commands import main
+
+    refs, out = tmp_path / "refs", tmp_path / "out"
+    common = ["--protocol", "rb3", "--tier", "smoke", "--out", str(out), "--workers", "1",
+              "--no-progress"]  # fmt: skip
+    main(["benchmark", "references", "--compute", "--methods", "ppo", "trajectory_mc",
+          "--references-dir", str(refs), *common])  # fmt: skip
+    for method in ("ppo", "trajectory_mc"):
+        main(["benchmark", "tune", "--method", method, "--references-dir", str(refs), *common])
+    assert {p.name for p in refs.iterdir() if p.name.endswith(("+tuned.json", "+tuned.jsonl"))} == {
+        "ppo+tuned.jsonl", "ppo+tuned.json", "trajectory_mc+tuned.jsonl",
+        "trajectory_mc+tuned.json",
+    }  # fmt: skip
+    main(["benchmark", "leaderboard", "--references-dir", str(refs), "--unverified-references",
+          *common[:6]])  # fmt: skip
+    text = (out / "rb3" / "smoke" / "LEADERBOARD.md").read_text()
+    assert "tuned: steps / ppo's" in text and "Tuned runs: ppo 8/8, trajectory_mc 8/8" in text
+    header = next(line for line in text.splitlines() if line.startswith("| method |"))
+    assert header.count("|") - 1 == 10  # 7 default columns (privileged too) + 3 tuned
+    # the choices are reference files: a manifest covers them, so an edited one is refused
+    from baselines.experiments.benchmark import manifest
+
+    listed = manifest.reference_files(refs)
+    assert {"ppo+tuned.json", "ppo+tuned.jsonl", "ppo.jsonl"} <= set(listed)

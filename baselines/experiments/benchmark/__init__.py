@@ -95,6 +95,7 @@ BENCHMARK = Group(
             "seeds, the chosen values per setting family, the tuned runs on the scoring seeds",
             "method",
             "env_id",
+            "references_dir",
             "workers",
             "progress",
             "trainer",

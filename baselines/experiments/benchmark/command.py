@@ -56,7 +56,9 @@ from baselines.experiments.benchmark import lab as benchmark_lab
 from baselines.experiments.benchmark.reading import (
     load_records,
     load_references,
+    load_tuned_references,
     planned_records,
+    tuned_paths,
 )
 from baselines.lib import cli, protocol_runs, trainers
 from baselines.lib import protocol as protocols
@@ -293,7 +295,10 @@ def leaderboard_text(
     found: dict[str, list[dict[str, Any]]],
 ) -> str:
     """The leaderboard of ``found`` (records by method), marked when ``refs`` are unverified,
-    laid out as the protocol's ``report: leaderboard`` says (:data:`LEADERBOARD_COLUMNS`)."""
+    laid out as the protocol's ``report: leaderboard`` says (:data:`LEADERBOARD_COLUMNS`), with
+    the tuned column where ``refs`` hold one (:func:`~.reading.load_tuned_references`)."""
+    with tempfile.TemporaryDirectory() as configs:
+        tuned = load_tuned_references(protocol, tier, refs, Path(configs))
     return report.leaderboard(
         protocol.version,
         tier,
@@ -304,6 +309,7 @@ def leaderboard_text(
         decision_axes=protocol.tier(tier).axes(),
         not_run=merged_not_run(protocol, tier, found),
         per_decision_target=protocol.per_decision_target,
+        tuned=tuned or None,
     )
 
 
@@ -518,7 +524,9 @@ def tune(args: BenchmarkArgs, protocol: protocols.Protocol) -> Path:
     """The tuned column of ``--method`` (:mod:`~.tuning`): the search into
     ``<method folder>+tuning/results.jsonl``, the chosen values per family into
     ``<method folder>+tuned/TUNED.json`` (and ``TUNED.md``), then the tuned runs on the scoring
-    seeds into ``<method folder>+tuned/results.jsonl``; each step resumable. The folder."""
+    seeds into ``<method folder>+tuned/results.jsonl`` (with ``--references-dir``: the runs
+    and the choice into that folder's ``<slug>+tuned.jsonl`` and ``<slug>+tuned.json``, where
+    the leaderboard reads them); each step resumable. The folder."""
     tier = protocol.tier(args.tier)
     folder = method_folder(args, args.method, protocol)
     defaults = protocol_runs.plan(
@@ -539,19 +547,20 @@ def tune(args: BenchmarkArgs, protocol: protocols.Protocol) -> Path:
     chosen = tuning.choose(found, tuning.default_combinations(protocol, tier, defaults))
     tuned = folder.with_name(folder.name + "+tuned")
     cli.check_output_folder(tuned)
-    write_atomic(
-        tuned / "TUNED.json",
-        json.dumps({"method": args.method, "chosen": chosen, "searched": found}, indent=1),
-    )
+    choice = {"method": args.method, "chosen": chosen, "searched": found}
+    write_atomic(tuned / "TUNED.json", json.dumps(choice, indent=1))
     text = [f"# Tuned hyperparameters: {args.method}, {protocol.version} {args.tier}", ""]
     write_atomic(tuned / "TUNED.md", "\n".join(text + tuning.markdown(chosen, found)))
     for family, pick in chosen.items():
         print(f"{family}: {pick['chosen']} (default {pick['default']})")
+    results = tuned / "results.jsonl"
+    if args.references_dir is not None:  # a maintainer computing the tuned references
+        cli.check_output_folder(args.references_dir, "--references-dir")
+        results, choice_path = tuned_paths(args.references_dir, args.method)
+        write_atomic(choice_path, json.dumps(choice, indent=1))
     runs = tuning.tuned_runs(defaults, chosen, tier)
-    protocol_runs.run_method(
-        runs, tuned / "results.jsonl", args.workers, args.progress, backend=args
-    )
-    print(f"tuned column: {tuned / 'results.jsonl'}; values: {tuned / 'TUNED.md'}")
+    protocol_runs.run_method(runs, results, args.workers, args.progress, backend=args)
+    print(f"tuned column: {results}; values: {tuned / 'TUNED.md'}")
     return tuned
 
 

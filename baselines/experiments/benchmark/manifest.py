@@ -75,9 +75,11 @@ LAB_FILE = "LAB.json"
 
 def reference_files(folder: Path) -> dict[str, Path]:
     """The reference files in ``folder`` (every ``*.jsonl``: one per reference method of the
-    tier, whatever the protocol lists, so an added file is noticed too; and ``LAB.json``, their
-    lab rows, where it is there), by file name."""
-    paths = [*sorted(folder.glob("*.jsonl")), folder / LAB_FILE]
+    tier and, under a protocol with tuning, one per method's tuned column, whatever the
+    protocol lists, so an added file is noticed too; the tuned columns' choices,
+    ``*+tuned.json``; and ``LAB.json``, their lab rows, where it is there), by file name."""
+    paths = [*sorted(folder.glob("*.jsonl")), *sorted(folder.glob("*+tuned.json"))]
+    paths.append(folder / LAB_FILE)
     return {p.name: p for p in paths if p.is_file()}
 
 

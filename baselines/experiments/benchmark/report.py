@@ -433,6 +433,7 @@ def leaderboard(
     decision_axes: list[Any] | None = None,
     not_run: dict[str, tuple[list[str], str]] | None = None,
     per_decision_target: float | None = None,
+    tuned: dict[str, list[Record]] | None = None,
 ) -> str:
     """The references' scores as one Markdown table per setting: the dilution exponent, steps
     to target at the highest and the lowest density, their ratio to ``ppo``'s (the learned
@@ -449,7 +450,8 @@ def leaderboard(
     they are one algorithm with that reference (its ``merged`` entries, with the advantage
     probe's sentence), named in its row as ``(= alias)``. ``per_decision_target`` (rb3): each
     decisions axis again with steps to the per-decision target (:func:`~.scores.per_decision`),
-    beside the joint target's."""
+    beside the joint target's. ``tuned`` (rb3: the tuned column's runs by method,
+    :mod:`~.tuning`): its scores beside the defaults', every table ranked by them."""
     computed = {name: scores.method_scores(recs) for name, recs in references.items()}
     groups = merging.merged(computed)
     for name, (extra, why) in (not_run or {}).items():
@@ -478,6 +480,18 @@ def leaderboard(
             "exact `values`: what an agent would not have in deployment) are ranked apart from "
             "the label-free ones; the `privileged` column names the fields each reads.",
         ]
+    tuned_scores = None
+    if tuned:
+        tuned_scores = {name: scores.method_scores(recs) for name, recs in tuned.items()}
+        lines += [
+            "",
+            "Each method is also scored with hyperparameters tuned for it (the `tuned:` "
+            "columns: the protocol's grid searched per method and setting family on seeds no "
+            "tier scores, docs/benchmark.md); tables rank by the tuned steps, the default "
+            "columns beside them. Tuned runs: "
+            + ", ".join(f"{n} {len(r)}/{runs_per_method}" for n, r in tuned.items())
+            + ".",
+        ]
     if groups:
         lines += ["", "Equivalent methods, one row each:", ""]
         lines += [f"- **{g['name']}** = {', '.join(g['aliases'])}: {g['why']}" for g in groups]
@@ -486,7 +500,10 @@ def leaderboard(
         lines += ["", f"## {setting}"]
         names = [n for n in computed if setting in computed[n]["settings"] and n not in hidden]
         if privileged is None:
-            lines += ["", *_leaderboard_table(computed, setting, names, aliases, None)]
+            lines += [
+                "",
+                *_leaderboard_table(computed, setting, names, aliases, None, tuned_scores),
+            ]
             continue
         for title, keep in (
             ("Label-free methods", lambda n: not privileged.get(n)),
@@ -495,7 +512,9 @@ def leaderboard(
             block = [n for n in names if keep(n)]
             if block:
                 lines += ["", f"### {title}", ""]
-                lines += _leaderboard_table(computed, setting, block, aliases, privileged)
+                lines += _leaderboard_table(
+                    computed, setting, block, aliases, privileged, tuned_scores
+                )
     views = [("", computed)]
     if per_decision_target is not None and decision_axes:
         decisions = {name: d for a in decision_axes for d, name in a.settings.items()}
@@ -545,39 +564,65 @@ def _leaderboard_table(
     names: list[str],
     aliases: dict[str, list[str]],
     privileged: dict[str, tuple[str, ...]] | None,
+    tuned: dict[str, Any] | None = None,
 ) -> list[str]:
     """The Markdown lines of one leaderboard table: ``names`` on ``setting`` ranked by their
-    steps at the lowest density, with a ``privileged`` column where ``privileged`` is given."""
+    steps at the lowest density, with a ``privileged`` column where ``privileged`` is given;
+    with ``tuned`` (the tuned column's scores by method), its exponent, steps and ratio to the
+    tuned ``ppo`` beside the default ones, ranked by the tuned steps."""
     from baselines.experiments.benchmark.privileged import privileged_text
 
     column = "" if privileged is None else " privileged |"
+    extra = (
+        ""
+        if tuned is None
+        else " tuned: dilution exponent | tuned: steps, lowest rho | tuned: steps / ppo's |"
+    )
     lines = [
         f"| method |{column} dilution exponent | steps, highest rho | steps, lowest rho | "
-        "steps / ppo's, lowest rho | AUC |",
-        "|---|---|---|---|---|---|" + ("" if privileged is None else "---|"),
+        f"steps / ppo's, lowest rho |{extra} AUC |",
+        "|---" * (6 + (privileged is not None) + (0 if tuned is None else 3)) + "|",
     ]
-    baseline = computed.get("ppo", {}).get("settings", {}).get(setting)
-    ranked = sorted(
-        names,
-        key=lambda n: min(computed[n]["settings"][setting]["rows"], key=lambda r: r["rho"])[
-            "steps_iqm"
-        ],
-    )
-    for name in ranked:
+
+    def lowest(sc: dict[str, Any] | None, name: str) -> dict[str, Any] | None:
+        entry = (sc or {}).get(name, {}).get("settings", {}).get(setting)
+        return None if entry is None else min(entry["rows"], key=lambda r: r["rho"])
+
+    def rank(name: str) -> tuple[int, float]:  # tuned first where it ran, else default
+        row = lowest(tuned, name)
+        return (
+            (0, row["steps_iqm"]) if row is not None else (1, lowest(computed, name)["steps_iqm"])
+        )
+
+    for name in sorted(names, key=rank):
         entry = computed[name]["settings"][setting]
-        x = entry["exponent"]
         hi = max(entry["rows"], key=lambda r: r["rho"])
         lo = min(entry["rows"], key=lambda r: r["rho"])
-        expo = scores.exponent_text({**x, "note": None})
+        expo = scores.exponent_text({**entry["exponent"], "note": None})
         cells = [f"{scores.steps_text(r)[:-1]}, rho {r['rho']:.3g})" for r in (hi, lo)]
-        ratio = "n/a"
-        if baseline is not None and name != "ppo":
-            r = scores.ratio_to(lo, min(baseline["rows"], key=lambda row: row["rho"]))
-            ratio = scores.ratio_text(r, digits=3)
+        ratio = _ratio_to_ppo(name, lo, lowest(computed, "ppo"))
+        more = ""
+        if tuned is not None:
+            mine = (tuned.get(name) or {}).get("settings", {}).get(setting)
+            if mine is None:
+                more = " not run | not run | not run |"
+            else:
+                t_lo = min(mine["rows"], key=lambda r: r["rho"])
+                t_ratio = _ratio_to_ppo(name, t_lo, lowest(tuned, "ppo"))
+                t_expo = scores.exponent_text({**mine["exponent"], "note": None})
+                more = f" {t_expo} | {scores.steps_text(t_lo)} | {t_ratio} |"
         auc = float(np.mean([r["auc_iqm"] for r in entry["rows"]]))
         shown_name = f"{name} (= {', '.join(aliases[name])})" if name in aliases else name
         read = "" if privileged is None else f" {privileged_text(privileged.get(name, ()))} |"
         lines.append(
-            f"| {shown_name} |{read} {expo} | {cells[0]} | {cells[1]} | {ratio} | {auc:.3f} |"
+            f"| {shown_name} |{read} {expo} | {cells[0]} | {cells[1]} | {ratio} |{more} {auc:.3f} |"
         )
     return lines
+
+
+def _ratio_to_ppo(name: str, row: dict[str, Any], ppo: dict[str, Any] | None) -> str:
+    """A method's cell over ``ppo``'s (:func:`~.scores.ratio_text`; ``n/a`` for ppo itself or
+    without ppo's runs)."""
+    if ppo is None or name == "ppo":
+        return "n/a"
+    return scores.ratio_text(scores.ratio_to(row, ppo), digits=3)
