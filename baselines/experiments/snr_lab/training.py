@@ -135,7 +135,11 @@ def train_and_read(runs: list[Run], count: int) -> tuple[list[Any], dict[int, li
     read = {}
     for i, run in enumerate(runs):
         wanted = checkpoint_updates([t["success"] for t in tables[i]], run.target, count)
-        read[i] = [t for t in tables[i] if t["update"] in wanted]
+        read[i] = [
+            {**t, "checkpoint": wanted.index(t["update"])}
+            for t in tables[i]
+            if t["update"] in wanted
+        ]
     return results, read
 
 
@@ -215,6 +219,8 @@ def plot(
     """Per density, the SNR ratio of each estimator to the reference along training (mean over
     seeds, min-max band), one line per trained method; last panel: against rho, the ratio at
     initialisation, its mean along training and the steps ratio of the runs."""
+    from matplotlib.ticker import ScalarFormatter
+
     plt = pyplot()
     lengths = sorted({r["routine_length"] for r in snr_rows})
     others = [e for e in s.estimators if e != s.reference]
@@ -228,10 +234,10 @@ def plot(
                     r for r in mine
                     if r["method"] == method and r["estimator"] == est and r["ratio"] is not None
                 ]  # fmt: skip
-                updates = sorted({r["update"] for r in pts})
-                if not updates:
+                marks = sorted({r["checkpoint"] for r in pts})  # the k-th of every run
+                if not marks:
                     continue
-                by = [[r for r in pts if r["update"] == u] for u in updates]
+                by = [[r for r in pts if r["checkpoint"] == k] for k in marks]
                 x = [np.mean([r["steps"] for r in g]) for g in by]
                 y = [np.mean([r["ratio"] for r in g]) for g in by]
                 lo = [min(r["ratio"] for r in g) for g in by]
@@ -241,9 +247,11 @@ def plot(
                 ax.fill_between(x, lo, hi, color=colors[method], alpha=0.15)
         rho = mine[0]["rho"] if mine else float("nan")
         ax.set_title(f"L = {length} (rho {rho:.3g})", fontsize=10)
-        ax.set_xlabel("environment steps of the run (policy after each checkpoint)")
+        ax.set_xlabel("environment steps (mean over seeds at each checkpoint)")
         ax.set_ylabel(f"gradient SNR ratio to {s.reference}")
         ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(ScalarFormatter())
+        ax.yaxis.set_minor_formatter(ScalarFormatter())
         ax.legend(fontsize=7)
     last = axes[-1]
     for est in others:
@@ -256,8 +264,9 @@ def plot(
             init = [np.mean([r["ratio"] for r in pts if r["rho"] == x and r["update"] == 0])
                     for x in rhos]  # fmt: skip
             along = [np.mean([r["ratio"] for r in pts if r["rho"] == x]) for x in rhos]
-            last.plot(rhos, init, "o--", color=colors[method], mfc="none",
-                      label=f"SNR {est}/{s.reference} at initialisation")  # fmt: skip
+            if method == s.methods[0]:  # every method's runs start from the same policies
+                last.plot(rhos, init, "o--", color="grey", mfc="none",
+                          label=f"SNR {est}/{s.reference} at initialisation")  # fmt: skip
             last.plot(rhos, along, "s-", color=colors[method],
                       label=f"SNR {est}/{s.reference}, mean along {method}'s runs")  # fmt: skip
     rho_of = {r["routine_length"]: r["rho"] for r in snr_rows}
@@ -299,7 +308,8 @@ def run(settings: TrainingSnrSettings) -> dict[str, Any]:
                 snr_rows.append(
                     {"method": run_.method.text, "seed": run_.seed,
                      "routine_length": run_.context["density_value"],
-                     "rho": float(env.decision_density), "update": point["update"],
+                     "rho": float(env.decision_density), "checkpoint": point["checkpoint"],
+                     "update": point["update"],
                      "steps": point["steps"], "success": point["success"], "estimator": est, **m}
                 )  # fmt: skip
     steps = steps_rows(runs, results, settings.reference)
@@ -316,10 +326,11 @@ def run(settings: TrainingSnrSettings) -> dict[str, Any]:
         for method in settings.methods:
             pts = [r for r in snr_rows if r["routine_length"] == length and r["method"] == method
                    and r["estimator"] in others and r["ratio"] is not None]  # fmt: skip
-            for update in sorted({r["update"] for r in pts}):
-                g = [r for r in pts if r["update"] == update]
+            for mark in sorted({r["checkpoint"] for r in pts}):
+                g = [r for r in pts if r["checkpoint"] == mark]
                 shown.append(
-                    {"L": length, "runs of": method, "update": update,
+                    {"L": length, "runs of": method, "checkpoint": mark,
+                     "update (mean)": f"{np.mean([r['update'] for r in g]):.1f}",
                      "steps": f"{np.mean([r['steps'] for r in g]):.0f}",
                      "success": f"{np.mean([r['success'] for r in g]):.3f}",
                      "SNR ratio (mean over seeds)": f"{np.mean([r['ratio'] for r in g]):.2f}"}
