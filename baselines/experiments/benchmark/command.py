@@ -502,14 +502,7 @@ def main(args: BenchmarkArgs) -> Any:
     refs = open_references(args, protocol, args.tier)  # refused before any training
     if args.command == "run":
         folder = method_folder(args, args.method, protocol)
-        jobs = protocol_runs.plan(
-            protocol,
-            tier,
-            args.method,
-            args.out / "configs",
-            args.env_id or None,
-            trainer_of(args, protocol),
-        )
+        jobs = method_runs(args, protocol)
         protocol_runs.run_method(
             jobs, folder / "results.jsonl", args.workers, args.progress, backend=args
         )
@@ -518,6 +511,19 @@ def main(args: BenchmarkArgs) -> Any:
     if args.command == "submit":
         return submit(args, protocol, path)
     return path
+
+
+def method_runs(args: BenchmarkArgs, protocol: protocols.Protocol) -> list[Any]:
+    """Every run of ``--method`` in ``--tier`` (only ``--env-id``'s settings where given) on
+    its trainer, with its config files in ``<out>/configs``."""
+    return protocol_runs.plan(
+        protocol,
+        protocol.tier(args.tier),
+        args.method,
+        args.out / "configs",
+        args.env_id or None,
+        trainer_of(args, protocol),
+    )
 
 
 def tune(args: BenchmarkArgs, protocol: protocols.Protocol) -> Path:
@@ -529,14 +535,7 @@ def tune(args: BenchmarkArgs, protocol: protocols.Protocol) -> Path:
     the leaderboard reads them); each step resumable. The folder."""
     tier = protocol.tier(args.tier)
     folder = method_folder(args, args.method, protocol)
-    defaults = protocol_runs.plan(
-        protocol,
-        tier,
-        args.method,
-        args.out / "configs",
-        args.env_id or None,
-        trainer_of(args, protocol),
-    )
+    defaults = method_runs(args, protocol)
     search = tuning.tuning_runs(protocol, tier, defaults)
     searched = folder.with_name(folder.name + "+tuning") / "results.jsonl"
     print(f"tuning {args.method}: {len(search)} runs into {searched}")
