@@ -454,17 +454,25 @@ def test_censored_ratios_are_bounds_in_tables_and_csv(tmp_path, capsys):
     never = [curve_record("traj", s, [0.1] * 4) for s in range(3)]
     tables = analysis.analyse(reached + never, tmp_path)
     (ratio,) = tables["ratio_to_turn_level"]
-    assert ratio["ratio_is"] == "lower bound"
+    assert ratio["ratio_is"] == "censored" and ratio["ratio"] is None  # traj reached nothing
     steps = {r["method"]: r for r in tables["steps_to_target"]}
-    assert steps["traj"]["mean_steps_is"] == "lower bound"
+    assert steps["traj"]["mean_steps_is"] == "censored" and steps["traj"]["mean_steps"] is None
     assert steps["ppo"]["mean_steps_is"] == "exact"
-    analysis.report(tables, reached + never)
+    # one seed of traj reaching it: a lower bound, printed as one
+    some = [*never[:2], curve_record("traj", 2, [0.1, 0.5, 1.0, 1.0])]
+    tables = analysis.analyse(reached + some, tmp_path)
+    (ratio,) = tables["ratio_to_turn_level"]
+    steps = {r["method"]: r for r in tables["steps_to_target"]}
+    assert ratio["ratio_is"] == steps["traj"]["mean_steps_is"] == "lower bound"
+    analysis.report(tables, reached + some)
     text = capsys.readouterr().out
     assert f">= {ratio['ratio']:.4g}" in text and f">= {steps['traj']['mean_steps']:.4g}" in text
     header = (tmp_path / "ratio_to_turn_level.csv").read_text().splitlines()[0]
     assert "ratio_is" in header
+    base_some = analysis.ratio_table(some + [{**r, "method": "x"} for r in reached], "traj")
+    assert base_some[0]["ratio_is"] == "upper bound"
     base_never = analysis.ratio_table(never + [{**r, "method": "x"} for r in reached], "traj")
-    assert base_never[0]["ratio_is"] == "upper bound"
+    assert base_never[0]["ratio_is"] == "censored"
 
 
 # --------------------------------------------------------------------- 11. clear CLI errors

@@ -100,9 +100,11 @@ BOUND_SIGN = {"exact": "", "lower bound": ">= ", "upper bound": "<= ", "not boun
 """How tables print a value that is a bound (``>= 1.3``)."""
 
 
-def shown(value: float, bound: str) -> str:
+def shown(value: float | None, bound: str) -> str:
     """``value`` as a table shows it: ``1.3``, ``>= 1.3`` (lower bound), ``<= 1.3``, ``~ 1.3``
-    (censored on both sides: no bound)."""
+    (censored on both sides: no bound), ``censored`` (no run reached the target: no value)."""
+    if bound == "censored" or value is None:
+        return "censored"
     return f"{BOUND_SIGN[bound]}{value:.4g}"
 
 
@@ -146,6 +148,7 @@ def steps_to_target_table(records: Iterable[Record]) -> list[Row]:
         censored = ~np.isfinite(steps)
         filled = np.where(censored, [r["budget"] for r in runs], steps)
         est, lo, hi = bootstrap_ci(filled)
+        empty = bool(censored.all())  # the mean would be the budget's: no number at all
         rows.append(
             {
                 column: length,
@@ -154,10 +157,12 @@ def steps_to_target_table(records: Iterable[Record]) -> list[Row]:
                 "seeds": len(runs),
                 "reached": int((~censored).sum()),
                 "censored": int(censored.sum()),
-                "mean_steps": float(est),
-                "mean_steps_is": "lower bound" if censored.any() else "exact",
-                "low": float(lo),
-                "high": float(hi),
+                "mean_steps": None if empty else float(est),
+                "mean_steps_is": "censored"
+                if empty
+                else ("lower bound" if censored.any() else "exact"),
+                "low": None if empty else float(lo),
+                "high": None if empty else float(hi),
                 "target": runs[0]["target"],
                 "budget": runs[0]["budget"],
             }
@@ -186,6 +191,18 @@ def ratio_table(
             s = np.array([steps_to_target(r) for r in rs])
             return np.where(np.isfinite(s), s, [r["budget"] for r in rs])
 
+        reached = [any(np.isfinite(steps_to_target(r)) for r in rs) for rs in (runs, base_runs)]
+        if not all(reached):  # a side reached the target in no run: no ratio
+            rows.append(
+                {
+                    column: length, "rho": runs[0]["rho"], "method": method,
+                    "baseline": baseline, "ratio": None, "low": None, "high": None,
+                    "censored": int(sum(not np.isfinite(steps_to_target(r))
+                                        for r in runs + base_runs)),
+                    "ratio_is": "censored",
+                }
+            )  # fmt: skip
+            continue
         a, b = filled(runs), filled(base_runs)
         ratio = a.mean() / b.mean()
         boots = [
@@ -304,6 +321,7 @@ def plot_steps_to_target(rows: list[Row], ratio_rows: list[Row], path: Path) -> 
     by_method = {
         m: sorted((r for r in rows if r["method"] == m), key=lambda r: r["rho"]) for m in methods
     }
+    by_method = {m: [r for r in p if r["mean_steps"] is not None] for m, p in by_method.items()}
     same = plotting.same_as(
         {m: ([r["rho"] for r in p], [r["mean_steps"] for r in p]) for m, p in by_method.items()}
     )
@@ -315,8 +333,12 @@ def plot_steps_to_target(rows: list[Row], ratio_rows: list[Row], path: Path) -> 
             rho, y, yerr=err, capsize=3, label=plotting.label(method, same), **plotting.style(index)
         )
         mark_bounds(left, rho, y, [r["mean_steps_is"] for r in pts], line.lines[0].get_color())
-    left.set_xscale("log")
-    left.set_yscale("log")
+    if any(by_method.values()):
+        left.set_xscale("log")
+        left.set_yscale("log")
+    else:
+        left.text(0.5, 0.5, "no run reached the target:\nevery cell censored", ha="center",
+                  va="center", transform=left.transAxes)  # fmt: skip
     left.set_xlabel(f"decision density rho{plotting.dodge_note(len(methods))}", fontsize=8)
     left.set_ylabel("steps to target (mean, 95% CI; ^ >=: censored)")
     plotting.legend_below(left)
@@ -326,6 +348,7 @@ def plot_steps_to_target(rows: list[Row], ratio_rows: list[Row], path: Path) -> 
         for m in ratio_methods
     }
     names = {m: f"{m} / {p[0]['baseline']}" for m, p in by_method.items()}
+    by_method = {m: [r for r in p if r["ratio"] is not None] for m, p in by_method.items()}
     same = plotting.same_as(
         {names[m]: ([r["rho"] for r in p], [r["ratio"] for r in p]) for m, p in by_method.items()}
     )
@@ -349,7 +372,11 @@ def plot_steps_to_target(rows: list[Row], ratio_rows: list[Row], path: Path) -> 
             line.lines[0].get_color(),
         )
     right.axhline(1.0, color="gray", lw=0.8)
-    right.set_xscale("log")
+    if any(by_method.values()):
+        right.set_xscale("log")
+    elif ratio_rows:
+        right.text(0.5, 0.6, "no ratio: a side reached\nthe target in no run", ha="center",
+                   va="center", transform=right.transAxes)  # fmt: skip
     right.set_xlabel(
         f"decision density rho{plotting.dodge_note(max(1, len(ratio_methods)))}", fontsize=8
     )
