@@ -146,6 +146,13 @@ def test_the_leaderboard_ranks_on_the_tuned_column_with_the_default_beside_it(tm
     assert "tuned: steps / ppo's" in text and "Tuned runs: ppo 8/8, trajectory_mc 8/8" in text
     header = next(line for line in text.splitlines() if line.startswith("| method |"))
     assert header.count("|") - 1 == 10  # 7 default columns (privileged too) + 3 tuned
+    # a method's card under rb3 shows its decisions axis at both targets
+    main(["benchmark", "run", "--method", "gigpo", "--references-dir", str(refs),
+          "--unverified-references", "--no-lab", *common])  # fmt: skip
+    card = out / "rb3" / "smoke" / "gigpo" / "report"
+    text = (card / "report.md").read_text()
+    assert "(num_floors 1, 2), per-decision target (success^(1/F) >= 0.9)" in text
+    assert json.loads((card / "scores.json").read_text())["decisions_axes_per_decision"]
     # the choices are reference files: a manifest covers them, so an edited one is refused
     from baselines.experiments.benchmark import manifest
 

@@ -195,6 +195,7 @@ def write(
         privileged=reads,
         paper_snr=paper_rows if tier.snr is not None else None,
         claims={k: claims[k] for k in CLAIMS},
+        per_decision_target=protocol.per_decision_target,
     )
 
 

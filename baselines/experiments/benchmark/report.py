@@ -169,6 +169,7 @@ def markdown(
     decisions: list[dict[str, Any]] | None = None,
     extra: list[str] | None = None,
     privileged: dict[str, tuple[str, ...]] | None = None,
+    per_decision: tuple[str, list[dict[str, Any]]] | None = None,
 ) -> str:
     """The report card's text: per setting the steps to target (IQM), the Kaplan-Meier median
     and the normalized AUC per density, the ratios to the references and the drops manifest;
@@ -177,7 +178,8 @@ def markdown(
     one row, pairs that coincide on some settings only (``near``, :func:`~.merging.near_misses`)
     named; ``extra``: lines of a section of the tier's own (the paper tier's quantities);
     ``privileged`` (method -> the privileged fields it reads): every row of a method that reads
-    some says which, ``(privileged: critical)``."""
+    some says which, ``(privileged: critical)``; ``per_decision`` (``(target, axes)``): the
+    decisions axes again at the per-decision target."""
     groups = groups or []
     aliases, hidden = merging.aliases_of(groups), merging.hidden(groups)
     method = header["method"]
@@ -247,9 +249,15 @@ def markdown(
             ]
             if counted:
                 lines += ["", "Reference runs here (of the same plan): " + "; ".join(counted) + "."]
-    for axis in decisions or []:
-        order = [method, *(n for n in references if n not in hidden)]
-        lines += ["", *axes.markdown(axis, order, {n: label(n) for n in order}, bold=method)]
+    order = [method, *(n for n in references if n not in hidden)]
+    views = [("", decisions or []), *([per_decision] if per_decision else [])]
+    for target, view in views:
+        for axis in view:
+            lines += [
+                "",
+                *axes.markdown(axis, order, {n: label(n) for n in order}, bold=method,
+                               target=target),
+            ]  # fmt: skip
     if extra:
         lines += ["", *extra]
     measured = [r for r in lab if "snr" in r]  # the others: the advantage probe only
@@ -317,13 +325,16 @@ def write_report(
     paper_snr: list[dict[str, Any]] | None = None,
     privileged: dict[str, tuple[str, ...]] | None = None,
     claims: dict[str, Any] | None = None,
+    per_decision_target: float | None = None,
 ) -> dict[str, Any]:
     """Compute the scores and write the report card into ``folder``; return the scores.
 
     ``decision_axes``: the tier's :class:`~baselines.lib.protocol.DecisionsAxis` list, scored
     for the method and every reference (:func:`~.axes.all_axes`, ``decisions_axes`` in
-    ``scores.json``). ``paper_snr`` (the paper tier's :func:`~.paper.snr_rows`): the paper's
-    quantities in ``paper.png``/``paper.json`` and a section of the card.
+    ``scores.json``); with ``per_decision_target`` (rb3) again at that per-decision target
+    (:func:`~.scores.per_decision`, ``decisions_axes_per_decision``). ``paper_snr`` (the paper
+    tier's :func:`~.paper.snr_rows`): the paper's quantities in ``paper.png``/``paper.json``
+    and a section of the card.
 
     ``drops_manifest``: what became of every planned run (:func:`~.drops.drops_manifest`),
     written as ``drops.csv``/``drops.json`` and shown beside each setting's scores. ``started``:
@@ -347,6 +358,17 @@ def write_report(
         if frozenset(n["methods"]) not in probed and header["method"] in n["methods"]
     ]
     decisions = axes.all_axes(everyone, decision_axes or [])
+    per_decision = None
+    if per_decision_target is not None and decision_axes:
+        floors = {name: d for a in decision_axes for d, name in a.settings.items()}
+        fair = {
+            name: scores.method_scores(scores.per_decision(recs, floors, per_decision_target))
+            for name, recs in {header["method"]: records, **references}.items()
+        }
+        per_decision = (
+            scores.per_decision_label(per_decision_target),
+            axes.all_axes(fair, decision_axes),
+        )
     extra = None
     if paper_snr is not None:
         from baselines.experiments.benchmark import paper
@@ -399,6 +421,7 @@ def write_report(
         "equivalent_methods": groups,
         "near_equivalent_methods": near,
         "decisions_axes": decisions,
+        **({"decisions_axes_per_decision": per_decision[1]} if per_decision else {}),
         "privileged_fields": {n: list(f) for n, f in (privileged or {}).items()},
         **({"claims": claims} if claims is not None else {}),
         **({"drops": drops_manifest} if drops_manifest is not None else {}),
@@ -418,6 +441,7 @@ def write_report(
             decisions,
             extra,
             privileged,
+            per_decision,
         ),
     )
     return result
@@ -520,7 +544,7 @@ def leaderboard(
         decisions = {name: d for a in decision_axes for d, name in a.settings.items()}
         views.append(
             (
-                f"per-decision target (success^(1/F) >= {per_decision_target:g})",
+                scores.per_decision_label(per_decision_target),
                 {
                     n: scores.method_scores(scores.per_decision(r, decisions, per_decision_target))
                     for n, r in references.items()

@@ -372,6 +372,11 @@ def per_decision(
     ]
 
 
+def per_decision_label(target: float) -> str:
+    """How tables name the per-decision target (:func:`per_decision`)."""
+    return f"per-decision target (success^(1/F) >= {target:g})"
+
+
 def group_records(records: Iterable[Record]) -> dict[tuple[str, str, int], list[Record]]:
     """Runs by ``(label, setting, density_value)``."""
     groups: dict[tuple[str, str, int], list[Record]] = defaultdict(list)
