@@ -126,7 +126,7 @@ def test_tune_refuses_a_protocol_without_tuning(capsys):
     assert err.value.code == 2 and "has no tuning" in capsys.readouterr().err
 
 
-def test_the_leaderboard_ranks_on_the_tuned_column_with_the_default_beside_it(tmp_path):
+def test_the_leaderboard_ranks_on_the_tuned_column_with_the_default_beside_it(tmp_path, capsys):
     from baselines.commands import main
 
     refs, out = tmp_path / "refs", tmp_path / "out"
@@ -136,6 +136,12 @@ def test_the_leaderboard_ranks_on_the_tuned_column_with_the_default_beside_it(tm
           "--references-dir", str(refs), *common])  # fmt: skip
     for method in ("ppo", "trajectory_mc"):
         main(["benchmark", "tune", "--method", method, "--references-dir", str(refs), *common])
+    # smoke's one-rollout budgets tie every combination: the default is chosen, and its tuned
+    # runs are the default runs, copied, not trained again
+    assert "8 tuned runs are default runs" in capsys.readouterr().out
+    default = [json.loads(x) for x in (refs / "ppo.jsonl").read_text().splitlines()]
+    tuned = [json.loads(x) for x in (refs / "ppo+tuned.jsonl").read_text().splitlines()]
+    assert sorted(r["key"] for r in tuned) == sorted(r["key"] for r in default)
     assert {p.name for p in refs.iterdir() if p.name.endswith(("+tuned.json", "+tuned.jsonl"))} == {
         "ppo+tuned.jsonl", "ppo+tuned.json", "trajectory_mc+tuned.jsonl",
         "trajectory_mc+tuned.json",

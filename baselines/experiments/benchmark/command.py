@@ -552,12 +552,19 @@ def tune(args: BenchmarkArgs, protocol: protocols.Protocol) -> Path:
     write_atomic(tuned / "TUNED.md", "\n".join(text + tuning.markdown(chosen, found)))
     for family, pick in chosen.items():
         print(f"{family}: {pick['chosen']} (default {pick['default']})")
-    results = tuned / "results.jsonl"
+    results, default_results = tuned / "results.jsonl", folder / "results.jsonl"
     if args.references_dir is not None:  # a maintainer computing the tuned references
         cli.check_output_folder(args.references_dir, "--references-dir")
         results, choice_path = tuned_paths(args.references_dir, args.method)
+        default_results = args.references_dir / f"{protocol_runs.method_slug(args.method)}.jsonl"
         write_atomic(choice_path, json.dumps(choice, indent=1))
     runs = tuning.tuned_runs(defaults, chosen, tier)
+    reused = tuning.reuse_defaults(runs, default_results, results)
+    if reused:
+        print(
+            f"{reused} tuned runs are default runs (chosen = default): copied from "
+            f"{default_results}"
+        )
     protocol_runs.run_method(runs, results, args.workers, args.progress, backend=args)
     print(f"tuned column: {results}; values: {tuned / 'TUNED.md'}")
     return tuned

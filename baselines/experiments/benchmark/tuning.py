@@ -14,19 +14,22 @@ way for every method, on seeds no tier scores:
   normalized AUC (:func:`baselines.lib.scoring.normalized_auc`: every run has one, censored or
   not); ties go to the default combination, then to the grid's order.
 - :func:`tuned_runs`: the default runs (scoring seeds, every density) with each family's chosen
-  values: the tuned column.
+  values: the tuned column. Where a family's choice is the default, its tuned runs are the
+  default runs (the same keys): :func:`reuse_defaults` copies their records instead of training
+  them again.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from baselines.lib.protocol import Protocol, Tier, Tuning
-from baselines.lib.runs import Run, replace
+from baselines.lib.runs import Run, key, replace
 from baselines.lib.scoring import normalized_auc
 from baselines.lib.stats import iqm
 
@@ -147,6 +150,30 @@ def tuned_runs(default_runs: Sequence[Run], chosen: Mapping[str, Record], tier: 
             )
         )
     return out
+
+
+def reuse_defaults(runs: Sequence[Run], source: Path, target: Path) -> int:
+    """Copy into the results file ``target`` the records of ``source`` (the method's default
+    runs) that are runs of ``runs`` (the tuned column: a family whose choice is the default has
+    the default runs' keys) and that ``target`` lacks; how many (training them again would give
+    the same rows, bit for bit)."""
+    from baselines.lib import runs as runs_lib
+    from baselines.lib.records import upgrade
+    from baselines.lib.results import ResultsFile
+
+    if not source.is_file():
+        return 0
+    wanted = {key(run) for run in runs}
+    store = ResultsFile(target, runs_lib.SCHEMA, runs_lib.TrainingRecord.check, upgrade)
+    have = {r["key"] for r in store.read()} if target.is_file() else set()
+    copied = 0
+    for record in ResultsFile(
+        source, runs_lib.SCHEMA, runs_lib.TrainingRecord.check, upgrade
+    ).read():
+        if record["key"] in wanted and record["key"] not in have:
+            copied += store.append(record)
+            have.add(record["key"])
+    return copied
 
 
 def default_combinations(
