@@ -22,7 +22,7 @@ def test_rb3_reads_as_rb2_evaluated_after_every_update_with_a_tuning_grid():
         assert not set(rb3.tuning.seeds) & set(tier.seeds)
     assert rb3.hyperparameters == rb2.hyperparameters  # the default column is rb2's
     combos = rb3.tuning.combinations()
-    assert len(combos) == 9 and combos[0] == {"learning_rate": 3e-4, "ent_coef": 0.0}
+    assert len(combos) == 8 and combos[0] == {"learning_rate": 3e-4, "ent_coef": 0.0}
     assert {"learning_rate": 1e-3, "ent_coef": 0.01} in combos  # the default is in the grid
 
 
