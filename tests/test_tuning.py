@@ -164,3 +164,32 @@ def test_the_leaderboard_ranks_on_the_tuned_column_with_the_default_beside_it(tm
 
     listed = manifest.reference_files(refs)
     assert {"ppo+tuned.json", "ppo+tuned.jsonl", "ppo.jsonl"} <= set(listed)
+
+
+def test_plan_prices_the_tuned_column_beside_the_default_one(capsys, monkeypatch, tmp_path):
+    """Under a protocol with tuning, plan adds the search and the tuned runs to each sweep's
+    cost (priced here on rb2's measured per-step costs: rb3 runs rb2's settings)."""
+    from baselines.commands import main
+    from baselines.experiments.benchmark import cost
+
+    rb2_costs = cost.measured_costs("rb2", "batched")
+    monkeypatch.setattr(cost, "measured_costs", lambda version, trainer: rb2_costs
+                        if trainer == "batched" else None)  # fmt: skip
+    result = main(["benchmark", "plan", "--protocol", "rb3", "--tier", "lite", "--method", "ppo",
+                   "--cores", "1"])  # fmt: skip
+    text = capsys.readouterr().out
+    assert "With the tuned column (8 combinations x 3 tuning seeds" in text
+    rb3 = protocol.load_protocol("rb3")
+    tier = rb3.tier("lite")
+    defaults = protocol_runs.plan(rb3, tier, "ppo", tmp_path, trainer="batched")
+    search = tuning.tuning_runs(rb3, tier, defaults)
+    expected = cost.batched_cost(search, rb2_costs[0], 1).cpu_seconds / 3600
+    priced = result["tuning"]["ppo"]
+    assert priced["search"] == pytest.approx(expected)
+    assert (
+        priced["tuned"]
+        == priced["default"]
+        == pytest.approx(result["batched"]["ppo"].cpu_seconds / 3600)
+    )
+    assert f"| ppo | {len(search)} | {expected:.2f} CPU-h |" in text
+    assert "all references" in result["tuning"]

@@ -185,8 +185,53 @@ def price_tier(
             "CPU seconds per step named above; batches smaller than those measured "
             "cost more per step (docs/batched.md), so with many cores its times are lower bounds"
         )
+    if protocol.tuning is not None and "batched" in rates:
+        result["tuning"] = tuning_costs(protocol, tier, jobs["batched"], rates["batched"][0], names)
     print(load_line(min(args.cores)))
     return result
+
+
+def tuning_costs(
+    protocol: protocols.Protocol,
+    tier: protocols.Tier,
+    jobs: dict[str, list[Any] | str],
+    per_step: dict[Any, float],
+    names: list[str],
+) -> dict[str, dict[str, float]]:
+    """Print (and return, CPU-hours by sweep) what the tuned column adds under a protocol with
+    ``tuning`` (:mod:`~.tuning`): the search (the grid x its seeds at each setting's extreme
+    densities) and the tuned runs, at most the default runs' cost (less where a family's choice
+    is the default: those runs are copied)."""
+    from baselines.experiments.benchmark import tuning
+
+    assert protocol.tuning is not None
+    out: dict[str, dict[str, float]] = {}
+    print(
+        f"\nWith the tuned column ({len(protocol.tuning.combinations())} combinations x "
+        f"{len(protocol.tuning.seeds)} tuning seeds at each setting's extreme densities):\n\n"
+        "| sweep | search runs | search CPU | tuned runs CPU (at most) | default + search + "
+        "tuned |\n|---|---|---|---|---|"
+    )
+    for name in names:
+        chosen = protocol.references_of(tier) if name == ALL_REFERENCES else [name]
+        planned = [jobs.get(m) for m in chosen]
+        if any(not isinstance(j, list) for j in planned):
+            print(f"| {name} | not available | | | |")
+            continue
+        defaults = [run for js in planned for run in js]  # type: ignore[union-attr]
+        search = [r for js in planned for r in tuning.tuning_runs(protocol, tier, js)]  # type: ignore[arg-type]
+        try:
+            default = cost.batched_cost(defaults, per_step, 1).cpu_seconds / 3600
+            searched = cost.batched_cost(search, per_step, 1).cpu_seconds / 3600
+        except ValueError as err:
+            print(f"| {name} | not available: {err} | | | |")
+            continue
+        out[name] = {"default": default, "search": searched, "tuned": default}
+        print(
+            f"| {name} | {len(search)} | {searched:.2f} CPU-h | {default:.2f} CPU-h | "
+            f"{2 * default + searched:.2f} CPU-h |"
+        )
+    return out
 
 
 def load_line(cores: int) -> str:
