@@ -186,24 +186,21 @@ def ratio_table(
         if method == baseline or (length, baseline) not in by_key:
             continue
         base_runs = by_key[(length, baseline)]
-
-        def filled(rs: list[Record]) -> np.ndarray:
-            s = np.array([steps_to_target(r) for r in rs])
-            return np.where(np.isfinite(s), s, [r["budget"] for r in rs])
-
-        reached = [any(np.isfinite(steps_to_target(r)) for r in rs) for rs in (runs, base_runs)]
-        if not all(reached):  # a side reached the target in no run: no ratio
-            rows.append(
+        mine, base = (np.array([steps_to_target(r) for r in rs]) for rs in (runs, base_runs))
+        censored = int((~np.isfinite(mine)).sum() + (~np.isfinite(base)).sum())
+        if not (np.isfinite(mine).any() and np.isfinite(base).any()):
+            rows.append(  # a side reached the target in no run: no ratio
                 {
                     column: length, "rho": runs[0]["rho"], "method": method,
                     "baseline": baseline, "ratio": None, "low": None, "high": None,
-                    "censored": int(sum(not np.isfinite(steps_to_target(r))
-                                        for r in runs + base_runs)),
-                    "ratio_is": "censored",
+                    "censored": censored, "ratio_is": "censored",
                 }
             )  # fmt: skip
             continue
-        a, b = filled(runs), filled(base_runs)
+        a, b = (
+            np.where(np.isfinite(s), s, [r["budget"] for r in rs])  # censored: at the budget
+            for s, rs in ((mine, runs), (base, base_runs))
+        )
         ratio = a.mean() / b.mean()
         boots = [
             a[rng.integers(len(a), size=len(a))].mean()
@@ -219,10 +216,9 @@ def ratio_table(
                 "ratio": float(ratio),
                 "low": float(np.percentile(boots, 2.5)),
                 "high": float(np.percentile(boots, 97.5)),
-                "censored": int(sum(not np.isfinite(steps_to_target(r)) for r in runs + base_runs)),
+                "censored": censored,
                 "ratio_is": ratio_bound(
-                    any(not np.isfinite(steps_to_target(r)) for r in runs),
-                    any(not np.isfinite(steps_to_target(r)) for r in base_runs),
+                    bool((~np.isfinite(mine)).any()), bool((~np.isfinite(base)).any())
                 ),
             }
         )
@@ -318,10 +314,13 @@ def plot_steps_to_target(rows: list[Row], ratio_rows: list[Row], path: Path) -> 
     plt = pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 5.0))
     methods = sorted({r["method"] for r in rows})
-    by_method = {
-        m: sorted((r for r in rows if r["method"] == m), key=lambda r: r["rho"]) for m in methods
+    by_method = {  # a fully censored cell has no point
+        m: sorted(
+            (r for r in rows if r["method"] == m and r["mean_steps"] is not None),
+            key=lambda r: r["rho"],
+        )
+        for m in methods
     }
-    by_method = {m: [r for r in p if r["mean_steps"] is not None] for m, p in by_method.items()}
     same = plotting.same_as(
         {m: ([r["rho"] for r in p], [r["mean_steps"] for r in p]) for m, p in by_method.items()}
     )

@@ -90,11 +90,11 @@ def all_axes(
 
 
 def exponent_cell(point: Mapping[str, Any]) -> str:
-    return scores.exponent_text({**point, "note": None})
+    return scores.exponent_text(point, why=False)
 
 
 def trend_cell(trend: Mapping[str, Any]) -> str:
-    return scores.exponent_text({**trend, "note": None})
+    return scores.exponent_text(trend, why=False)
 
 
 def ratio_cell(ratio: Mapping[str, Any] | None) -> str:

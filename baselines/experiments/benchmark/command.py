@@ -56,9 +56,7 @@ from baselines.experiments.benchmark import lab as benchmark_lab
 from baselines.experiments.benchmark.reading import (
     load_records,
     load_references,
-    load_tuned_references,
     planned_records,
-    tuned_paths,
 )
 from baselines.lib import cli, protocol_runs, trainers
 from baselines.lib import protocol as protocols
@@ -296,9 +294,9 @@ def leaderboard_text(
 ) -> str:
     """The leaderboard of ``found`` (records by method), marked when ``refs`` are unverified,
     laid out as the protocol's ``report: leaderboard`` says (:data:`LEADERBOARD_COLUMNS`), with
-    the tuned column where ``refs`` hold one (:func:`~.reading.load_tuned_references`)."""
+    the tuned column where ``refs`` hold one (:func:`~.tuning.load_tuned_references`)."""
     with tempfile.TemporaryDirectory() as configs:
-        tuned = load_tuned_references(protocol, tier, refs, Path(configs))
+        tuned = tuning.load_tuned_references(protocol, tier, refs, Path(configs))
     return report.leaderboard(
         protocol.version,
         tier,
@@ -555,7 +553,7 @@ def tune(args: BenchmarkArgs, protocol: protocols.Protocol) -> Path:
     results, default_results = tuned / "results.jsonl", folder / "results.jsonl"
     if args.references_dir is not None:  # a maintainer computing the tuned references
         cli.check_output_folder(args.references_dir, "--references-dir")
-        results, choice_path = tuned_paths(args.references_dir, args.method)
+        results, choice_path = tuning.tuned_paths(args.references_dir, args.method)
         default_results = args.references_dir / f"{protocol_runs.method_slug(args.method)}.jsonl"
         write_atomic(choice_path, json.dumps(choice, indent=1))
     runs = tuning.tuned_runs(defaults, chosen, tier)

@@ -3,7 +3,6 @@ the protocol's current plan (by run key), the references read only."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -60,52 +59,6 @@ def load_references(
         records = planned_records(
             protocol, tier, method, refs.path(method), config_folder, read_only=True
         )
-        if records:
-            out[method] = records
-    return out
-
-
-TUNED_SUFFIX = "+tuned"
-"""A method's tuned column beside its references: ``<slug>+tuned.jsonl`` (the runs) and
-``<slug>+tuned.json`` (the chosen values per family, ``benchmark tune``'s ``TUNED.json``)."""
-
-
-def tuned_paths(folder: Path, method: str) -> tuple[Path, Path]:
-    """``(runs, choice)`` of ``method``'s tuned column in a references folder."""
-    stem = f"{protocol_runs.method_slug(method)}{TUNED_SUFFIX}"
-    return folder / f"{stem}.jsonl", folder / f"{stem}.json"
-
-
-def load_tuned_references(
-    protocol: protocols.Protocol,
-    tier: str,
-    refs: manifest.References,
-    config_folder: Path,
-) -> dict[str, list[dict[str, Any]]]:
-    """The tuned column's records of ``tier`` by reference method, where ``refs`` holds them
-    (read only): the runs of the protocol's plan with the recorded choice of each family
-    (:func:`~.tuning.tuned_runs`), by run key; ``{}`` for a protocol without ``tuning``."""
-    from baselines.experiments.benchmark import tuning
-
-    if protocol.tuning is None:
-        return {}
-    chosen_tier = protocol.tier(tier)
-    out = {}
-    for method in protocol.references_of(tier):
-        runs_path, choice_path = tuned_paths(refs.folder, method)
-        if not (runs_path.is_file() and choice_path.is_file()):
-            continue
-        if choice_path.stat().st_size > manifest.MAX_MANIFEST_BYTES:
-            raise ValueError(f"{choice_path}: too large for a tuning choice")
-        chosen = json.loads(choice_path.read_text())["chosen"]
-        defaults = protocol_runs.plan(
-            protocol, chosen_tier, method, config_folder, trainer=protocol.trainer
-        )
-        families = tuning.families(chosen_tier)
-        planned = tuning.tuned_runs(
-            [r for r in defaults if families[r.context["setting"]] in chosen], chosen, chosen_tier
-        )
-        records = protocol_runs.current_records(load_records(runs_path, read_only=True), planned)
         if records:
             out[method] = records
     return out

@@ -360,11 +360,9 @@ def write_report(
     decisions = axes.all_axes(everyone, decision_axes or [])
     per_decision = None
     if per_decision_target is not None and decision_axes:
-        floors = {name: d for a in decision_axes for d, name in a.settings.items()}
-        fair = {
-            name: scores.method_scores(scores.per_decision(recs, floors, per_decision_target))
-            for name, recs in {header["method"]: records, **references}.items()
-        }
+        fair = per_decision_scores(
+            {header["method"]: records, **references}, decision_axes, per_decision_target
+        )
         per_decision = (
             scores.per_decision_label(per_decision_target),
             axes.all_axes(fair, decision_axes),
@@ -541,19 +539,27 @@ def leaderboard(
                 )
     views = [("", computed)]
     if per_decision_target is not None and decision_axes:
-        decisions = {name: d for a in decision_axes for d, name in a.settings.items()}
         views.append(
             (
                 scores.per_decision_label(per_decision_target),
-                {
-                    n: scores.method_scores(scores.per_decision(r, decisions, per_decision_target))
-                    for n, r in references.items()
-                },
+                per_decision_scores(references, decision_axes, per_decision_target),
             )
         )
     for target, view in views:
         lines += _axes_lines(view, decision_axes or [], hidden, aliases, privileged, target)
     return "\n".join(lines) + "\n"
+
+
+def per_decision_scores(
+    records: dict[str, list[Record]], decision_axes: list[Any], target: float
+) -> dict[str, Any]:
+    """Each method's scores (:func:`~.scores.method_scores`) on the settings of
+    ``decision_axes`` at the per-decision target (:func:`~.scores.per_decision`)."""
+    decisions = {name: d for a in decision_axes for d, name in a.settings.items()}
+    return {
+        n: scores.method_scores(scores.per_decision(r, decisions, target))
+        for n, r in records.items()
+    }
 
 
 def _axes_lines(
@@ -622,8 +628,8 @@ def _leaderboard_table(
         entry = computed[name]["settings"][setting]
         hi = max(entry["rows"], key=lambda r: r["rho"])
         lo = min(entry["rows"], key=lambda r: r["rho"])
-        expo = scores.exponent_text({**entry["exponent"], "note": None})
-        cells = [f"{scores.steps_text(r)[:-1]}, rho {r['rho']:.3g})" for r in (hi, lo)]
+        expo = scores.exponent_text(entry["exponent"], why=False)
+        cells = [scores.steps_text(r, also=f"rho {r['rho']:.3g}") for r in (hi, lo)]
         ratio = _ratio_to_ppo(name, lo, lowest(computed, "ppo"))
         more = ""
         if tuned is not None:
@@ -633,7 +639,7 @@ def _leaderboard_table(
             else:
                 t_lo = min(mine["rows"], key=lambda r: r["rho"])
                 t_ratio = _ratio_to_ppo(name, t_lo, lowest(tuned, "ppo"))
-                t_expo = scores.exponent_text({**mine["exponent"], "note": None})
+                t_expo = scores.exponent_text(mine["exponent"], why=False)
                 more = f" {t_expo} | {scores.steps_text(t_lo)} | {t_ratio} |"
         auc = float(np.mean([r["auc_iqm"] for r in entry["rows"]]))
         shown_name = f"{name} (= {', '.join(aliases[name])})" if name in aliases else name
@@ -649,4 +655,4 @@ def _ratio_to_ppo(name: str, row: dict[str, Any], ppo: dict[str, Any] | None) ->
     without ppo's runs)."""
     if ppo is None or name == "ppo":
         return "n/a"
-    return scores.ratio_text(scores.ratio_to(row, ppo), digits=3)
+    return scores.ratio_text(scores.ratio_to(row, ppo))

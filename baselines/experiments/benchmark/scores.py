@@ -198,9 +198,20 @@ def fully_censored(row: Mapping[str, Any]) -> bool:
     return all(row["censored"])
 
 
+def within_budget(row: Mapping[str, Any]) -> str:
+    """What a fully censored cell is: ``0/30 within budget 4.59e+04``."""
+    return f"0/{len(row['censored'])} within budget {row['budget']:.3g}"
+
+
 def censored_text(row: Mapping[str, Any]) -> str:
     """How a fully censored cell is shown: ``censored (0/30 within budget 4.59e+04)``."""
-    return f"censored (0/{len(row['censored'])} within budget {row['budget']:.3g})"
+    return f"censored ({within_budget(row)})"
+
+
+def iqm_ratio(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+    """``IQM(x) / IQM(y)`` over ``axis`` (:func:`bootstrap`'s vectorized two-sample
+    statistic)."""
+    return np.asarray(iqm(x, axis=axis)) / iqm(y, axis=axis)
 
 
 def ratio_to(method_row: dict[str, Any], reference_row: dict[str, Any]) -> dict[str, Any]:
@@ -211,7 +222,7 @@ def ratio_to(method_row: dict[str, Any], reference_row: dict[str, Any]) -> dict[
     ``note`` says which side reached nothing within which budget."""
     counts = [int(sum(method_row["censored"])), int(sum(reference_row["censored"]))]
     empty = [
-        f"{side}: 0/{len(row['censored'])} within budget {row['budget']:.3g}"
+        f"{side}: {within_budget(row)}"
         for side, row in (("method", method_row), ("reference", reference_row))
         if fully_censored(row)
     ]
@@ -223,9 +234,7 @@ def ratio_to(method_row: dict[str, Any], reference_row: dict[str, Any]) -> dict[
         }  # fmt: skip
     a = np.asarray(method_row["steps"], dtype=np.float64)
     b = np.asarray(reference_row["steps"], dtype=np.float64)
-    est, low, high = bootstrap(
-        [a, b], lambda x, y, axis=-1: np.asarray(iqm(x, axis=axis)) / iqm(y, axis=axis)
-    )
+    est, low, high = bootstrap([a, b], iqm_ratio)
     bound = ratio_bound(counts[0] > 0, counts[1] > 0)
     return {"ratio": est, "low": low, "high": high, "bound": bound, "censored": counts}
 
@@ -262,15 +271,11 @@ def tost(
         return {"verdict": "censored", "p": None, "low": None, "high": None, "note": note}
     a = np.asarray(method_row["steps"], dtype=np.float64)
     b = np.asarray(reference_row["steps"], dtype=np.float64)
-
-    def ratio(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
-        return np.asarray(iqm(x, axis=axis)) / iqm(y, axis=axis)
-
     if len(a) < 2 or len(b) < 2:
         return {"verdict": "not shown equivalent", "p": 1.0, "low": None, "high": None,
                 "note": "fewer than 2 runs a side"}  # fmt: skip
     result = stats.bootstrap(
-        (a, b), ratio, n_resamples=RESAMPLES, confidence_level=1 - 2 * alpha,
+        (a, b), iqm_ratio, n_resamples=RESAMPLES, confidence_level=1 - 2 * alpha,
         method="percentile", vectorized=True, paired=False, rng=np.random.default_rng(0),
     )  # fmt: skip
     dist = np.asarray(result.bootstrap_distribution)
@@ -308,17 +313,19 @@ def interval_text(
     return f"{head} [{low:{form}}, {high:{form}}]"
 
 
-def steps_text(row: Mapping[str, Any], digits: int = 3) -> str:
+def steps_text(row: Mapping[str, Any], digits: int = 3, also: str = "") -> str:
     """A cell's steps to target as every table shows them (:func:`setting_scores`' row): the
     IQM with its interval and ``reached/runs``, a lower bound (``>=``) when runs are censored;
-    ``censored (0/N within budget B)`` and no number when none reached the target."""
+    ``censored (0/N within budget B)`` and no number when none reached the target. ``also``:
+    more words for the closing parenthesis (``(10/10, rho 0.5)``)."""
+    more = f", {also}" if also else ""
     if fully_censored(row):
-        return censored_text(row)
+        return f"censored ({within_budget(row)}{more})"
     equal = len(row["steps"]) > 1 and len(set(row["steps"])) == 1
     body = interval_text(
         row["steps_iqm"], row["steps_low"], row["steps_high"], row["steps_bound"], digits, equal
     )
-    return f"{body} ({row['reached']}/{row['runs']})"
+    return f"{body} ({row['reached']}/{row['runs']}{more})"
 
 
 def km_text(row: Mapping[str, Any], digits: int = 3) -> str:
@@ -347,13 +354,13 @@ def ratio_text(ratio: Mapping[str, Any] | None, digits: int = 3) -> str:
     return f"{text} (censored: {', '.join(named)})" if named else text
 
 
-def exponent_text(x: Mapping[str, Any]) -> str:
+def exponent_text(x: Mapping[str, Any], why: bool = True) -> str:
     """A dilution exponent or trend (``exponent`` or ``slope``) with its interval and bound
-    (``-0.577 [-0.613, -0.559]``, ``<= ...``); ``n/a`` with why (its ``note``) when it is not
-    defined."""
+    (``-0.577 [-0.613, -0.559]``, ``<= ...``); ``n/a`` when it is not defined, with why (its
+    ``note``) unless ``why`` is false (a table cell)."""
     value = x.get("exponent", x.get("slope"))
     if value is None:
-        return "n/a" + (f" ({x['note']})" if x.get("note") else "")
+        return "n/a" + (f" ({x['note']})" if why and x.get("note") else "")
     return interval_text(round(value, 3), x["low"], x["high"], x["bound"], 3, fixed=True)
 
 

@@ -17,10 +17,13 @@ way for every method, on seeds no tier scores:
   values: the tuned column. Where a family's choice is the default, its tuned runs are the
   default runs (the same keys): :func:`reuse_defaults` copies their records instead of training
   them again.
+- :func:`load_tuned_references`: a references folder's tuned column (``<slug>+tuned.jsonl``
+  and its choice ``<slug>+tuned.json``, :func:`tuned_paths`), the runs of the plan only.
 """
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -28,6 +31,9 @@ from typing import Any
 
 import numpy as np
 
+from baselines.experiments.benchmark.manifest import MAX_MANIFEST_BYTES, References
+from baselines.experiments.benchmark.reading import load_records
+from baselines.lib import protocol_runs
 from baselines.lib.protocol import Protocol, Tier, Tuning
 from baselines.lib.runs import Run, key, replace
 from baselines.lib.scoring import normalized_auc
@@ -161,15 +167,11 @@ def reuse_defaults(runs: Sequence[Run], source: Path, target: Path) -> int:
     from baselines.lib.records import upgrade
     from baselines.lib.results import ResultsFile
 
-    if not source.is_file():
-        return 0
     wanted = {key(run) for run in runs}
     store = ResultsFile(target, runs_lib.SCHEMA, runs_lib.TrainingRecord.check, upgrade)
-    have = {r["key"] for r in store.read()} if target.is_file() else set()
+    have = {r["key"] for r in load_records(target, read_only=True)}
     copied = 0
-    for record in ResultsFile(
-        source, runs_lib.SCHEMA, runs_lib.TrainingRecord.check, upgrade
-    ).read():
+    for record in load_records(source, read_only=True):
         if record["key"] in wanted and record["key"] not in have:
             copied += store.append(record)
             have.add(record["key"])
@@ -190,7 +192,7 @@ def default_combinations(
 
 def markdown(chosen: Mapping[str, Record], found: Mapping[str, list[Record]]) -> list[str]:
     """The search as Markdown: per family the objective of every combination, the chosen one
-    in bold, the default marked."""
+    and the default marked in the last column."""
     lines = []
     for family, rows in found.items():
         pick = chosen[family]
@@ -210,6 +212,50 @@ def markdown(chosen: Mapping[str, Record], found: Mapping[str, list[Record]]) ->
             )
         lines.append("")
     return lines
+
+
+TUNED_SUFFIX = "+tuned"
+"""A method's tuned column beside its references: ``<slug>+tuned.jsonl`` (the runs) and
+``<slug>+tuned.json`` (the chosen values per family, ``benchmark tune``'s ``TUNED.json``)."""
+
+
+def tuned_paths(folder: Path, method: str) -> tuple[Path, Path]:
+    """``(runs, choice)`` of ``method``'s tuned column in a references folder."""
+    stem = f"{protocol_runs.method_slug(method)}{TUNED_SUFFIX}"
+    return folder / f"{stem}.jsonl", folder / f"{stem}.json"
+
+
+def load_tuned_references(
+    protocol: Protocol,
+    tier: str,
+    refs: References,
+    config_folder: Path,
+) -> dict[str, list[dict[str, Any]]]:
+    """The tuned column's records of ``tier`` by reference method, where ``refs`` holds them
+    (read only): the runs of the protocol's plan with the recorded choice of each family
+    (:func:`tuned_runs`), by run key; ``{}`` for a protocol without ``tuning``."""
+    if protocol.tuning is None:
+        return {}
+    chosen_tier = protocol.tier(tier)
+    out = {}
+    for method in protocol.references_of(tier):
+        runs_path, choice_path = tuned_paths(refs.folder, method)
+        if not (runs_path.is_file() and choice_path.is_file()):
+            continue
+        if choice_path.stat().st_size > MAX_MANIFEST_BYTES:
+            raise ValueError(f"{choice_path}: too large for a tuning choice")
+        chosen = json.loads(choice_path.read_text())["chosen"]
+        defaults = protocol_runs.plan(
+            protocol, chosen_tier, method, config_folder, trainer=protocol.trainer
+        )
+        family_of = families(chosen_tier)
+        planned = tuned_runs(
+            [r for r in defaults if family_of[r.context["setting"]] in chosen], chosen, chosen_tier
+        )
+        records = protocol_runs.current_records(load_records(runs_path, read_only=True), planned)
+        if records:
+            out[method] = records
+    return out
 
 
 def _text(combination: Combination) -> str:

@@ -143,17 +143,19 @@ def train_and_read(runs: list[Run], count: int) -> tuple[list[Any], dict[int, li
     return results, read
 
 
-def measure(run: Run, table: np.ndarray, settings: TrainingSnrSettings) -> dict[str, Any]:
+def measure(
+    run: Run, env: Any, sampler: ModelSampler, table: np.ndarray, settings: TrainingSnrSettings
+) -> dict[str, Any]:
     """SNR of the estimators under ``table`` (per-state logits ``log table``) on ``run``'s
-    environment: ``{estimator: (snr, low, high)}`` and ``{estimator: ratio to the reference}``."""
-    env = gym.make(run.env_id, **run.env_kwargs).unwrapped
+    environment ``env`` (unwrapped; ``sampler`` its exact model's, reused by every checkpoint
+    of the run): per estimator its SNR per episode with its interval and its ratio to the
+    reference's (``None`` where undefined)."""
     probs = np.asarray(table, dtype=np.float64)
     policy = snr.TabularSoftmax.per_state(
         env.num_states, env.num_actions, np.log(np.maximum(probs, 1e-300))
     )
     probs = policy.probs()
     j, std_r = return_moments(env.model(), probs)
-    sampler = ModelSampler(env)
     context = credit.EstimatorContext(
         env=env, policy_table=probs, sampler=sampler, gamma=1.0, gae_lambda=0.95, seed=run.seed
     )
@@ -302,13 +304,14 @@ def run(settings: TrainingSnrSettings) -> dict[str, Any]:
     snr_rows = []
     for i, run_ in enumerate(runs):
         env = gym.make(run_.env_id, **run_.env_kwargs).unwrapped
+        sampler = ModelSampler(env)
         for point in read[i]:
-            measured = measure(run_, point["table"], settings)
+            measured = measure(run_, env, sampler, point["table"], settings)
             for est, m in measured.items():
                 snr_rows.append(
                     {"method": run_.method.text, "seed": run_.seed,
                      "routine_length": run_.context["density_value"],
-                     "rho": float(env.decision_density), "checkpoint": point["checkpoint"],
+                     "rho": run_.context["rho"], "checkpoint": point["checkpoint"],
                      "update": point["update"],
                      "steps": point["steps"], "success": point["success"], "estimator": est, **m}
                 )  # fmt: skip
