@@ -63,6 +63,14 @@ def test_the_command_measures_the_ratio_along_training_beside_the_steps(tmp_path
     assert at9[0] > 2 > next(r["ratio"] for r in first if r["routine_length"] == 0)
     steps = {(r["routine_length"], r["method"]): r for r in summary["steps"]}
     assert steps[(9, "oracle")]["trajectory_mc_over_this"] >= 1
+    # the perfect critic reads state_ids: named privileged as a method and as an estimator
+    assert summary["labels"] == {
+        "oracle": "oracle (privileged: state_ids)",
+        "trajectory_mc": "trajectory_mc",
+    }
+    assert {r["method_label"] for r in rows} == set(summary["labels"].values())
+    assert {r["estimator_label"] for r in summary["snr"]} == set(summary["labels"].values())
+    assert steps[(9, "oracle")]["label"] == "oracle (privileged: state_ids)"
     for name in ("training_snr.csv", "training_steps.csv", "training_snr.png"):
         assert (tmp_path / name).stat().st_size > 0
     assert json.loads((tmp_path / "training_snr.json").read_text())["steps"]

@@ -29,8 +29,10 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from baselines.experiments.benchmark.privileged import method_label
 from baselines.lib import protocol_runs
 from baselines.lib.lab import lab_estimator
+from baselines.lib.plotting import legend_below
 from baselines.lib.protocol import load_protocol
 from baselines.lib.runs import Run, replace
 from baselines.lib.stats import bootstrap_ci, iqm
@@ -148,8 +150,8 @@ def measure(
 ) -> dict[str, Any]:
     """SNR of the estimators under ``table`` (per-state logits ``log table``) on ``run``'s
     environment ``env`` (unwrapped; ``sampler`` its exact model's, reused by every checkpoint
-    of the run): per estimator its SNR per episode with its interval and its ratio to the
-    reference's (``None`` where undefined)."""
+    of the run): per estimator its SNR per episode with its interval, its ratio to the
+    reference's (``None`` where undefined) and the privileged fields it reads."""
     probs = np.asarray(table, dtype=np.float64)
     policy = snr.TabularSoftmax.per_state(
         env.num_states, env.num_actions, np.log(np.maximum(probs, 1e-300))
@@ -186,6 +188,7 @@ def measure(
         }
         # a near-deterministic policy can sample identical episodes: no noise, no SNR
         out[name] = {k: v if v is not None and np.isfinite(v) else None for k, v in values.items()}
+        out[name]["privileged"] = list(credit.declare(estimators[name]).privileged)
     return out
 
 
@@ -216,17 +219,28 @@ def steps_rows(runs: list[Run], results: list[Any], reference: str) -> list[dict
 
 
 def plot(
-    snr_rows: list[dict[str, Any]], steps: list[dict[str, Any]], s: TrainingSnrSettings, path: Path
+    snr_rows: list[dict[str, Any]],
+    steps: list[dict[str, Any]],
+    s: TrainingSnrSettings,
+    path: Path,
+    labels: dict[str, str] | None = None,
 ) -> None:
     """Per density, the SNR ratio of each estimator to the reference along training (mean over
     seeds, min-max band), one line per trained method; last panel: against rho, the ratio at
-    initialisation, its mean along training and the steps ratio of the runs."""
+    initialisation, its mean along training and the steps ratio of the runs. ``labels``: how
+    each method and estimator is named (its privileged mark, :func:`~baselines.experiments.
+    benchmark.privileged.method_label`)."""
+    known = labels or {}
+
+    def name(n: str) -> str:
+        return known.get(n, n)
+
     from matplotlib.ticker import ScalarFormatter
 
     plt = pyplot()
     lengths = sorted({r["routine_length"] for r in snr_rows})
     others = [e for e in s.estimators if e != s.reference]
-    fig, axes = plt.subplots(1, len(lengths) + 1, figsize=(4.2 * (len(lengths) + 1), 4))
+    fig, axes = plt.subplots(1, len(lengths) + 1, figsize=(4.4 * (len(lengths) + 1), 5.4))
     colors = {m: f"C{i}" for i, m in enumerate(s.methods)}
     for ax, length in zip(axes, lengths, strict=False):
         mine = [r for r in snr_rows if r["routine_length"] == length and r["estimator"] in others]
@@ -244,17 +258,17 @@ def plot(
                 y = [np.mean([r["ratio"] for r in g]) for g in by]
                 lo = [min(r["ratio"] for r in g) for g in by]
                 hi = [max(r["ratio"] for r in g) for g in by]
-                ax.plot(x, y, "o-", color=colors[method], label=f"{est}/{s.reference}, "
-                        f"runs of {method}")  # fmt: skip
+                ax.plot(x, y, "o-", color=colors[method], label=f"{name(est)} / "
+                        f"{name(s.reference)},\nruns of {name(method)}")  # fmt: skip
                 ax.fill_between(x, lo, hi, color=colors[method], alpha=0.15)
         rho = mine[0]["rho"] if mine else float("nan")
         ax.set_title(f"L = {length} (rho {rho:.3g})", fontsize=10)
-        ax.set_xlabel("environment steps (mean over seeds at each checkpoint)")
-        ax.set_ylabel(f"gradient SNR ratio to {s.reference}")
+        ax.set_xlabel("environment steps\n(mean over seeds at each checkpoint)", fontsize=8)
+        ax.set_ylabel(f"gradient SNR ratio to {s.reference}", fontsize=8)
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(ScalarFormatter())
         ax.yaxis.set_minor_formatter(ScalarFormatter())
-        ax.legend(fontsize=7)
+        legend_below(ax, below=0.22)
     last = axes[-1]
     for est in others:
         for method in s.methods:
@@ -268,22 +282,25 @@ def plot(
             along = [np.mean([r["ratio"] for r in pts if r["rho"] == x]) for x in rhos]
             if method == s.methods[0]:  # every method's runs start from the same policies
                 last.plot(rhos, init, "o--", color="grey", mfc="none",
-                          label=f"SNR {est}/{s.reference} at initialisation")  # fmt: skip
+                          label=f"SNR {name(est)} / {name(s.reference)}\n"
+                                "at initialisation")  # fmt: skip
             last.plot(rhos, along, "s-", color=colors[method],
-                      label=f"SNR {est}/{s.reference}, mean along {method}'s runs")  # fmt: skip
+                      label=f"SNR {name(est)} / {name(s.reference)},\n"
+                            f"mean along {name(method)}'s runs")  # fmt: skip
     rho_of = {r["routine_length"]: r["rho"] for r in snr_rows}
     key = f"{s.reference}_over_this"
     for method in s.methods:
         pts = [r for r in steps if r["method"] == method and r.get(key) is not None]
         if pts:
             last.plot([rho_of[r["routine_length"]] for r in pts], [r[key] for r in pts], "^-",
-                      color="k", label=f"steps to target: {s.reference} / {method}")  # fmt: skip
+                      color="k", label=f"steps to target:\n{name(s.reference)} / "
+                            f"{name(method)}")  # fmt: skip
     last.set_xscale("log")
     last.set_yscale("log")
     last.set_xlabel("decision density rho")
     last.set_ylabel("ratio")
     last.set_title("SNR ratio beside the steps ratio", fontsize=10)
-    last.legend(fontsize=6)
+    legend_below(last, below=0.22)
     fig.suptitle(
         f"{ENV_ID} {s.floors} floors ({s.protocol} {s.tier}): gradient SNR along training, "
         f"seeds {s.seeds}, {s.episodes} episodes per measurement"
@@ -301,6 +318,11 @@ def run(settings: TrainingSnrSettings) -> dict[str, Any]:
     runs = plan_runs(settings)
     settings.out.mkdir(parents=True, exist_ok=True)
     results, read = train_and_read(runs, settings.checkpoints)
+    # every method and estimator named with the privileged fields it reads, wherever shown
+    labels = {
+        r.method.text: method_label(r.method.text, res.privileged_fields)
+        for r, res in zip(runs, results, strict=True)
+    }
     snr_rows = []
     for i, run_ in enumerate(runs):
         env = gym.make(run_.env_id, **run_.env_kwargs).unwrapped
@@ -308,21 +330,25 @@ def run(settings: TrainingSnrSettings) -> dict[str, Any]:
         for point in read[i]:
             measured = measure(run_, env, sampler, point["table"], settings)
             for est, m in measured.items():
+                labels.setdefault(est, method_label(est, m["privileged"]))
                 snr_rows.append(
-                    {"method": run_.method.text, "seed": run_.seed,
-                     "routine_length": run_.context["density_value"],
+                    {"method": run_.method.text, "method_label": labels[run_.method.text],
+                     "seed": run_.seed, "routine_length": run_.context["density_value"],
                      "rho": run_.context["rho"], "checkpoint": point["checkpoint"],
-                     "update": point["update"],
-                     "steps": point["steps"], "success": point["success"], "estimator": est, **m}
+                     "update": point["update"], "steps": point["steps"],
+                     "success": point["success"], "estimator": est,
+                     "estimator_label": labels[est], **m}
                 )  # fmt: skip
-    steps = steps_rows(runs, results, settings.reference)
+    steps = [
+        {**r, "label": labels[r["method"]]} for r in steps_rows(runs, results, settings.reference)
+    ]
     write_csv(settings.out / "training_snr.csv", snr_rows)
     write_csv(settings.out / "training_steps.csv", steps)
     summary = {"settings": {k: str(v) if isinstance(v, Path) else v
                             for k, v in vars(settings).items()},
-               "snr": snr_rows, "steps": steps}  # fmt: skip
+               "labels": labels, "snr": snr_rows, "steps": steps}  # fmt: skip
     (settings.out / "training_snr.json").write_text(json.dumps(summary, indent=1))
-    plot(snr_rows, steps, settings, settings.out / "training_snr.png")
+    plot(snr_rows, steps, settings, settings.out / "training_snr.png", labels)
     others = [e for e in settings.estimators if e != settings.reference]
     shown = []
     for length in settings.routine_lengths:
@@ -332,7 +358,7 @@ def run(settings: TrainingSnrSettings) -> dict[str, Any]:
             for mark in sorted({r["checkpoint"] for r in pts}):
                 g = [r for r in pts if r["checkpoint"] == mark]
                 shown.append(
-                    {"L": length, "runs of": method, "checkpoint": mark,
+                    {"L": length, "runs of": labels[method], "checkpoint": mark,
                      "update (mean)": f"{np.mean([r['update'] for r in g]):.1f}",
                      "steps": f"{np.mean([r['steps'] for r in g]):.0f}",
                      "success": f"{np.mean([r['success'] for r in g]):.3f}",
