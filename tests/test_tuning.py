@@ -25,8 +25,9 @@ def rb3_lite(tmp_path_factory):
 def test_the_search_is_the_default_runs_on_the_tuning_seeds_and_the_grid(rb3_lite):
     rb3, tier, defaults = rb3_lite
     search = tuning.tuning_runs(rb3, tier, defaults)
-    # 7 settings x 2 extreme densities x 8 combinations x 3 seeds
-    assert len(search) == len(tier.settings) * 2 * 8 * 3
+    # 7 settings x 2 extreme densities x 8 combinations x 3 seeds, and CodeFix's default
+    # (learning rate 3e-3, entropy 0.03: not in the grid) searched too
+    assert len(search) == len(tier.settings) * 2 * 8 * 3 + 2 * 3
     assert {r.seed for r in search} == set(rb3.tuning.seeds)
     assert not {r.seed for r in search} & set(tier.seeds)
     ends = {s.name: {s.values[0], s.values[-1]} for s in tier.settings}
@@ -34,7 +35,12 @@ def test_the_search_is_the_default_runs_on_the_tuning_seeds_and_the_grid(rb3_lit
     combos = {
         tuple(sorted(tuning.combination_of(r.hyperparameters, rb3.tuning).items())) for r in search
     }
-    assert len(combos) == 8
+    assert len(combos) == 9
+    codefix = {
+        tuple(sorted(tuning.combination_of(r.hyperparameters, rb3.tuning).items()))
+        for r in search if r.env_id == "CodeFix-v1"
+    }  # fmt: skip
+    assert (("ent_coef", 0.03), ("learning_rate", 3e-3)) in codefix and len(codefix) == 9
     # everything but the seed and the searched values is the default run's
     first = defaults[0]
     twin = next(
@@ -94,6 +100,26 @@ def test_the_choice_maximises_the_mean_auc_per_family_with_ties_to_the_default(r
     assert {r.hyperparameters["learning_rate"] for r in tuned} == {3e-3}
     with pytest.raises(ValueError, match="no tuned values"):
         tuning.tuned_runs(defaults, {family: chosen}, tier)  # Grid and CodeFix not tuned
+
+
+def test_a_default_off_the_grid_is_a_candidate_and_can_be_chosen(rb3_lite):
+    # CodeFix's section default (3e-3, entropy 0.03) is not in rb3's grid: a search that never
+    # tried it could choose a combination worse than the default column it is shown beside
+    rb3, tier, defaults = rb3_lite
+    codefix = next(s for s in tier.settings if s.env_id == "CodeFix-v1")
+    default = tuning.default_combinations(rb3, tier, defaults)
+    assert default[codefix.family] not in rb3.tuning.combinations()
+    records = [
+        record(codefix.name, v, c["learning_rate"], c["ent_coef"], auc, seed)
+        for c, auc in [*((c, 0.5) for c in rb3.tuning.combinations()),
+                       (default[codefix.family], 0.8)]
+        for seed in rb3.tuning.seeds for v in (codefix.values[0], codefix.values[-1])
+    ]  # fmt: skip
+    found = tuning.objectives(records, rb3.tuning, tier)[codefix.family]
+    assert len(found) == 9 and found[-1]["values"] == default[codefix.family]
+    chosen = tuning.choose({codefix.family: found}, default)[codefix.family]
+    assert chosen["chosen"] == chosen["default"] == {"learning_rate": 3e-3, "ent_coef": 0.03}
+    assert chosen["default_auc"] == pytest.approx(0.8)
 
 
 def test_benchmark_tune_searches_chooses_and_trains_the_tuned_column(tmp_path):
@@ -178,7 +204,7 @@ def test_plan_prices_the_tuned_column_beside_the_default_one(capsys, monkeypatch
     result = main(["benchmark", "plan", "--protocol", "rb3", "--tier", "lite", "--method", "ppo",
                    "--cores", "1"])  # fmt: skip
     text = capsys.readouterr().out
-    assert "With the tuned column (8 combinations x 3 tuning seeds" in text
+    assert "With the tuned column (8 combinations, and a section's default where the grid " in text
     rb3 = protocol.load_protocol("rb3")
     tier = rb3.tier("lite")
     defaults = protocol_runs.plan(rb3, tier, "ppo", tmp_path, trainer="batched")

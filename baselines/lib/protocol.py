@@ -31,6 +31,7 @@ DEFAULT_VERSION = "rb2"
 RELEASED: dict[str, str] = {
     "rb1": "78ff4702607aa93005bddc3e7e2616e0ecd856587a26298c2b9c4ec1ec972a52",
     "rb2": "5779adced041a7378269a5a2bdd4b7e657822c04687baa48d260f20449618636",
+    "rb3": "1017f54e71b575325de21adea2d22f7083e4699e623af3206223d1e98b4d891e",
 }
 """SHA-256 of each released protocol file (checked on load): a released file is never edited,
 a change is a new version."""

@@ -207,7 +207,8 @@ def tuning_costs(
     assert protocol.tuning is not None
     out: dict[str, dict[str, float]] = {}
     print(
-        f"\nWith the tuned column ({len(protocol.tuning.combinations())} combinations x "
+        f"\nWith the tuned column ({len(protocol.tuning.combinations())} combinations, and a "
+        "section's default where the grid lacks it, x "
         f"{len(protocol.tuning.seeds)} tuning seeds at each setting's extreme densities):\n\n"
         "| sweep | search runs | search CPU | tuned runs CPU (at most) | default + search + "
         "tuned |\n|---|---|---|---|---|"

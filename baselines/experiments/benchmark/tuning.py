@@ -5,9 +5,11 @@ and not another, so each method is also scored with hyperparameters searched for
 way for every method, on seeds no tier scores:
 
 - :func:`tuning_runs`: from a method's default runs of a tier (:func:`~baselines.lib.
-  protocol_runs.plan`), every combination of the protocol's grid x every tuning seed, at each
-  setting's highest and lowest density (its first and last density value), with the tier's
-  budgets: runs as values, the default ones with three fields replaced.
+  protocol_runs.plan`), every candidate (:func:`candidates`: the protocol's grid, and the
+  section's default values where the grid lacks them, so the tuned column is never chosen
+  over a default it did not try) x every tuning seed, at each setting's highest and lowest
+  density (its first and last density value), with the tier's budgets: runs as values, the
+  default ones with three fields replaced.
 - :func:`choose`: per setting family (:attr:`~baselines.lib.protocol.Setting.family`: the
   settings of one decisions axis share one), the combination whose objective is highest: the
   mean over the family's tuning cells (setting x density) of the IQM over seeds of the
@@ -58,6 +60,13 @@ def combination_of(hyperparameters: Mapping[str, Any], tuning: Tuning) -> Combin
     return {name: float(hyperparameters[name]) for name in tuning.grid}
 
 
+def candidates(tuning: Tuning, default: Combination) -> list[Combination]:
+    """The combinations searched for a family whose default values are ``default``: the grid's,
+    in its order, then ``default`` when the grid lacks it."""
+    grid = tuning.combinations()
+    return grid if default in grid else [*grid, dict(default)]
+
+
 def tuning_runs(protocol: Protocol, tier: Tier, default_runs: Sequence[Run]) -> list[Run]:
     """Every run of the search (see the module docstring) from a method's default runs of
     ``tier``; ``ValueError`` when the protocol has no ``tuning``."""
@@ -71,7 +80,7 @@ def tuning_runs(protocol: Protocol, tier: Tier, default_runs: Sequence[Run]) -> 
         setting = run.context["setting"]
         if run.seed != first or run.context["density_value"] not in ends[setting]:
             continue
-        for combination in tuning.combinations():
+        for combination in candidates(tuning, combination_of(run.hyperparameters, tuning)):
             for seed in tuning.seeds:
                 out.append(
                     replace(
@@ -87,14 +96,17 @@ def tuning_runs(protocol: Protocol, tier: Tier, default_runs: Sequence[Run]) -> 
 def objectives(records: Iterable[Record], tuning: Tuning, tier: Tier) -> dict[str, list[Record]]:
     """Per family, one row per combination found in ``records`` (tuning runs): its values, the
     objective (mean over the family's cells of the IQM over seeds of the normalized AUC), the
-    cells and runs it rests on; in the grid's order."""
+    cells and runs it rests on; in the grid's order, then any other candidate (a default the grid
+    lacks) in the order found."""
     family_of = families(tier)
     cells: dict[tuple[str, str], dict[tuple[str, int], list[float]]] = defaultdict(
         lambda: defaultdict(list)
     )
     texts = {_text(c): c for c in tuning.combinations()}
     for r in records:
-        combination = _text(combination_of(r["hyperparameters"], tuning))
+        values = combination_of(r["hyperparameters"], tuning)
+        combination = _text(values)
+        texts.setdefault(combination, values)
         family = family_of[r["setting"]]
         cells[(family, combination)][(r["setting"], int(r["density_value"]))].append(
             normalized_auc(r)
