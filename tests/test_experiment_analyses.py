@@ -8,6 +8,7 @@ writing anything; the writing functions write what the combined analysis wrote."
 from __future__ import annotations
 
 import copy
+import csv
 import json
 from types import SimpleNamespace
 
@@ -434,12 +435,39 @@ def test_demo_measures_the_fraction_rho_exactly_and_prints_the_per_state_rho_law
     assert all(r["measured_rho_success"] <= r["measured_rho_fraction"] for r in rows)
     lab = [
         {"param": p, "routine_length": 1, "rho": 0.5, "ratio": 2.0, "ratio_low": 1.5,
-         "ratio_high": 2.5, "theory_ratio": 2.1, "extra": 0}
+         "ratio_high": 2.5, "ratio_is": "measured", "theory_ratio": 2.1, "extra": 0}
         for p in ("per_state", "per_floor")
     ]  # fmt: skip
     assert demo_analysis.rho_law_rows(lab) == [
         {k: lab[0][k] for k in demo_analysis.RHO_LAW_COLUMNS}
     ]
+
+
+def test_the_rho_law_with_an_unresolved_trajectory_snr_gives_a_bound_not_a_crash(tmp_path):
+    """At 400 episodes the per-floor trajectory SNR at L = 30 is estimated as 0 (its squared
+    mean gradient, estimated without bias, is not positive): no ratio exists, and the lab
+    (behind `demo --snr-episodes 400`) raised KeyError. Now that setting says so (with a lower
+    bound where the trajectory SNR's interval has a positive upper end) and is left out of the
+    fit."""
+    import json
+
+    from baselines.commands import main
+
+    out = tmp_path / "lab"
+    main(["snr_lab", "rho-law", "--episodes", "400", "--routine-lengths", "0", "1", "3", "30",
+          "--params", "per_floor", "--out", str(out), "--workers", "1"])  # fmt: skip
+    text = (out / "rho_law/rho_law.csv").read_text().splitlines()
+    rows = {int(r["routine_length"]): r for r in csv.DictReader(text)}
+    # here the trajectory SNR's upper end is 0 too, so not even a bound exists
+    assert rows[30]["ratio"] == rows[30]["ratio_low"] == rows[30]["ratio_high"] == ""
+    assert (
+        rows[30]["ratio_is"] == "none (trajectory_exact's SNR not resolved from 0 at 400 episodes)"
+    )
+    assert {rows[n]["ratio_is"] for n in (0, 1, 3)} == {"measured"}
+    summary = json.loads((out / "rho_law/summary.json").read_text())
+    assert summary["fits"]["per_floor"]["points"] == summary["fits"]["per_floor"]["settings"] == 3
+    assert [u["rho"] for u in summary["unresolved"]] == [pytest.approx(1 / 31)]
+    assert (out / "rho_law/rho_law.png").stat().st_size > 0
 
 
 def test_the_backends_compare_records_without_what_they_measure_of_the_machine():

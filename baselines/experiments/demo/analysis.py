@@ -12,7 +12,9 @@ from typing import Any
 
 Row = dict[str, Any]
 
-RHO_LAW_COLUMNS = ("routine_length", "rho", "ratio", "ratio_low", "ratio_high", "theory_ratio")
+RHO_LAW_COLUMNS = (
+    "routine_length", "rho", "ratio", "ratio_low", "ratio_high", "ratio_is", "theory_ratio"
+)  # fmt: skip
 """The columns of the rho law the demo prints."""
 
 

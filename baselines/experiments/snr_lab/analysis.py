@@ -141,12 +141,25 @@ def plot_rho_law(rows: list[dict], fits: dict, path: Path) -> None:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4.2))
     groups = {
-        param: sorted((r for r in rows if r["param"] == param), key=lambda r: r["rho"])
+        param: sorted(
+            (r for r in rows if r["param"] == param and r["ratio"] is not None),
+            key=lambda r: r["rho"],
+        )
         for param in ("per_state", "per_floor")
     }
     groups = {param: sub for param, sub in groups.items() if sub}
     labels = {p: f"measured, {p} ({fit_text(fits[p])})" for p in groups}
     series_errorbars(ax, groups, "ratio", "ratio_low", "ratio_high", labels=labels, ms=4)
+    bounds = [r for r in rows if r["ratio"] is None and r["ratio_low"] is not None]
+    if bounds:  # the trajectory SNR not resolved from 0: the ratio is at least this
+        ax.plot(
+            [r["rho"] for r in bounds],
+            [r["ratio_low"] for r in bounds],
+            "^",
+            color="0.4",
+            ms=5,
+            label="lower bound (trajectory SNR not resolved from 0)",
+        )
     theory = sorted((r for r in rows if r["param"] == rows[0]["param"]), key=lambda r: r["rho"])
     ax.plot(
         [r["rho"] for r in theory],

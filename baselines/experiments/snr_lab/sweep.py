@@ -262,6 +262,24 @@ def write_summary(path: Path, summary: dict[str, Any]) -> None:
     path.write_text(json.dumps(summary, indent=2, allow_nan=False))
 
 
+def ratio_or_bound(
+    record: dict[str, Any], results: dict[str, dict[str, Any]], name: str, reference: str
+) -> tuple[float | None, float | None, float | None, str]:
+    """``name``'s SNR over ``reference``'s on one setting, ``(ratio, low, high, what it is)``:
+    the measured ratio and its jackknife interval; or, where ``reference``'s SNR estimate is 0
+    (its squared mean gradient, estimated without bias, is not positive: too few episodes to
+    resolve it), no ratio and the lower bound ``name``'s SNR over the upper end of
+    ``reference``'s interval (``None`` when that is 0 too)."""
+    measured = record["ratios"].get(f"{name}/{reference}")
+    if measured is not None:
+        ratio, low, high = measured
+        return ratio, low, high, "measured"
+    top = results[reference]["snr_high"]
+    bound = results[name]["snr"] / top if top > 0 else None
+    why = f"{reference}'s SNR not resolved from 0 at {record['episodes']} episodes"
+    return None, bound, None, f"lower bound ({why})" if bound is not None else f"none ({why})"
+
+
 def rho_law(args: LabArgs) -> dict[str, Any]:
     out = args.out / "rho_law"
     settings = _settings(
@@ -278,7 +296,7 @@ def rho_law(args: LabArgs) -> dict[str, Any]:
     for rec in records:
         theory = snr.uniform_doors_snr(args.num_floors, args.num_doors, rec["density_value"])
         res = {r["estimator"]: r for r in rec["results"]}
-        ratio, low, high = rec["ratios"]["oracle/trajectory_exact"]
+        ratio, low, high, ratio_is = ratio_or_bound(rec, res, "oracle", "trajectory_exact")
         rows.append(
             {
                 rec["density_kwarg"]: rec["density_value"],
@@ -293,7 +311,8 @@ def rho_law(args: LabArgs) -> dict[str, Any]:
                 "theory_ratio": theory["ratio"],
                 "theory_snr_oracle": theory["snr_oracle"],
                 "theory_snr_trajectory": theory["snr_trajectory"],
-                "within_ci": bool(low <= theory["ratio"] <= high),
+                "ratio_is": ratio_is,
+                "within_ci": ratio is not None and bool(low <= theory["ratio"] <= high),
                 "routine_share_of_trajectory_variance": res["trajectory_exact"]["routine_variance"]
                 / res["trajectory_exact"]["variance"],
             }
@@ -302,10 +321,11 @@ def rho_law(args: LabArgs) -> dict[str, Any]:
     fits = {}
     for param in args.params:
         sub = [r for r in rows if r["param"] == param]
+        measured = [r for r in sub if r["ratio"] is not None]
         fits[param] = {
-            **fit([r["rho"] for r in sub], [r["ratio"] for r in sub]),
-            "within_ci": sum(r["within_ci"] for r in sub),
-            "settings": len(sub),
+            **fit([r["rho"] for r in measured], [r["ratio"] for r in measured]),
+            "within_ci": sum(r["within_ci"] for r in measured),
+            "settings": len(measured),
         }
     theory = [r for r in rows if r["param"] == args.params[0]]
     t_fit = fit([r["rho"] for r in theory], [r["theory_ratio"] for r in theory])
@@ -317,6 +337,16 @@ def rho_law(args: LabArgs) -> dict[str, Any]:
         "group_size": args.group_size,
         "routine_lengths": list(args.routine_lengths),
     }
+    unresolved = [r for r in rows if r["ratio"] is None]
+    if unresolved:
+        summary["unresolved"] = [
+            {k: r[k] for k in ("rho", "param", "ratio_low", "ratio_is")} for r in unresolved
+        ]
+        print(
+            f"rho-law: {len(unresolved)} of {len(rows)} settings have no ratio (the trajectory "
+            f"SNR is not resolved from 0 at {args.episodes} episodes; left out of the fits): "
+            "more --episodes measure them"
+        )
     write_summary(out / "summary.json", summary)
     analysis.plot_rho_law(rows, fits, out / "rho_law.png")
     return summary
