@@ -10,7 +10,7 @@ TORCH_SPEC ?= torch==2.13.0
 # test processes (pytest-xdist); a file's tests stay in one process (--dist loadfile)
 TEST_WORKERS ?= 2
 
-.PHONY: test demo lint bench clean install
+.PHONY: test demo lint bench clean install test-openenv
 
 install: $(STAMP)
 
@@ -24,6 +24,19 @@ $(STAMP): pyproject.toml
 test: $(STAMP)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
+# The OpenEnv adapter against the real package, in a virtual environment of its own (openenv's
+# pins are not the dev extra's; tests/test_openenv.py serves ids on 127.0.0.1 in a loopback-only
+# network namespace and plays them with OpenEnv's clients). CI runs it after `make test`.
+OPENENV_VENV := .venv-openenv
+$(OPENENV_VENV)/.installed: pyproject.toml
+	test -x $(OPENENV_VENV)/bin/python || $(PYTHON) -m venv $(OPENENV_VENV)
+	$(OPENENV_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(OPENENV_VENV)/bin/python -m pip install --quiet -e ".[openenv]" pytest
+	touch $@
+
+test-openenv: $(OPENENV_VENV)/.installed
+	$(OPENENV_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_openenv.py
+
 demo: $(STAMP)
 	$(PY) -m baselines demo
 
@@ -35,4 +48,4 @@ bench: $(STAMP)
 	$(PY) -m routine_envs.bench
 
 clean:
-	rm -rf $(VENV) results .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(OPENENV_VENV) results .pytest_cache .ruff_cache .hypothesis

@@ -141,6 +141,8 @@ OTHER_TOOLS = {
     ("python", "-m", "rl_zoo3.enjoy"): "rl-zoo3's CLI: tests/test_integrations.py runs the recipe",
     ("python", "-m", "tests.leak_probes"): "writes the leak probes' table (minutes of CPU); "
     "tests/test_contract_leaks.py runs the same probes",
+    ("python", "-m", "routine_envs.adapters.openenv"): "needs the openenv extra: "
+    "tests/test_openenv.py parses the docs' serving commands with the server's own flags",
     ("python", "cleanrl/ppo.py"): "cleanrl's script, not in this repository: "
     "tests/test_integrations.py runs it where a checkout is given",
 }

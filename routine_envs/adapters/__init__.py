@@ -13,6 +13,9 @@ each imports its trainer's package (if it needs it at all) only when used:
   text projection that marks ``is_action_valid`` and a GiGPO anchor.
 - :mod:`~routine_envs.adapters.ragen`: RAGEN's ``BaseEnv``.
 - :mod:`~routine_envs.adapters.openrlhf`: OpenRLHF's ``AgentInstanceBase`` (async).
+- :mod:`~routine_envs.adapters.openenv`: an OpenEnv server for any id (``python -m
+  routine_envs.adapters.openenv``) and its client (needs ``openenv>=0.10``: the ``openenv``
+  extra).
 
 See ``docs/text.md`` for how each is used and tested.
 """

@@ -1,0 +1,135 @@
+"""The OpenEnv adapter against the real package (``openenv>=0.10``; CI runs this file in a
+virtual environment of its own, ``.ci/run``): every id tried is served by ``python -m
+routine_envs.adapters.openenv`` on 127.0.0.1 inside a loopback-only network namespace
+(:mod:`baselines.lib.loopback`) and played by OpenEnv's own clients over WebSocket
+(:mod:`tests.openenv_scenario`); the served episodes equal the same episodes played locally,
+annotations included, and hostile input gets one error line. Skipped, saying why, where
+``openenv`` is not installed (``pip install -e ".[openenv]"``) or no namespace can be made."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("openenv", reason='needs the openenv extra: pip install -e ".[openenv]"')
+
+from baselines.lib import loopback
+from routine_envs.adapters import openenv as adapter
+from routine_envs.text import make_text_env
+from tests import children, openenv_scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def seen() -> dict:
+    reason = loopback.unavailable()
+    if reason:
+        pytest.skip(f"servers run in a loopback-only network namespace: {reason}")
+    argv = [sys.executable, "-m", "tests.openenv_scenario"]
+    outcome = loopback.run(argv, cwd=ROOT, timeout=children.patience(300))
+    said = outcome.describe()
+    assert outcome.returncode == 0, said
+    assert outcome.interfaces == ["lo"] and outcome.peers, said
+    assert outcome.outside() == [], f"connections outside 127.0.0.0/8: {outcome.outside()}"
+    line = next(x for x in outcome.stdout.splitlines() if x.startswith("SCENARIO "))
+    return json.loads(line.removeprefix("SCENARIO "))["ids"]
+
+
+def local_episode(env_id: str, replies: list[str], seed: int) -> list[tuple]:
+    """The same episode on a local text env: (text, reward, done, info) per result."""
+    env = make_text_env(env_id, **openenv_scenario.IDS[env_id])
+    text, info = env.reset(seed=seed)
+    out = [(text, 0.0, False, info)]
+    for reply in replies:
+        text, reward, terminated, truncated, info = env.step(reply)
+        out.append((text, reward, terminated or truncated, info))
+        if terminated or truncated:
+            break
+    return out
+
+
+@pytest.mark.parametrize("env_id", list(openenv_scenario.IDS))
+def test_a_served_episode_is_the_local_one_with_its_annotations(seen, env_id):
+    served = seen[env_id]["seeded"]
+    local = local_episode(env_id, openenv_scenario.replies_for(env_id), seed=3)
+    assert len(served) == len(local) and served[-1]["done"]
+    for got, (text, reward, done, info) in zip(served, local, strict=True):
+        assert (got["text"], got["reward"], got["done"]) == (text, reward, done)
+        assert got["metadata"] == json.loads(json.dumps(
+            {**adapter.metadata_of(info, done), "group_id": None, "seed": 3}
+        ))  # fmt: skip
+    first, last = served[0]["metadata"], served[-1]["metadata"]
+    assert set(first["annotations"]) == {"critical", "state_id", "anchor", "turn_score"}
+    assert first["privileged"] == ["critical", "state_id", "turn_score"]
+    assert "episode" not in first and served[0]["system_prompt"]
+    episode = last["episode"]
+    assert episode["episode_length"] == len(served) - 1
+    assert episode["decision_density"] == pytest.approx(
+        episode["num_critical"] / episode["episode_length"]
+    )
+    state = seen[env_id]["state"]
+    assert (state["episode_id"], state["seed"], state["step_count"], state["done"]) == (
+        "e1", 3, len(served) - 1, True
+    )  # fmt: skip
+    assert state["episode_return"] == pytest.approx(sum(r["reward"] for r in served[1:]))
+
+
+@pytest.mark.parametrize("env_id", list(openenv_scenario.IDS))
+def test_a_group_shares_its_start_across_sessions(seen, env_id):
+    one, two = seen[env_id]["group"]
+    assert one == two  # the same start and the same first turn, in two sessions
+    seed = adapter.group_seed("g7")
+    assert one[0]["metadata"]["seed"] == seed and one[0]["metadata"]["group_id"] == "g7"
+    local = local_episode(env_id, openenv_scenario.replies_for(env_id)[:1], seed=seed)
+    assert [r["text"] for r in one] == [text for text, *_ in local]
+
+
+@pytest.mark.parametrize("env_id", list(openenv_scenario.IDS))
+def test_openenvs_generic_client_reads_the_same_result(seen, env_id):
+    generic, typed = seen[env_id]["generic"], seen[env_id]["seeded"][0]
+    assert generic["observation"]["text"] == typed["text"]
+    assert generic["metadata"] == typed["metadata"]
+    assert seen[env_id]["server_metadata"]["name"] == env_id
+
+
+@pytest.mark.parametrize("env_id", list(openenv_scenario.IDS))
+def test_hostile_input_gets_one_error_line(seen, env_id):
+    said = seen[env_id]
+    assert "after the episode ended: reset first" in said["after_done"]
+    assert "seed must be an int" in said["bad_seed"]
+    for case in ("huge_reply", "unknown_field"):
+        assert said[case] != "no error" and "\n" not in said[case].strip(), said[case]
+    # OpenEnv's own validation refuses them (its message names the code, not the field)
+    assert "VALIDATION_ERROR" in said["huge_reply"] and "VALIDATION_ERROR" in said["unknown_field"]
+
+
+def test_the_server_refuses_a_bad_id_or_argument_in_one_line(capsys):
+    for argv in (["--env-id", "NoSuchEnv-v0"], ["--env-kwargs", "[1]"],
+                 ["--env-kwargs", '{"routine_length": -3}']):  # fmt: skip
+        with pytest.raises(SystemExit):
+            adapter.main(argv)
+        err = capsys.readouterr().err.strip().splitlines()
+        # argparse's usage, then one error line (no traceback)
+        assert err[-1].startswith("python -m routine_envs.adapters.openenv: error: "), err
+        assert sum("error:" in line for line in err) == 1 and "Traceback" not in str(err), err
+
+
+def test_group_seed_is_stable_and_in_range():
+    assert adapter.group_seed("g7") == adapter.group_seed("g7") != adapter.group_seed("g8")
+    assert all(0 <= adapter.group_seed(str(i)) < 2**31 for i in range(100))
+
+
+def test_the_docs_serving_commands_parse_with_the_servers_flags():
+    import shlex
+
+    text = (ROOT / "docs" / "text.md").read_text()
+    prefix = "python -m routine_envs.adapters.openenv "
+    commands = [line for line in text.splitlines() if line.startswith(prefix)]
+    assert commands
+    for line in commands:
+        args = adapter.arguments().parse_args(shlex.split(line)[3:])
+        adapter.create_routine_app(args.env_id, args.env_kwargs, args.max_sessions)
