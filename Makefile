@@ -35,7 +35,8 @@ $(OPENENV_VENV)/.installed: pyproject.toml
 	touch $@
 
 test-openenv: $(OPENENV_VENV)/.installed
-	$(OPENENV_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_openenv.py
+	ROUTINE_ENVS_REQUIRE=openenv $(OPENENV_VENV)/bin/python -m pytest -q -p no:cacheprovider \
+		tests/test_openenv.py
 
 demo: $(STAMP)
 	$(PY) -m baselines demo

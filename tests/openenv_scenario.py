@@ -23,6 +23,11 @@ IDS = {  # a decisions-and-routine id, a mock code-fix task with its text view, 
     "CodeFix-v1": {"routine_length": 2},
     "RoutineGrid-v1": {"num_junctions": 1, "corridor_length": 2},
 }
+FLAGS = {  # the text env's settings a server is started with (the local replay uses the same)
+    "CodeFix-v1": {"max_turns": 12, "invalid_penalty": 0.25},
+}
+SESSIONS = 4
+"""--max-sessions of every server here."""
 
 
 @contextlib.contextmanager
@@ -30,7 +35,9 @@ def server(env_id: str, kwargs: dict[str, Any], port: int) -> Iterator[str]:
     """A served id, its base URL while the block runs (the server's output on failure)."""
     argv = [sys.executable, "-m", "routine_envs.adapters.openenv", "--env-id", env_id,
             "--env-kwargs", json.dumps(kwargs), "--port", str(port),
-            "--max-sessions", "4"]  # fmt: skip
+            "--max-sessions", str(SESSIONS)]  # fmt: skip
+    for name, value in FLAGS.get(env_id, {}).items():
+        argv += [f"--{name.replace('_', '-')}", str(value)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -81,12 +88,13 @@ def error_of(call: Any) -> str:
 
 
 def replies_for(env_id: str) -> list[str]:
-    """Canonical replies: every action in turn, long enough to end any episode served here."""
+    """Canonical replies, every action in turn, and a malformed one every fifth turn: long
+    enough to end any episode served here."""
     from routine_envs.text import make_text_env
 
     text_env = make_text_env(env_id, **IDS[env_id])
     n = text_env.unwrapped.action_space.n
-    return [text_env.action_text(i % n) for i in range(200)]
+    return [text_env.action_text(i % n) if i % 5 != 4 else "no idea" for i in range(200)]
 
 
 def main() -> None:
@@ -104,11 +112,25 @@ def main() -> None:
                 seen["state"] = env.state().model_dump()
                 seen["after_done"] = error_of(lambda: env.step(RoutineAction(reply="x")))
                 seen["bad_seed"] = error_of(lambda: env.reset(seed=-1))
-            group = []
-            for _ in range(2):  # two sessions, one group: the same start
-                with RoutineEnvClient(base_url=url).sync() as env:
-                    group.append(play(env, replies[:1], group_id="g7"))
-            seen["group"] = group
+                # a refused reset changes nothing: the session's episode goes on as it was
+                env.reset(seed=4)
+                env.step(RoutineAction(reply=replies[0]))
+                seen["bad_episode_id"] = error_of(lambda: env.reset(seed=5, episode_id="x" * 300))
+                seen["misspelt_group"] = error_of(lambda: env.reset(group="g7"))
+                seen["after_refusals"] = env.state().model_dump()
+                # no seed: a fresh one each time, recorded
+                seen["unseeded"] = [env.reset().metadata["seed"] for _ in range(3)]
+            # a group on sessions open at once, each its own environment; one more than
+            # --max-sessions is refused
+            clients = [RoutineEnvClient(base_url=url).sync() for _ in range(SESSIONS)]
+            for client in clients:
+                client.connect()
+            seen["group"] = [play(client, replies[:2], group_id="g7") for client in clients]
+            extra = RoutineEnvClient(base_url=url).sync()
+            seen["over_capacity"] = error_of(lambda e=extra: (e.connect(), e.reset(seed=1)))
+            extra.close()
+            for client in clients:
+                client.close()
             with GenericEnvClient(base_url=url).sync() as env:  # no adapter code on this side
                 first = env.reset(seed=3)
                 seen["generic"] = {"observation": first.observation, "metadata": first.metadata}

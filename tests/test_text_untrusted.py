@@ -518,3 +518,19 @@ def test_any_reply_is_a_bounded_safe_turn(env_id: str, data: st.DataObject) -> N
         assert_names_what_legacy_named(expected, env.view, window)
     elif action != -1:
         assert env.parser.parse(window).action == action
+
+
+def test_without_history_a_text_env_keeps_no_reply_and_plays_the_same():
+    """A server's text env (``history=False``) must not grow with the replies it reads (a
+    stream of 64 kB malformed replies held 13 MB in one OpenEnv session), and must play
+    exactly as one that keeps the conversation."""
+    from routine_envs.text import make_text_env
+
+    kept = make_text_env("DilutedDoors-v1", num_floors=2, routine_length=2)
+    bare = make_text_env("DilutedDoors-v1", num_floors=2, routine_length=2, history=False)
+    replies = ["x" * 60_000, "open_door(1)", "y" * 60_000, "walk()", "walk()", "open_door(0)"]
+    assert kept.reset(seed=3) == bare.reset(seed=3)
+    for reply in replies:
+        assert kept.step(reply) == bare.step(reply)
+    assert len(bare.messages) == 2 and len(kept.messages) == 2 + 2 * len(replies)
+    assert sum(len(m["content"]) for m in bare.messages) < 10_000

@@ -5,7 +5,8 @@ Serve one id (on 127.0.0.1 unless told otherwise; one environment instance per s
 
     python -m routine_envs.adapters.openenv --env-id DilutedDoors-v1 --port 8000
 
-and play it with OpenEnv's own client (WebSocket, ``/ws``):
+and play it with OpenEnv's own client over the WebSocket ``/ws`` (OpenEnv's HTTP ``/reset`` and
+``/step`` build a new environment per request: an episode needs the WebSocket):
 
     from routine_envs.adapters.openenv import RoutineAction, RoutineEnvClient
     with RoutineEnvClient(base_url="http://127.0.0.1:8000").sync() as env:
@@ -34,13 +35,16 @@ the client by ``openenv>=0.10``) holds, JSON-plain:
 **Groups share their start.** ``reset(seed=s)`` starts the episode ``s`` (the same layout and
 random future in every session and server: Gymnasium's seeding); ``reset(group_id=g)`` without a
 seed starts from the seed derived from ``g`` (:func:`group_seed`, SHA-256), so the episodes of a
-group (GRPO's group, on any number of sessions) share their start without sharing a session.
+group (GRPO's group, on any number of sessions) share their start without sharing a session;
+``reset()`` draws a seed and records it, so every episode can be replayed.
 
 **Untrusted input stays data**: a reply is a string of at most
 :data:`~routine_envs.text.parsing.MAX_REPLY_CHARS` characters (longer: OpenEnv's validation
-error, one line) read by the text env's parser, never executed; ``seed`` must be an int >= 0
-and ``group_id`` a string of at most :data:`MAX_GROUP_ID` characters, else the session gets
-one error line. A ``step`` after the episode ended is an error that says to reset.
+error, one line) read by the text env's parser, never executed; ``seed`` must be an int >= 0,
+``group_id`` and ``episode_id`` strings of at most :data:`MAX_GROUP_ID` characters and no other
+argument is taken, else the session gets one error line and its episode is unchanged. A
+``step`` after the episode ended is an error that says to reset. A session keeps no
+conversation (``history=False``), so its memory does not grow with the replies it reads.
 """
 
 from __future__ import annotations
@@ -51,10 +55,13 @@ import hashlib
 import json
 import math
 import numbers
+import secrets
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from routine_envs import annotations as keys
+from routine_envs.episodes import PRIVILEGED_FIELDS
 from routine_envs.text import make_text_env
 from routine_envs.text.parsing import MAX_REPLY_CHARS
 
@@ -71,8 +78,11 @@ except ImportError as err:  # pragma: no cover - the message is the point
 
 MAX_GROUP_ID = 256
 """The longest ``group_id`` accepted (characters)."""
-PRIVILEGED_KEYS = (keys.CRITICAL, keys.STATE_ID, keys.TURN_SCORE)
-"""The per-step annotation keys computed from the hidden state (marked in every result)."""
+_BATCH_FIELD = {keys.STATE_ID: "state_ids", keys.TURN_SCORE: "turn_scores"}
+PRIVILEGED_KEYS = tuple(k for k in keys.STEP_KEYS if _BATCH_FIELD.get(k, k) in PRIVILEGED_FIELDS)
+"""The per-step annotation keys computed from the hidden state (marked in every result): the
+info keys of :data:`routine_envs.episodes.PRIVILEGED_FIELDS` (critical, state_id,
+turn_score)."""
 TURN_KEYS = (keys.INVALID_TURN, keys.INVALID_REASON, keys.PARSED_ACTION)
 EPISODE_KEYS = (*keys.EPISODE_END_KEYS, keys.NUM_INVALID_TURNS)
 DEFAULT_HOST = "127.0.0.1"
@@ -157,27 +167,52 @@ class RoutineEnvironment(Environment[RoutineAction, RoutineObservation, RoutineS
         self.env_id = env_id
         self.env_kwargs = dict(env_kwargs or {})
         self.text_env = make_text_env(
-            env_id, invalid_penalty=invalid_penalty, max_turns=max_turns, **self.env_kwargs
+            env_id,
+            invalid_penalty=invalid_penalty,
+            max_turns=max_turns,
+            history=False,  # the client keeps the conversation; a session's memory stays bounded
+            **self.env_kwargs,
         )
         self._state = RoutineState(env_id=env_id)
         self._done = True
 
     def reset(
-        self, seed: int | None = None, episode_id: str | None = None, group_id: str | None = None
+        self,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        group_id: str | None = None,
+        **kwargs: Any,
     ) -> RoutineObservation:
         """Start an episode: ``seed`` (an int >= 0), else ``group_id``'s seed, else a fresh
-        one."""
+        one (drawn and recorded, so the episode can be replayed). Every argument is checked
+        before anything changes; an unknown one is refused (a misspelt ``group_id`` would
+        silently start an unrelated episode)."""
+        if kwargs:
+            names = ", ".join(sorted(str(k)[:40] for k in kwargs)[:5])
+            raise ValueError(
+                f"unknown reset argument(s): {names} (known: seed, episode_id, group_id)"
+            )
         if seed is not None and (
             isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63
         ):
             raise ValueError(f"seed must be an int in [0, 2**63), got {str(seed)[:40]!r}")
-        if group_id is not None and (not isinstance(group_id, str) or len(group_id) > MAX_GROUP_ID):
-            raise ValueError(f"group_id must be a string of at most {MAX_GROUP_ID} characters")
-        start = seed if seed is not None else None if group_id is None else group_seed(group_id)
+        for name, value in (("group_id", group_id), ("episode_id", episode_id)):
+            if value is not None and (not isinstance(value, str) or len(value) > MAX_GROUP_ID):
+                raise ValueError(f"{name} must be a string of at most {MAX_GROUP_ID} characters")
+        if seed is not None:
+            start = seed
+        elif group_id is not None:
+            start = group_seed(group_id)
+        else:
+            start = secrets.randbelow(2**31)
         text, info = self.text_env.reset(seed=start)
         self._done = False
         self._state = RoutineState(
-            episode_id=episode_id, env_id=self.env_id, seed=start, group_id=group_id, done=False
+            episode_id=episode_id or str(uuid.uuid4()),
+            env_id=self.env_id,
+            seed=start,
+            group_id=group_id,
+            done=False,
         )
         return RoutineObservation(
             text=text,
@@ -188,7 +223,9 @@ class RoutineEnvironment(Environment[RoutineAction, RoutineObservation, RoutineS
             metadata={**metadata_of(info, False), "group_id": group_id, "seed": start},
         )
 
-    def step(self, action: RoutineAction, timeout_s: float | None = None) -> RoutineObservation:
+    def step(
+        self, action: RoutineAction, timeout_s: float | None = None, **kwargs: Any
+    ) -> RoutineObservation:
         """Read one reply; an error after the episode ended (reset first)."""
         if self._done:
             raise RuntimeError("step() before reset() or after the episode ended: reset first")
@@ -280,6 +317,16 @@ def _kwargs(text: str) -> dict[str, Any]:
     return value
 
 
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an int: {text[:20]!r}") from None
+    if not 0 < port < 65536:
+        raise argparse.ArgumentTypeError(f"must be in 1..65535, got {port}")
+    return port
+
+
 def arguments() -> argparse.ArgumentParser:
     """The serving command's flags (``--help``)."""
     parser = argparse.ArgumentParser(
@@ -289,7 +336,7 @@ def arguments() -> argparse.ArgumentParser:
     parser.add_argument("--env-id", default="DilutedDoors-v1", help="a registered id")
     parser.add_argument("--env-kwargs", type=_kwargs, default={}, help="JSON object")
     parser.add_argument("--host", default=DEFAULT_HOST, help="default: loopback only")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--port", type=_port, default=8000)
     parser.add_argument("--max-sessions", type=int, default=64, help="sessions at once")
     parser.add_argument("--invalid-penalty", type=float, default=0.0)
     parser.add_argument("--max-turns", type=int, default=None)

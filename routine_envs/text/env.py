@@ -77,6 +77,9 @@ class TextEnv(gym.Wrapper):
         invalid_penalty: reward of an invalid turn is ``-invalid_penalty`` (float >= 0).
         max_turns: truncate the episode after this many turns (int >= 1), invalid ones
             included; ``None``: only the env ends it.
+        history: keep the conversation in :attr:`messages` (``False``: only the system
+            prompt and the first observation, so that a long-lived server's memory does not
+            grow with the replies it reads).
 
     Raises:
         ValueError: a bad argument (named), or an env that has no text view (see
@@ -84,7 +87,11 @@ class TextEnv(gym.Wrapper):
     """
 
     def __init__(
-        self, env: gym.Env, invalid_penalty: float = 0.0, max_turns: int | None = None
+        self,
+        env: gym.Env,
+        invalid_penalty: float = 0.0,
+        max_turns: int | None = None,
+        history: bool = True,
     ) -> None:
         if (
             not isinstance(invalid_penalty, numbers.Real)
@@ -110,8 +117,10 @@ class TextEnv(gym.Wrapper):
             MAX_TEXT_LENGTH, min_length=1, charset=TEXT_CHARSET
         )
         self.action_space = gym.spaces.Text(MAX_TEXT_LENGTH, min_length=0, charset=TEXT_CHARSET)
-        #: the conversation so far: the system prompt, then user and assistant turns.
+        #: the conversation so far: the system prompt, then user and assistant turns (with
+        #: ``history=False``, the system prompt and the first observation only).
         self.messages: list[Message] = []
+        self.history = bool(history)
         self._text = ""
         self._info: dict[str, Any] = {}
         self._start: InitialState | None = None
@@ -201,8 +210,9 @@ class TextEnv(gym.Wrapper):
                 )
             )
         self._info = info
-        self.messages.append({"role": "assistant", "content": reply})
-        self.messages.append({"role": "user", "content": message})
+        if self.history:
+            self.messages.append({"role": "assistant", "content": reply})
+            self.messages.append({"role": "user", "content": message})
         return message, float(reward), bool(terminated), bool(truncated), info
 
     # --------------------------------------------------------------------------- internals
@@ -227,10 +237,19 @@ class TextEnv(gym.Wrapper):
 
 
 def make_text_env(
-    env_id: str, invalid_penalty: float = 0.0, max_turns: int | None = None, **kwargs: Any
+    env_id: str,
+    invalid_penalty: float = 0.0,
+    max_turns: int | None = None,
+    history: bool = True,
+    **kwargs: Any,
 ) -> TextEnv:
     """``TextEnv(gym.make(env_id, **kwargs))``, with the keyword arguments the id's text view
     needs (CodeFix: ``obs_mode="text"`` unless given). Every registered id and the team ids
     (``TeamDilutedDoors-v0``, ``TeamRoutineGrid-v0``, with the ``multiagent`` extra) work."""
     kwargs = text_kwargs(gym.spec(env_id).entry_point, kwargs)
-    return TextEnv(gym.make(env_id, **kwargs), invalid_penalty=invalid_penalty, max_turns=max_turns)
+    return TextEnv(
+        gym.make(env_id, **kwargs),
+        invalid_penalty=invalid_penalty,
+        max_turns=max_turns,
+        history=history,
+    )
