@@ -10,7 +10,7 @@ TORCH_SPEC ?= torch==2.13.0
 # test processes (pytest-xdist); a file's tests stay in one process (--dist loadfile)
 TEST_WORKERS ?= 2
 
-.PHONY: test demo lint bench clean install test-openenv
+.PHONY: test demo lint bench clean install test-openenv test-verifiers
 
 install: $(STAMP)
 
@@ -38,6 +38,19 @@ test-openenv: $(OPENENV_VENV)/.installed
 	ROUTINE_ENVS_REQUIRE=openenv $(OPENENV_VENV)/bin/python -m pytest -q -p no:cacheprovider \
 		tests/test_openenv.py
 
+# The verifiers v1 adapter (verifiers>=0.4) the same way, in .venv-verifiers: its taskset loaded by
+# id and evaluated by verifiers' own run_eval against a scripted model on 127.0.0.1.
+VERIFIERS_VENV := .venv-verifiers
+$(VERIFIERS_VENV)/.installed: pyproject.toml
+	test -x $(VERIFIERS_VENV)/bin/python || $(PYTHON) -m venv $(VERIFIERS_VENV)
+	$(VERIFIERS_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VERIFIERS_VENV)/bin/python -m pip install --quiet -e ".[verifiers-v1]" pytest
+	touch $@
+
+test-verifiers: $(VERIFIERS_VENV)/.installed
+	ROUTINE_ENVS_REQUIRE=verifiers $(VERIFIERS_VENV)/bin/python -m pytest -q -p no:cacheprovider \
+		tests/test_verifiers_v1.py
+
 demo: $(STAMP)
 	$(PY) -m baselines demo
 
@@ -49,4 +62,4 @@ bench: $(STAMP)
 	$(PY) -m routine_envs.bench
 
 clean:
-	rm -rf $(VENV) $(OPENENV_VENV) results .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(OPENENV_VENV) $(VERIFIERS_VENV) results .pytest_cache .ruff_cache .hypothesis

@@ -4,6 +4,8 @@ One small module per trainer; none is imported by ``import routine_envs`` or by 
 each imports its trainer's package (if it needs it at all) only when used:
 
 - :mod:`~routine_envs.adapters.trl`: TRL ``GRPOTrainer(environment_factory=...)``.
+- :mod:`~routine_envs.adapters.verifiers_v1`: a verifiers 0.4 (v1) taskset, loaded by the id
+  ``routine-envs-verifiers`` (the package :mod:`routine_envs_verifiers`).
 - :mod:`~routine_envs.adapters.verifiers`: verifiers ``MultiTurnEnv`` (the 0.1.x API).
 - :mod:`~routine_envs.adapters.skyrl`: SkyRL-gym ``BaseTextEnv`` (needs ``skyrl-gym``: the
   ``llm`` extra).
