@@ -49,16 +49,17 @@ conversation (``history=False``), so its memory does not grow with the replies i
 
 from __future__ import annotations
 
-import argparse
 import functools
 import hashlib
 import json
-import math
 import numbers
 import secrets
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
+
+import gymnasium as gym
 
 from routine_envs import annotations as keys
 from routine_envs.episodes import PRIVILEGED_FIELDS
@@ -307,57 +308,46 @@ class RoutineEnvClient(EnvClient[RoutineAction, RoutineObservation, RoutineState
         return RoutineState(**payload)
 
 
-def _kwargs(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(f"not JSON: {err}") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError("must be a JSON object")
-    return value
+@dataclass(frozen=True)
+class ServeSettings:
+    """Serve a routine-envs id as an OpenEnv environment (docs/text.md)."""
 
-
-def _port(text: str) -> int:
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an int: {text[:20]!r}") from None
-    if not 0 < port < 65536:
-        raise argparse.ArgumentTypeError(f"must be in 1..65535, got {port}")
-    return port
-
-
-def arguments() -> argparse.ArgumentParser:
-    """The serving command's flags (``--help``)."""
-    parser = argparse.ArgumentParser(
-        prog="python -m routine_envs.adapters.openenv",
-        description="Serve a routine-envs id as an OpenEnv environment (docs/text.md).",
+    env_id: str = field(default="DilutedDoors-v1", metadata={"help": "a registered id"})
+    env_kwargs: dict[str, Any] = field(
+        default_factory=dict, metadata={"help": "its keyword arguments (a JSON object)"}
     )
-    parser.add_argument("--env-id", default="DilutedDoors-v1", help="a registered id")
-    parser.add_argument("--env-kwargs", type=_kwargs, default={}, help="JSON object")
-    parser.add_argument("--host", default=DEFAULT_HOST, help="default: loopback only")
-    parser.add_argument("--port", type=_port, default=8000)
-    parser.add_argument("--max-sessions", type=int, default=64, help="sessions at once")
-    parser.add_argument("--invalid-penalty", type=float, default=0.0)
-    parser.add_argument("--max-turns", type=int, default=None)
-    return parser
+    host: str = field(default=DEFAULT_HOST, metadata={"help": "the address (loopback only)"})
+    port: int = field(default=8000, metadata={"help": "the port", "min": 1, "max": 65535})
+    max_sessions: int = field(
+        default=64, metadata={"help": "WebSocket sessions at once", "min": 1, "max": 4096}
+    )
+    invalid_penalty: float = field(
+        default=0.0, metadata={"help": "the reward of an invalid turn is minus this", "min": 0}
+    )
+    max_turns: int | None = field(
+        default=None, metadata={"help": "truncate an episode after this many turns", "min": 1}
+    )
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    """Serve one id over HTTP/WebSocket with uvicorn; a bad flag, id or argument is one line."""
-    parser = arguments()
-    args = parser.parse_args(argv)
-    if not math.isfinite(args.invalid_penalty):
-        parser.error("--invalid-penalty must be finite")
+def serve(args: ServeSettings) -> None:
+    """Build the app (a bad id or argument fails here, one line) and serve it with uvicorn."""
     try:
         app = create_routine_app(
             args.env_id, args.env_kwargs, args.max_sessions, args.invalid_penalty, args.max_turns
         )
-    except Exception as err:
-        parser.error(" ".join(str(err).split())[:300])
+    except gym.error.Error as err:  # an unknown id: Gymnasium's message, one line
+        raise ValueError(" ".join(str(err).split())[:300]) from None
     import uvicorn
 
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m routine_envs.adapters.openenv [--env-id ID] ...`` (``--help``); every bad
+    flag, id or argument is one line."""
+    from routine_envs import cli
+
+    cli.run_main(serve, cli.parse_settings(ServeSettings, argv))
 
 
 if __name__ == "__main__":
