@@ -29,6 +29,7 @@ from gymnasium.vector import AutoresetMode
 
 from routine_envs.dynamics import Dynamics
 from routine_envs.envs.base import config_fields, env_class, is_module_level
+from routine_envs.envs.clue_doors import ClueDynamics
 from routine_envs.envs.code_fix import CodeFixDynamics
 from routine_envs.envs.diluted_doors import DoorsDynamics
 from routine_envs.envs.diluted_doors_v1 import PathDoorsDynamics
@@ -223,6 +224,7 @@ ENVIRONMENTS: tuple[EnvEntry, ...] = (
     dynamics_entry("CodeFix-v0", CodeFixDynamics),
     dynamics_entry("CodeFix-v1", CodeFixDynamics, vocabulary="arbitrary"),
     dynamics_entry("SearchOrAnswer-v0", SearchDynamics),
+    dynamics_entry("ClueDoors-v0", ClueDynamics),
 )
 """The package's environments, one row per id (registered by :func:`register_all`)."""
 
