@@ -384,15 +384,15 @@ def test_a_released_protocol_is_checked_against_its_pin_before_it_is_parsed(tmp_
         protocol.load_protocol("rb1", path)
 
 
-@pytest.mark.parametrize("tier", ["lite", "full"])
-def test_the_shipped_lab_is_the_current_codes(tier):
+@pytest.mark.parametrize("version, tier", ONE_FILE, ids=[f"{v}-{t}" for v, t in ONE_FILE])
+def test_the_shipped_lab_is_the_current_codes(version, tier):
     """Every reference's lab row is found in the shipped ``LAB.json`` under the key the current
     code computes: an edit of the lab's code (its key fingerprints it) that leaves the file
     stale makes every card measure the references again, silently, for minutes."""
     from baselines.experiments.benchmark import lab
 
-    loaded = protocol.load_protocol("rb2")
-    cache = lab.read_lab(manifest.shipped_folder("rb2", tier))
+    loaded = protocol.load_protocol(version)
+    cache = lab.read_lab(manifest.shipped_folder(version, tier))
     methods = [m for m in loaded.references_of(tier) if m != "ppo"]
     missing = [
         (setting.name, value, method)
