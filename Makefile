@@ -10,7 +10,7 @@ TORCH_SPEC ?= torch==2.13.0
 # test processes (pytest-xdist); a file's tests stay in one process (--dist loadfile)
 TEST_WORKERS ?= 2
 
-.PHONY: test demo lint bench clean install test-openenv test-verifiers
+.PHONY: test demo lint bench clean install
 
 install: $(STAMP)
 
@@ -24,32 +24,31 @@ $(STAMP): pyproject.toml
 test: $(STAMP)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
-# The OpenEnv adapter against the real package, in a virtual environment of its own (openenv's
-# pins are not the dev extra's; tests/test_openenv.py serves ids on 127.0.0.1 in a loopback-only
-# network namespace and plays them with OpenEnv's clients). CI runs it after `make test`.
-OPENENV_VENV := .venv-openenv
-$(OPENENV_VENV)/.installed: pyproject.toml
-	test -x $(OPENENV_VENV)/bin/python || $(PYTHON) -m venv $(OPENENV_VENV)
-	$(OPENENV_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(OPENENV_VENV)/bin/python -m pip install --quiet -e ".[openenv]" pytest
+# The LLM adapters against their real packages, each in a virtual environment of its own (their
+# pins conflict with each other and with the dev extra): `make test-<extra>` installs the extra
+# in .venv-<extra> and runs its tests with ROUTINE_ENVS_REQUIRE=<extra>, so a missing package or
+# loopback namespace fails instead of skipping (tests/real_packages.py). CI runs them after
+# `make test`. openenv and verifiers-v1 serve or call models on 127.0.0.1 in a loopback-only
+# network namespace; trl needs the CPU build of PyTorch first.
+EXTRA_TESTS_openenv := tests/test_openenv.py
+EXTRA_TESTS_verifiers-v1 := tests/test_verifiers_v1.py
+EXTRA_TESTS_gem := tests/test_adapters.py -k gem
+EXTRA_TESTS_trl := tests/test_adapters.py -k trl
+EXTRA_FIRST_trl := "$(TORCH_SPEC)"
+LLM_EXTRAS := openenv verifiers-v1 gem trl
+
+.venv-%/.installed: pyproject.toml
+	test -x .venv-$*/bin/python || $(PYTHON) -m venv .venv-$*
+	.venv-$*/bin/python -m pip install --quiet --upgrade pip
+	.venv-$*/bin/python -m pip install --quiet $(EXTRA_FIRST_$*) -e ".[$*]" pytest
 	touch $@
 
-test-openenv: $(OPENENV_VENV)/.installed
-	ROUTINE_ENVS_REQUIRE=openenv $(OPENENV_VENV)/bin/python -m pytest -q -p no:cacheprovider \
-		tests/test_openenv.py
+$(addprefix test-,$(LLM_EXTRAS)): test-%: .venv-%/.installed
+	ROUTINE_ENVS_REQUIRE=$* .venv-$*/bin/python -m pytest -q -p no:cacheprovider $(EXTRA_TESTS_$*)
 
-# The verifiers v1 adapter (verifiers>=0.4) the same way, in .venv-verifiers: its taskset loaded by
-# id and evaluated by verifiers' own run_eval against a scripted model on 127.0.0.1.
-VERIFIERS_VENV := .venv-verifiers
-$(VERIFIERS_VENV)/.installed: pyproject.toml
-	test -x $(VERIFIERS_VENV)/bin/python || $(PYTHON) -m venv $(VERIFIERS_VENV)
-	$(VERIFIERS_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(VERIFIERS_VENV)/bin/python -m pip install --quiet -e ".[verifiers-v1]" pytest
-	touch $@
+test-llm-packages: $(addprefix test-,$(LLM_EXTRAS))
 
-test-verifiers: $(VERIFIERS_VENV)/.installed
-	ROUTINE_ENVS_REQUIRE=verifiers $(VERIFIERS_VENV)/bin/python -m pytest -q -p no:cacheprovider \
-		tests/test_verifiers_v1.py
+.PHONY: test-llm-packages $(addprefix test-,$(LLM_EXTRAS))
 
 demo: $(STAMP)
 	$(PY) -m baselines demo
@@ -62,4 +61,4 @@ bench: $(STAMP)
 	$(PY) -m routine_envs.bench
 
 clean:
-	rm -rf $(VENV) $(OPENENV_VENV) $(VERIFIERS_VENV) results .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(addprefix .venv-,$(LLM_EXTRAS)) results .pytest_cache .ruff_cache .hypothesis

@@ -14,6 +14,7 @@ import pytest
 import routine_envs
 from routine_envs import annotations as keys
 from routine_envs.adapters import gem, openrlhf, ragen, trl, verifiers, verl_agent
+from tests.real_packages import need
 
 IDS = ["DilutedDoors-v1", "CodeFix-v1", "RoutineGrid-v0"]
 SMALL = {"DilutedDoors-v1": {"routine_length": 2}, "CodeFix-v1": {"routine_length": 4}}
@@ -87,7 +88,7 @@ def test_trl_environment_factory(env_id: str) -> None:
 
 def test_trl_schemas_parse_with_transformers() -> None:
     """TRL turns each method into a tool with transformers' get_json_schema."""
-    utils = pytest.importorskip("transformers.utils")
+    utils = need("transformers.utils", "trl")
     env = trl.environment_factory("CodeFix-v1")()
     for method in _trl_tools(env)[2]:
         schema = utils.get_json_schema(method)
@@ -461,7 +462,7 @@ def test_verifiers_rollout_with_the_real_multi_turn_env() -> None:
 
 def test_gem_with_the_real_package() -> None:
     """GEM's registry, ``make_vec`` (its SyncVectorEnv, autoreset) and episode tracking."""
-    gem_pkg = pytest.importorskip("gem")
+    gem_pkg = need("gem", "gem")
     from gem.wrappers.episode_tracking_wrapper import EpisodeTrackingWrapper
 
     names = gem.register()

@@ -8,20 +8,15 @@ annotations included, and hostile input gets one error line. Skipped, saying why
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import sys
 from pathlib import Path
 
 import pytest
 
-REQUIRED = "openenv" in os.environ.get("ROUTINE_ENVS_REQUIRE", "").split(",")
-"""Set by `make test-openenv` (CI): a missing package or namespace fails instead of skipping."""
-if importlib.util.find_spec("openenv") is None:
-    if REQUIRED:
-        raise RuntimeError("ROUTINE_ENVS_REQUIRE=openenv but openenv is not installed")
-    pytest.skip('needs the openenv extra: pip install -e ".[openenv]"', allow_module_level=True)
+from tests.real_packages import namespace_or_skip, need
+
+need("openenv", "openenv", module_level=True)
 
 from baselines.lib import loopback  # noqa: E402 (after the skip)
 from routine_envs.adapters import openenv as adapter  # noqa: E402 (after the skip)
@@ -33,10 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def seen() -> dict:
-    reason = loopback.unavailable()
-    if reason:
-        assert not REQUIRED, f"ROUTINE_ENVS_REQUIRE=openenv but no loopback namespace: {reason}"
-        pytest.skip(f"servers run in a loopback-only network namespace: {reason}")
+    namespace_or_skip("openenv")
     argv = [sys.executable, "-m", "tests.openenv_scenario"]
     outcome = loopback.run(argv, cwd=ROOT, timeout=children.patience(300))
     said = outcome.describe()

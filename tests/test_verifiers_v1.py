@@ -1,15 +1,14 @@
 """The verifiers v1 adapter against the real package (``verifiers>=0.4``; CI runs this file in
-a virtual environment of its own, ``make test-verifiers``): the taskset is loaded by its id
+a virtual environment of its own, ``make test-verifiers-v1``): the taskset is loaded by its id
 (``routine-envs-verifiers``, as ``vf-eval`` loads one) and evaluated by verifiers' own
 ``run_eval`` against a scripted OpenAI-compatible model on 127.0.0.1, inside a loopback-only
 network namespace (:mod:`tests.verifiers_scenario`). Every trace is the episode its replies
 play locally: the same observations, reward, annotations and metrics. Skipped, saying why,
 where verifiers is not installed or no namespace can be made (failed under
-``ROUTINE_ENVS_REQUIRE=verifiers``)."""
+``ROUTINE_ENVS_REQUIRE=verifiers-v1``: :mod:`tests.real_packages`)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sys
@@ -17,11 +16,9 @@ from pathlib import Path
 
 import pytest
 
-REQUIRED = "verifiers" in os.environ.get("ROUTINE_ENVS_REQUIRE", "").split(",")
-if importlib.util.find_spec("verifiers") is None:
-    if REQUIRED:
-        raise RuntimeError("ROUTINE_ENVS_REQUIRE=verifiers but verifiers is not installed")
-    pytest.skip('needs verifiers>=0.4: pip install -e ".[verifiers-v1]"', allow_module_level=True)
+from tests.real_packages import namespace_or_skip, need
+
+need("verifiers.v1", "verifiers-v1", module_level=True)
 
 from baselines.lib import loopback  # noqa: E402 (after the skip)
 from routine_envs.adapters.annotations import AnnotationLog  # noqa: E402 (after the skip)
@@ -33,10 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def seen(tmp_path_factory) -> dict:
-    reason = loopback.unavailable()
-    if reason:
-        assert not REQUIRED, f"ROUTINE_ENVS_REQUIRE=verifiers but no loopback namespace: {reason}"
-        pytest.skip(f"the scripted model runs in a loopback-only network namespace: {reason}")
+    namespace_or_skip("verifiers-v1")
     home = tmp_path_factory.mktemp("home")  # verifiers' working folders stay in the test's
     out = tmp_path_factory.mktemp("out")
     argv = [sys.executable, "-m", "tests.verifiers_scenario", str(out)]
