@@ -27,9 +27,12 @@ def test_rb3_reads_as_rb2_evaluated_after_every_update_with_a_tuning_grid():
 
 
 def _edited(tmp_path, change):
+    """rb3 edited, as a draft of a new version (a released file never changes: an edited copy
+    under its own version is refused for its hash before anything else is read)."""
     data = yaml.safe_load(protocol.load_protocol("rb3").path.read_text())
+    data.update(version="rbx", status="draft")
     change(data)
-    path = tmp_path / "rb3.yaml"
+    path = tmp_path / "rbx.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
 
@@ -45,8 +48,10 @@ def _edited(tmp_path, change):
     ],
 )
 def test_a_malformed_rb3_is_refused_in_one_line(tmp_path, change, message):
+    # unedited, the draft copy loads: only the change makes it refused
+    assert protocol.load_protocol("rbx", _edited(tmp_path, lambda d: None)).version == "rbx"
     with pytest.raises(ValueError, match=message) as err:
-        protocol.load_protocol("rb3", _edited(tmp_path, change))
+        protocol.load_protocol("rbx", _edited(tmp_path, change))
     assert "\n" not in str(err.value)
 
 
