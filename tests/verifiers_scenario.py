@@ -10,6 +10,7 @@ every trace's transcript, reward, metrics and info.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import sys
@@ -23,14 +24,21 @@ CASES = {  # env id -> (its arguments, the taskset's knobs)
 MALFORMED = "I am not sure what to do here."
 
 
-def scripted_reply(env_id: str, assistant_turns: int) -> str:
-    """The scripted model: every action in turn, and a malformed reply every fourth turn."""
+@functools.cache
+def action_texts(env_id: str) -> tuple[str, ...]:
+    """The canonical reply of every action of the case's env (built once, not per request)."""
     from routine_envs.text import make_text_env
 
+    env = make_text_env(env_id, **CASES[env_id][0])
+    return tuple(env.action_text(a) for a in range(env.unwrapped.action_space.n))
+
+
+def scripted_reply(env_id: str, assistant_turns: int) -> str:
+    """The scripted model: every action in turn, and a malformed reply every fourth turn."""
     if assistant_turns % 4 == 3:
         return MALFORMED
-    env = make_text_env(env_id, **CASES[env_id][0])
-    return env.action_text(assistant_turns % env.unwrapped.action_space.n)
+    texts = action_texts(env_id)
+    return texts[assistant_turns % len(texts)]
 
 
 async def fake_model(env_id: str) -> tuple[Any, str]:
