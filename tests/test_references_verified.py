@@ -33,7 +33,10 @@ def test_the_shipped_references_match_their_pinned_manifest(version, tier):
     assert manifest.file_sha256(listing) == pinned
     entries = manifest.read_manifest(listing)
     loaded = protocol.load_protocol(version)
-    shipped = {f"{protocol_runs.method_slug(m)}.jsonl" for m in loaded.references_of(tier)}
+    slugs = [protocol_runs.method_slug(m) for m in loaded.references_of(tier)]
+    shipped = {f"{slug}.jsonl" for slug in slugs}
+    if loaded.tuning is not None:  # and each method's tuned column: its runs and its choice
+        shipped |= {f"{slug}+tuned.{ext}" for slug in slugs for ext in ("jsonl", "json")}
     # every reference method, nothing else but (after rb1) their lab rows
     assert set(entries) - {manifest.LAB_FILE} == shipped
     assert (manifest.LAB_FILE in entries) == (version != "rb1")
@@ -43,6 +46,21 @@ def test_the_shipped_references_match_their_pinned_manifest(version, tier):
     assert check.stdout.count(": OK") == len(entries), check.describe()
     refs = manifest.open_references(loaded, tier)
     assert refs.verified and refs.folder == folder and "verified" in refs.status
+
+
+def test_a_manifest_written_for_a_tuned_tier_reads_back(tmp_path):
+    for name in ["ppo.jsonl", "ppo+tuned.jsonl", "ppo+tuned.json", manifest.LAB_FILE]:
+        (tmp_path / name).write_text("{}\n")
+    path, _ = manifest.write_manifest(tmp_path)
+    assert set(manifest.read_manifest(path)) == {
+        "ppo.jsonl",
+        "ppo+tuned.jsonl",
+        "ppo+tuned.json",
+        manifest.LAB_FILE,
+    }
+    path.write_text(f"{'0' * 64}  ../ppo.jsonl\n")  # a name outside the folder is not one
+    with pytest.raises(manifest.UnverifiedReferences, match="line 1"):
+        manifest.read_manifest(path)
 
 
 ONE_FILE = [(v, t) for v, t in PINNED if v != "rb1"]

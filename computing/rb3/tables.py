@@ -1,8 +1,8 @@
 """The tables docs/benchmark.md quotes from a tier's computed rb3 references (Markdown on stdout).
 
-    python computing/rb3/tables.py doors computing/rb3/lite/references
-    python computing/rb3/tables.py tuned computing/rb3/lite/references
-    python computing/rb3/tables.py cost computing/rb3/lite/references SEARCH_OUT lite
+    python computing/rb3/tables.py doors baselines/references/rb3/lite
+    python computing/rb3/tables.py tuned baselines/references/rb3/lite
+    python computing/rb3/tables.py cost baselines/references/rb3/lite SEARCH_OUT lite
 
 - ``doors``: Diluted Doors at the tier's lowest density, per number of floors: trajectory_mc
   over oracle and over ppo, and the dilution exponents at the joint and per-decision targets,

@@ -28,7 +28,9 @@ from baselines.lib.results import write_atomic
 
 MANIFEST_NAME = "MANIFEST.sha256"
 MAX_MANIFEST_BYTES = 100_000
-LINE = re.compile(r"([0-9a-f]{64}) [ *]([A-Za-z0-9_.-]+)")
+LINE = re.compile(r"([0-9a-f]{64}) [ *]([A-Za-z0-9_.+-]+)")
+"""One manifest line: a SHA-256 and a bare file name (a tuned column's files are named
+``<slug>+tuned.jsonl``; no ``/``, so a line never names a file outside the folder)."""
 
 
 class UnverifiedReferences(ValueError):
