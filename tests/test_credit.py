@@ -178,6 +178,9 @@ def test_registry_and_make_estimator():
         "discounted_turn",  # the turn-level methods, by import path (routine_envs.turn_level)
         "turn_index_norm",
         "turn_credit",
+        "empg",  # the 2025-26 methods, each in a module of its own (docs/estimators.md)
+        "spa",
+        "asymmetric_critic",
     }
     est = credit.make_estimator("trajectory_mc", normalize_std=True)
     assert isinstance(est, credit.AdvantageEstimator) and est.normalize_std

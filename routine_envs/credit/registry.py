@@ -33,6 +33,10 @@ ESTIMATORS: dict[str, type | str] = {
     "discounted_turn": "routine_envs.turn_level:DiscountedTurn",
     "turn_index_norm": "routine_envs.turn_level:TurnIndexNorm",
     "turn_credit": "routine_envs.turn_level:TurnCredit",
+    # the 2025-26 methods (docs/estimators.md), each in its own module as an outside author's
+    "empg": "routine_envs.entropy_modulated:EMPG",
+    "spa": "routine_envs.progress_redistribution:SPA",
+    "asymmetric_critic": "routine_envs.asymmetric_critic:AsymmetricCritic",
 }
 """Every estimator by registry name: its class, or the import path of one defined in a module
 built on this package (:mod:`routine_envs.detectors`, :mod:`routine_envs.turn_level`)."""
