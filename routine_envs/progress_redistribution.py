@@ -8,17 +8,19 @@ return (MSE), then used as the step reward of PPO with the learner's critic (GAE
 the model reads the observation-only ``anchors`` and the ``actions``.
 
 The model (this suite's, for tabular and text environments alike): ``c`` is linear in the counts
-of each ``(anchor, action)`` pair an episode visits, i.e. one number per pair, fitted by ridge
-regression of the episode returns on those counts,
+of each ``(anchor, action)`` pair an episode visits, i.e. one number per pair. Its training
+schedule: after each batch of ``n`` episodes (count matrix ``X``, ``n x p``, returns ``R``), one
+proximal least-squares step from the previous model,
 
-    c = argmin_c  sum_i w_i (sum_t c(o_t, a_t) - R_i)^2 + ridge ||c||^2,
+    c_k = argmin_c  (1/n) ||X c - R||^2 + ridge ||c - c_{k-1}||^2,     c_0 = 0,
 
-over every batch so far, an episode of ``j`` batches ago weighted ``w = decay^j`` (its
-sufficient statistics decay each batch), refitted after each batch is added and used on that
-batch. Then ``r'_t = c(o_t, a_t)`` and ``A_t`` is GAE(lambda) on ``r'`` with the learner's values;
-the value head learns ``A_t + V(s_t)``. A pair never seen has ``c = 0``. Its cost: one solve of
-a ``p x p`` system per batch, ``p`` the pairs seen so far (a few hundred on the suite's tiers);
-more than ``max_pairs`` is refused rather than slowed down silently.
+solved by LSQR (scipy) on the sparse ``X``; the refitted model is used on that batch. A small
+``ridge`` fits each batch closely (the change of least norm where the batch does not determine
+``c``), a large one learns slowly from many batches. Then ``r'_t = c(o_t, a_t)`` and ``A_t`` is
+GAE(lambda) on ``r'`` with the learner's values; the value head learns ``A_t + V(s_t)``. A pair
+never seen has ``c = 0``. Its cost per batch: at most ``max_iterations`` products with the
+sparse ``X`` and its transpose, linear in the batch's steps; the model holds at most
+``max_pairs`` pairs (more is refused, not slowed down silently).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
+from scipy import sparse
+from scipy.sparse.linalg import lsqr
 
 from routine_envs.credit import Advantages, FromContext, check_batch, td_advantages
 from routine_envs.episodes import EpisodeBatch
@@ -47,28 +51,27 @@ class SPA(FromContext):
 
     Attributes:
         gamma, gae_lambda: of GAE on the redistributed rewards (the learner's, from the context).
-        ridge: the progress model's L2 penalty.
-        decay: weight of the previous batches' statistics after each batch (0: this batch only).
+        ridge: weight of the step's distance from the previous model (per episode: the batch's
+            mean squared error is weighed against it).
         max_pairs: the most (anchor, action) pairs the model holds.
+        max_iterations: LSQR iterations per batch (it stops earlier once converged).
     """
 
     gamma: float = 0.99
     gae_lambda: float = 0.95
     ridge: float = 1e-3
-    decay: float = 0.9
-    max_pairs: int = 4096
+    max_pairs: int = 1_000_000
+    max_iterations: int = 200
     name: ClassVar[str] = "spa"
     requires: ClassVar[frozenset[str]] = frozenset({"anchors", "actions", "values"})
     trains_critic: ClassVar[bool] = True
     group_independent: ClassVar[bool] = True
     context_fields: ClassVar[Mapping[str, str]] = {"gamma": "gamma", "gae_lambda": "gae_lambda"}
     _index: dict[tuple[int, int], int] = field(default_factory=dict, init=False, repr=False)
-    _gram: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)), init=False, repr=False)
-    _target: np.ndarray = field(default_factory=lambda: np.zeros(0), init=False, repr=False)
     _contribution: np.ndarray = field(default_factory=lambda: np.zeros(0), init=False, repr=False)
 
     def __post_init__(self) -> None:
-        for name in ("gamma", "gae_lambda", "decay"):
+        for name in ("gamma", "gae_lambda"):
             value = getattr(self, name)
             number = isinstance(value, (int, float)) and not isinstance(value, bool)
             if not number or not 0 <= value <= 1:
@@ -77,10 +80,10 @@ class SPA(FromContext):
             raise ValueError(f"ridge must be a number > 0, got {self.ridge!r}")
         if not self.ridge > 0:
             raise ValueError(f"ridge must be a number > 0, got {self.ridge!r}")
-        if isinstance(self.max_pairs, bool) or not isinstance(self.max_pairs, int):
-            raise ValueError(f"max_pairs must be an int >= 1, got {self.max_pairs!r}")
-        if self.max_pairs < 1:
-            raise ValueError(f"max_pairs must be an int >= 1, got {self.max_pairs!r}")
+        for name in ("max_pairs", "max_iterations"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
 
     def _columns(self, batch: EpisodeBatch) -> np.ndarray:
         """Each step's pair index, adding the pairs not seen before; shape ``(N,)``."""
@@ -96,10 +99,9 @@ class SPA(FromContext):
                     )
                 column = self._index[pair] = len(self._index)
             columns.append(column)
-        grown = len(self._index) - len(self._target)
-        if grown:
-            self._gram = np.pad(self._gram, ((0, grown), (0, grown)))
-            self._target = np.pad(self._target, (0, grown))
+        self._contribution = np.pad(
+            self._contribution, (0, len(self._index) - len(self._contribution))
+        )
         return np.asarray(columns, dtype=np.int64)
 
     def contributions(self, batch: EpisodeBatch) -> np.ndarray:
@@ -111,15 +113,24 @@ class SPA(FromContext):
         return model[np.asarray(found, dtype=np.int64)]
 
     def fit(self, batch: EpisodeBatch) -> None:
-        """Decay the statistics, add ``batch``'s episodes and refit the contributions."""
+        """One step of the model's training schedule on ``batch`` (module docstring)."""
         check_batch(self, batch)
         columns = self._columns(batch)
-        counts = np.zeros((batch.num_episodes, len(self._index)))
-        np.add.at(counts, (batch.episode_index, columns), 1.0)
-        self._gram = self.decay * self._gram + counts.T @ counts
-        self._target = self.decay * self._target + counts.T @ batch.episode_returns()
-        system = self._gram + self.ridge * np.eye(len(self._target))
-        self._contribution = np.linalg.solve(system, self._target)
+        n = batch.num_episodes
+        counts = sparse.csr_matrix(
+            (np.ones(batch.num_steps), (batch.episode_index, columns)),
+            shape=(n, len(self._index)),
+        )  # duplicates (a pair visited twice) are summed
+        residual = batch.episode_returns() - counts @ self._contribution
+        step = lsqr(
+            counts,
+            residual,
+            damp=float(np.sqrt(self.ridge * n)),
+            atol=1e-12,
+            btol=1e-12,
+            iter_lim=self.max_iterations,
+        )[0]
+        self._contribution = self._contribution + step
 
     def __call__(self, batch: EpisodeBatch) -> Advantages:
         self.fit(batch)

@@ -115,7 +115,7 @@ def test_spa_redistributes_each_return_over_its_pairs_by_ridge_regression():
         actions=[[0, 1], [0, 0]],
         values=[[0.0, 0.0], [0.0, 0.0]],
     )
-    spa = SPA(gamma=1.0, gae_lambda=1.0, ridge=1e-9, decay=0.0)
+    spa = SPA(gamma=1.0, gae_lambda=1.0, ridge=1e-9)
     result = spa(batch)
     c = spa.contributions(batch)
     np.testing.assert_allclose(c, [1 / 3, 2 / 3, 1 / 3, -1 / 3], atol=1e-6)
@@ -126,13 +126,20 @@ def test_spa_redistributes_each_return_over_its_pairs_by_ridge_regression():
     np.testing.assert_allclose(result.returns, result.advantages)
 
 
-def test_spa_forgets_old_batches_at_its_decay_and_names_a_pair_never_seen_zero():
-    spa = SPA(ridge=1e-9, decay=0.5)
+def test_spa_steps_from_its_previous_model_and_names_a_pair_never_seen_zero():
+    # one pair, ridge 1: c1 = argmin (c - 1)^2 + (c - 0)^2 = 1/2, then after a batch of return 0
+    # c2 = argmin (c - 0)^2 + (c - 1/2)^2 = 1/4
+    spa = SPA(ridge=1.0)
     one = batch_of([[1]], anchors=[[4]], actions=[[0]], values=[[0.0]])
     zero = batch_of([[0]], anchors=[[4]], actions=[[0]], values=[[0.0]])
     spa(one)
-    spa(zero)  # weights 0.5 (return 1) and 1 (return 0): c = 0.5 / 1.5
-    assert spa.contributions(one)[0] == pytest.approx(1 / 3, abs=1e-6)
+    assert spa.contributions(one)[0] == pytest.approx(1 / 2, abs=1e-9)
+    spa(zero)
+    assert spa.contributions(one)[0] == pytest.approx(1 / 4, abs=1e-9)
+    # the batch's error is a mean over its episodes: two episodes of return 0 pull as one does
+    spa(batch_of([[0], [0]], anchors=[[4], [4]], actions=[[0], [0]], values=[[0.0], [0.0]]))
+    # argmin (1/2)(2 c^2) + (c - 1/4)^2 = argmin c^2 + (c - 1/4)^2: c = 1/8
+    assert spa.contributions(one)[0] == pytest.approx(1 / 8, abs=1e-9)
     other = batch_of([[0]], anchors=[[5]], actions=[[0]], values=[[0.0]])
     assert spa.contributions(other)[0] == 0.0
 
