@@ -43,7 +43,10 @@ class LMSettings:
     )
     estimator: str = field(
         default="trajectory_mc",
-        metadata={"help": "advantage estimator of routine_envs.credit (name, 'name{json}', path)"},
+        metadata={
+            "help": "advantage estimator of routine_envs.credit (name, 'name{json}', path); one "
+            "that reads values (gae: Turn-PPO) gets a learned turn-level value model"
+        },
     )
     steps: int = field(default=200, metadata={"help": "most GRPO steps per run", "min": 1})
     target: float = field(

@@ -26,6 +26,7 @@ format reward on the tokens, outside the env's return; ``0`` turns it off).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from baselines.lib.lm.critic import TurnCritic
 from baselines.lib.lm.policy import LMPolicy, canonical_mass, pad_left, table_from_logits
 from baselines.lib.lm.rollout import EnvFactory, PlayedEpisode, mdp_batch, play_groups
 from baselines.lib.lm.tokenizer import observation_texts
@@ -133,19 +135,28 @@ def turn_advantages(
     estimator: credit.AdvantageEstimator,
     episodes: list[PlayedEpisode],
     invalid_advantage: float,
+    critic: TurnCritic | None = None,
 ) -> list[list[float]]:
     """One advantage per turn of each episode: the estimator's on the valid turns (called on
     one group at a time unless it declares ``group_independent``), ``invalid_advantage`` on
-    the invalid ones."""
+    the invalid ones. With ``critic`` the batch's ``values`` are its values of the valid turns'
+    prompts, and it is then trained on the estimator's returns (the module docstring of
+    :mod:`baselines.lib.lm.critic`)."""
     batch, rows = mdp_batch(episodes)
     if batch is None:
         return [[invalid_advantage] * len(p.turns) for p in episodes]
     estimator = credit.declare(estimator)  # its record when the trainer built it: as it is
+    prompts = [t.prompt for p in episodes for t in p.turns if t.valid]  # the batch's order
+    if critic is not None:
+        batch = dataclasses.replace(batch, values=critic.values(prompts))
     batch = credit.batch_for(estimator, batch)  # only the privileged fields it declares
     if estimator.group_independent:
-        adv = estimator(batch).advantages
+        result = [estimator(batch)]
     else:
-        adv = np.concatenate([estimator(g).advantages for g in batch.split_groups()])
+        result = [estimator(g) for g in batch.split_groups()]
+    adv = np.concatenate([r.advantages for r in result])
+    if critic is not None:
+        critic.fit(prompts, np.concatenate([r.returns for r in result]))
     return [[float(adv[r]) if r >= 0 else invalid_advantage for r in index] for index in rows]
 
 
@@ -159,6 +170,9 @@ class GRPOTrainer:
             name, ``'name{json kwargs}'``, import path, class or instance).
         config: the GRPO settings.
         seed: seeds the sampling, the group starts and the estimator.
+        critic: the turn-level value model of an estimator that reads ``values`` (``gae``:
+            Turn-PPO); ``None``: a :class:`~baselines.lib.lm.critic.TurnCritic` of the policy's
+            shape with its default schedule, built when the estimator reads ``values``.
     """
 
     def __init__(
@@ -168,6 +182,7 @@ class GRPOTrainer:
         estimator: credit.EstimatorLike,
         config: GRPOConfig,
         seed: int = 0,
+        critic: TurnCritic | None = None,
     ) -> None:
         self.policy = policy
         self.factory = factory
@@ -184,11 +199,20 @@ class GRPOTrainer:
             env=base,
             policy_table=self.policy_table if policy.markov else None,
             gamma=1.0,
+            gae_lambda=0.95,  # GAE over turns with the learned values (TurnCritic): PPO's
             sampler=ModelSampler(base),
             seed=seed,
         )
         # requires (and the rest) read once, here: every later use is of this record
         self.estimator = credit.declare(credit.build_estimator(estimator, context))
+        reads_values = "values" in self.estimator.requires
+        if critic is not None and not reads_values:
+            raise ValueError(
+                f"a critic was given but estimator {self.estimator.name!r} does not read values"
+            )
+        if reads_values and critic is None:
+            critic = TurnCritic(policy.model.config, policy.tokenizer.pad_id, seed=seed)
+        self.critic = critic
         self.steps = 0
         self.cpu_seconds = 0.0
 
@@ -230,7 +254,7 @@ class GRPOTrainer:
             cfg.max_reply_tokens,
             cfg.temperature,
         )
-        advantages = turn_advantages(self.estimator, episodes, cfg.invalid_advantage)
+        advantages = turn_advantages(self.estimator, episodes, cfg.invalid_advantage, self.critic)
         sequences, adv_t, mask_t, sampled_t = token_batch(episodes, advantages)
         ref = None
         if self.reference is not None:

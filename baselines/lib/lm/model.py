@@ -92,17 +92,13 @@ class TinyCausalLM(nn.Module):
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
-    def forward(
-        self, ids: torch.Tensor, attention_mask: torch.Tensor | None = None
-    ) -> torch.Tensor:
-        """Next-token logits.
+    def hidden(self, ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The last layer's normalised hidden states, shape ``(B, T, dim)`` (what the logits
+        and :class:`~baselines.lib.lm.critic.TurnCritic`'s value head read).
 
         Args:
             ids: token ids, shape ``(B, T)`` int64.
             attention_mask: True on real tokens, shape ``(B, T)``; ``None``: no padding.
-
-        Returns:
-            Logits, shape ``(B, T, vocab_size)``: row ``t`` predicts token ``t + 1``.
         """
         t = ids.shape[1]
         if t > self.config.max_positions:
@@ -118,7 +114,21 @@ class TinyCausalLM(nn.Module):
         x = self.embed(ids) + self.position(positions)
         for block in self.blocks:
             x = block(x, mask[:, None])
-        return self.norm(x) @ self.embed.weight.T
+        return self.norm(x)
+
+    def forward(
+        self, ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Next-token logits.
+
+        Args:
+            ids: token ids, shape ``(B, T)`` int64.
+            attention_mask: True on real tokens, shape ``(B, T)``; ``None``: no padding.
+
+        Returns:
+            Logits, shape ``(B, T, vocab_size)``: row ``t`` predicts token ``t + 1``.
+        """
+        return self.hidden(ids, attention_mask) @ self.embed.weight.T
 
     def state(self) -> dict[str, object]:
         """The config and weights, for ``torch.save``."""
