@@ -181,6 +181,7 @@ def test_registry_and_make_estimator():
         "empg",  # the 2025-26 methods, each in a module of its own (docs/estimators.md)
         "spa",
         "asymmetric_critic",
+        "tree_grpo",
     }
     est = credit.make_estimator("trajectory_mc", normalize_std=True)
     assert isinstance(est, credit.AdvantageEstimator) and est.normalize_std

@@ -199,6 +199,11 @@ class _TrajectoryAdvantageMixin:
             )
         )
         check_feedable(self.estimator, self.env.envs[0], TRAINER_PROVIDES, "TrajectoryAdvantagePPO")
+        if getattr(self.estimator.reader, "rollout", None) is not None:
+            raise ValueError(
+                f"estimator {self.estimator.name!r} samples its groups by a rollout scheme "
+                "(tree rollouts), which the batched trainer implements: use --trainer batched"
+            )
         if not self.estimator.trains_critic:
             self.vf_coef = 0.0
         self._group_seeds = np.random.default_rng(self.seed)

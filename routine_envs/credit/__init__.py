@@ -46,10 +46,12 @@ from routine_envs.credit.base import (
     FromContext,
     check_advantages,
     check_batch,
+    check_independent_groups,
     check_provides,
     declare,
     is_group_independent,
     missing_annotations,
+    rollout_scheme,
 )
 from routine_envs.credit.critics import GAE, MCRollout, Oracle, OracleSource, td_advantages
 from routine_envs.credit.group_baselines import (
@@ -120,6 +122,7 @@ __all__ = [
     "check_estimator_class",
     "check_estimator_object",
     "check_estimator_spec",
+    "check_independent_groups",
     "check_provides",
     "declare",
     "estimator_class",
@@ -127,5 +130,6 @@ __all__ = [
     "make_estimator",
     "missing_annotations",
     "resolve_estimator",
+    "rollout_scheme",
     "td_advantages",
 ]

@@ -225,6 +225,27 @@ def is_group_independent(estimator: AdvantageEstimator) -> bool:
     return bool(getattr(estimator, "group_independent", False))
 
 
+def rollout_scheme(estimator: Any) -> Any:
+    """The rollout scheme ``estimator`` samples its groups by (its ``rollout``, e.g.
+    :class:`routine_envs.tree_grpo.TreeRollout`; of a :class:`DeclaredEstimator`, its
+    reader's), ``None`` for independent episodes from one start, which every trainer samples."""
+    reader = getattr(estimator, "reader", estimator)
+    return getattr(reader, "rollout", None)
+
+
+def check_independent_groups(estimator: Any, where: str) -> None:
+    """``ValueError`` when ``estimator`` samples by a rollout scheme that ``where`` (a caller
+    that samples independent groups only: the SNR lab) does not: its numbers would be of
+    another algorithm."""
+    if rollout_scheme(estimator) is not None:
+        name = getattr(estimator, "name", type(estimator).__name__)
+        raise ValueError(
+            f"estimator {name!r} samples its groups by a rollout scheme "
+            f"({type(rollout_scheme(estimator)).__name__}), which {where} does not: it samples "
+            "independent episodes"
+        )
+
+
 def missing_annotations(estimator: AdvantageEstimator, info: Mapping[str, Any]) -> list[str]:
     """The ``info`` keys ``estimator`` needs that an environment's ``info`` (from ``reset``)
     lacks, so a trainer can refuse before any training."""

@@ -37,6 +37,7 @@ ESTIMATORS: dict[str, type | str] = {
     "empg": "routine_envs.entropy_modulated:EMPG",
     "spa": "routine_envs.progress_redistribution:SPA",
     "asymmetric_critic": "routine_envs.asymmetric_critic:AsymmetricCritic",
+    "tree_grpo": "routine_envs.tree_grpo:TreeGRPO",
 }
 """Every estimator by registry name: its class, or the import path of one defined in a module
 built on this package (:mod:`routine_envs.detectors`, :mod:`routine_envs.turn_level`)."""

@@ -159,6 +159,7 @@ def lab_rows(
                     continue
                 kwargs = estimator_arguments(protocol, setting.section, method)
                 built = credit.build_estimator(spec.target, context, **kwargs)
+                credit.check_independent_groups(built, "the card's lab (run with --no-lab)")
                 estimators[method] = credit.declare(built)  # requires read once
             if not estimators:
                 continue

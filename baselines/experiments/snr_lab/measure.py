@@ -130,6 +130,8 @@ def measure_setting(setting: dict[str, Any]) -> dict[str, Any]:
     )
     exact = {"J": j, "std_R": std_r}
     estimators = {name: lab_estimator(name, context, exact) for name in setting["estimators"]}
+    for estimator in estimators.values():
+        credit.check_independent_groups(estimator, "the SNR lab")
     comparison = snr.measure_snr(
         env,
         policy,

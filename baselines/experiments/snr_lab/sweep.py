@@ -116,6 +116,8 @@ def measure_setting(setting: dict[str, Any]) -> dict[str, Any]:
     context = credit.EstimatorContext(env=env, policy_table=probs, sampler=sampler, seed=seed)
     exact = {"J": j, "std_R": std_r}
     estimators = {name: lab_estimator(name, context, exact) for name in setting["estimators"]}
+    for estimator in estimators.values():
+        credit.check_independent_groups(estimator, "the SNR lab")
     groups = setting["episodes"] // setting["group_size"]
     comparison = snr.measure_snr(
         env,

@@ -163,6 +163,8 @@ def measure(
     )
     exact = {"J": j, "std_R": std_r}
     estimators = {n: lab_estimator(n, context, exact) for n in settings.estimators}
+    for estimator in estimators.values():
+        credit.check_independent_groups(estimator, "the SNR lab")
     comparison = snr.measure_snr(
         env,
         policy,

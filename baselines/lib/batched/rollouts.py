@@ -24,6 +24,7 @@ import numpy as np
 from baselines.lib.batched.envs import EnvConfig
 from routine_envs import annotations as keys
 from routine_envs.episodes import EpisodeBatch
+from routine_envs.tree_grpo import TreeRollout
 
 INFO_KEYS = (keys.CRITICAL, keys.STATE_ID, keys.ANCHOR)
 
@@ -46,6 +47,7 @@ class Stepper:
         self.info = {k: np.zeros(total, dtype=np.int64) for k in INFO_KEYS}
         self.info[keys.CRITICAL] = np.zeros(total, dtype=bool)
         self.masks = np.ones((total, c0.num_actions), dtype=bool) if c0.masked else None
+        self.num_actions = c0.num_actions  # every configuration's (a batch shares spaces)
         #: ``turn_score`` of the state each row's last step reached (its final state where the
         #: episode ended), ``(total,)``; NaN until stepped or where the env reports none
         self.reached_score = np.full(total, np.nan)
@@ -256,6 +258,14 @@ class GroupRollout:
 
     batch: EpisodeBatch
     masks: np.ndarray | None
+    env_steps: int = -1
+    """Environment steps it took: ``batch.num_steps``, fewer under a tree scheme (a step its
+    leaves share is taken once); ``-1``: not given (read ``batch.num_steps``)."""
+
+    @property
+    def steps_taken(self) -> int:
+        """The environment steps the rollout cost (its budget's count)."""
+        return self.batch.num_steps if self.env_steps < 0 else self.env_steps
 
 
 def collect_groups(
@@ -267,11 +277,22 @@ def collect_groups(
     group_seeds: list[np.random.Generator],
     target: int,
     want_entropies: bool,
+    scheme: TreeRollout | None = None,
 ) -> list[GroupRollout]:
     """``TrajectoryAdvantagePPO``'s rollout for every run of ``runs``: groups of ``n`` episodes
     from one reset seed until the run has ``target`` steps (see the module docstring).
-    ``values_of`` (critic estimators only) gives the values bootstrapped at truncations."""
+    ``values_of`` (critic estimators only) gives the values bootstrapped at truncations.
+
+    With ``scheme`` (:class:`routine_envs.tree_grpo.TreeRollout`) a group is sampled as trees:
+    its members start alike (one reset seed: the same state and the same stream of the env's
+    randomness), and a member copies its block leader's action until its tree branches (the
+    branch decisions drawn from ``group_seeds``); a step a member copies is shared, not taken
+    again, and is not counted towards ``target``."""
     n, rows = stepper.n, stepper.env_rows(runs)
+    if scheme is not None:
+        scheme.check_group_size(n)
+        levels = np.zeros((len(runs), scheme.trees), dtype=np.int64)
+        taken = np.zeros(len(runs), dtype=np.int64)
     k, d = len(runs), stepper.obs.shape[1]
     live = np.zeros((k, n), dtype=bool)
     collecting = np.ones(k, dtype=bool)
@@ -299,6 +320,8 @@ def collect_groups(
             stepper.reset(np.repeat(seeds, n), stepper.env_rows(runs[starting]))
             live[starting] = True
             group[starting] += 1
+            if scheme is not None:
+                levels[starting] = 0
         obs = stepper.obs[rows].reshape(k, n, d)
         masks = None if stepper.masks is None else stepper.masks[rows].reshape(k, n, -1)
         going = np.flatnonzero(collecting)
@@ -318,6 +341,19 @@ def collect_groups(
             values[going] = v
         if h is not None:
             entropies[going] = h
+        own = live
+        if scheme is not None:
+            choices = np.full((k, n), stepper.num_actions) if masks is None else masks.sum(axis=2)
+            actions, log_probs, values, entropies, own = _tree_step(
+                scheme,
+                levels,
+                going,
+                live,
+                choices,
+                entropies,
+                group_seeds,
+                (actions, log_probs, values, entropies),
+            )
         record["obs"].append(obs)
         record["actions"].append(actions)
         record["log_probs"].append(log_probs)
@@ -342,12 +378,48 @@ def collect_groups(
         record["scores"].append(stepper.reached_score[rows].reshape(k, n))
         record["cut"].append(cut)
         record["bootstrap"].append(np.where(cut, bootstrap, 0.0))
-        collected += live.sum(axis=1)
+        collected += own.sum(axis=1)
+        if scheme is not None:
+            taken += own.sum(axis=1)
         live &= ~ended
         finished_group = collecting & ~live.any(axis=1)
         collecting &= ~(finished_group & (collected >= target))
     stacked = {name: np.stack(parts) for name, parts in record.items() if parts}
-    return [_run_batch(stacked, j, want_entropies, values_of is not None) for j in range(k)]
+    out = [_run_batch(stacked, j, want_entropies, values_of is not None) for j in range(k)]
+    if scheme is not None:
+        for j, ro in enumerate(out):
+            ro.env_steps = int(taken[j])
+    return out
+
+
+def _tree_step(
+    scheme: TreeRollout,
+    levels: np.ndarray,
+    going: np.ndarray,
+    live: np.ndarray,
+    choices: np.ndarray,
+    entropies: np.ndarray,
+    group_seeds: list[np.random.Generator],
+    sampled: tuple[np.ndarray, ...],
+) -> tuple[np.ndarray, ...]:
+    """One step of tree rollouts (``levels`` updated in place): the trees that branch here (by
+    the state of each tree's first leaf: ``choices``, its valid actions, and its entropy),
+    then every member's action (log-probability, value, entropy) its block leader's; the arrays
+    as copied and the members that took a step of their own, all ``(k, n)``."""
+    firsts = np.arange(scheme.trees) * scheme.leaves
+    normalised = None
+    if scheme.entropy_threshold is not None:
+        widest = np.log(np.maximum(choices[:, firsts], 1))  # the entropy of a uniform choice
+        with np.errstate(divide="ignore", invalid="ignore"):
+            normalised = np.where(widest > 0, entropies[:, firsts] / widest, 0.0)
+    uniforms = np.ones(levels.shape)  # a run not collecting never branches
+    for j in going.tolist():
+        uniforms[j] = group_seeds[j].random(scheme.trees)
+    levels += scheme.branching(levels, live[:, firsts], normalised, uniforms)
+    lead = scheme.leaders(levels)
+    copied = tuple(np.take_along_axis(a, lead, axis=1) for a in sampled)
+    own = live & (lead == np.arange(live.shape[1]))
+    return (*copied, own)
 
 
 def _run_batch(

@@ -163,7 +163,15 @@ class BatchedTrainer:
         self.every_update = np.array([st.every_update for st in self.state], dtype=bool)
         self.budgets = np.array([r.budget for r in self.runs], dtype=np.int64)
         self.episode_starts = np.ones((len(self.runs), s.n_envs), dtype=np.float32)
-        self.want_entropies = any("entropies" in e.requires for e in self.estimators)
+        # a rollout scheme (routine_envs.tree_grpo): how the estimator's groups are sampled
+        schemes = {getattr(e.reader, "rollout", None) for e in self.estimators}
+        self.scheme = schemes.pop() if len(schemes) == 1 else None
+        if self.scheme is not None:
+            self.scheme.check_group_size(s.n_envs)
+        branch_on_entropy = getattr(self.scheme, "entropy_threshold", None) is not None
+        self.want_entropies = branch_on_entropy or any(
+            "entropies" in e.requires for e in self.estimators
+        )
         self._phase("setup", start_cpu, np.arange(len(self.runs)))
         self._charge(start_cpu, start_wall, np.arange(len(self.runs)))
 
@@ -429,11 +437,12 @@ class BatchedTrainer:
             [self.streams[j].groups for j in runs.tolist()],
             s.n_steps * s.n_envs,
             self.want_entropies,
+            self.scheme,
         )
         obs, actions, log_probs, advantages, returns, masks, ids = [], [], [], [], [], [], []
         for j, ro in zip(runs.tolist(), rollouts, strict=True):
             batch = ro.batch
-            self.state[j].steps += batch.num_steps
+            self.state[j].steps += ro.steps_taken  # a tree's shared steps count once
             # on its declared fields only (batch_for), its arrays checked finite as it returns
             # (credit.check_advantages: ~3 us a rollout, 0.01% of an iteration)
             result = self.estimators[j](batch)

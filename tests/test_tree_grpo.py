@@ -1,0 +1,135 @@
+"""Tree rollouts and the tree_grpo advantage (routine_envs.tree_grpo, issue 39): the advantage
+computed by hand, the block leaders, and the batched trainer's tree-sampled groups: leaves share
+their prefixes, each shared step counted once, and no branching at depth 0."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from baselines.lib.batched.envs import build_configs
+from baselines.lib.batched.rollouts import Stepper, collect_groups
+from baselines.lib.batched.streams import Uniforms
+from routine_envs import credit
+from routine_envs.episodes import EpisodeBatch
+from routine_envs.tree_grpo import TreeGRPO, TreeRollout
+
+
+def test_tree_grpo_by_hand():
+    # one group, 2 trees x 2 leaves; returns (1, 0 | 1, 1): tree means 0.5 and 1, group mean
+    # 0.75; A = (R - tree mean) + (R - group mean)
+    batch = EpisodeBatch(
+        rewards=np.array([0, 1, 0, 0, 1, 1], dtype=float),
+        episode_starts=np.array([0, 2, 4, 5, 6]),
+        groups=np.zeros(4, dtype=np.int64),
+    )
+    result = TreeGRPO(trees=2, branches=2, depth=1)(batch)
+    np.testing.assert_allclose(result.advantages, [0.75, 0.75, -1.25, -1.25, 0.25, 0.25])
+    with pytest.raises(ValueError, match="groups of 8 episodes"):
+        TreeGRPO(trees=2, branches=2, depth=2)(batch)
+    assert credit.build_estimator("tree_grpo").rollout == TreeRollout()
+
+
+def test_one_tree_per_leaf_is_the_trajectory_advantage():
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(1, 5, size=16)
+    batch = EpisodeBatch(
+        rewards=rng.random(int(lengths.sum())),
+        episode_starts=np.concatenate([[0], np.cumsum(lengths)]),
+        groups=np.repeat([3, 1], 8),
+    )
+    tree = TreeGRPO(trees=8, depth=0)(batch).advantages
+    np.testing.assert_allclose(tree, credit.TrajectoryMC()(batch).advantages)
+
+
+def test_block_leaders():
+    scheme = TreeRollout(trees=2, branches=2, depth=2)
+    np.testing.assert_array_equal(scheme.leaders(np.array([0, 1])), [0, 0, 0, 0, 4, 4, 6, 6])
+    np.testing.assert_array_equal(scheme.leaders(np.array([2, 2])), np.arange(8))
+    with pytest.raises(ValueError, match="need groups of 8 episodes"):
+        scheme.check_group_size(4)
+    with pytest.raises(ValueError, match="branch_prob"):
+        TreeRollout(branch_prob=2)
+
+
+def rollout(scheme, seed=0, target=200):
+    configs, config_of, _ = build_configs(
+        [("DilutedDoors-v1", {"num_floors": 2, "routine_length": 3})], 8
+    )
+    stepper = Stepper(configs, config_of, 8)
+    rng = np.random.default_rng(seed)
+
+    def act(runs, obs, masks, uniforms, state_ids):  # the uniform policy over 3 actions
+        shape = uniforms.shape
+        return (
+            np.minimum((uniforms * 3).astype(np.int64), 2),
+            np.full(shape, -np.log(3), dtype=np.float32),
+            None,
+            np.full(shape, np.log(3), dtype=np.float32),
+        )
+
+    (ro,) = collect_groups(
+        stepper,
+        np.array([0]),
+        act,
+        None,
+        Uniforms([np.random.default_rng(rng.integers(1 << 30))]),
+        [np.random.default_rng(rng.integers(1 << 30))],
+        target,
+        True,
+        scheme,
+    )
+    return ro
+
+
+def paths(batch, scheme):
+    """Per episode, its steps as (state_id, action), and its tree."""
+    out = []
+    starts = batch.episode_starts
+    for e in range(batch.num_episodes):
+        s = slice(starts[e], starts[e + 1])
+        member = e % scheme.group_size
+        out.append(
+            (member // scheme.leaves, list(zip(batch.state_ids[s], batch.actions[s], strict=True)))
+        )
+    return out
+
+
+@pytest.mark.parametrize("branch_prob", [0.0, 0.3, 1.0])
+def test_tree_rollouts_share_prefixes_and_count_each_step_once(branch_prob):
+    scheme = TreeRollout(trees=2, branches=2, depth=2, branch_prob=branch_prob)
+    ro = rollout(scheme)
+    batch = ro.batch
+    groups = batch.num_episodes // 8
+    assert batch.num_episodes == 8 * groups and ro.steps_taken >= 200
+    walked = paths(batch, scheme)
+    nodes = {
+        (g, tree, tuple(p[: t + 1]))
+        for (tree, p), g in zip(walked, np.asarray(batch.groups), strict=True)
+        for t in range(len(p))
+    }
+    assert len(nodes) <= ro.steps_taken <= batch.num_steps  # a repeated node: a chance path
+    leaves = [walked[k : k + 4] for k in range(0, len(walked), 4)]  # per tree
+    if branch_prob == 0.0:  # never branched: a tree's leaves are one episode, taken once
+        assert ro.steps_taken * scheme.leaves == batch.num_steps
+        assert all(len({tuple(p) for _, p in tree}) == 1 for tree in leaves)
+    if branch_prob == 1.0:
+        # level 1 at the first step (pairs: leaves 0-1 and 2-3 share it), level 2 at the next:
+        # each tree's two pairs copy one first step each
+        assert ro.steps_taken == batch.num_steps - 2 * 2 * groups
+        for tree in leaves:
+            assert tree[0][1][0] == tree[1][1][0] and tree[2][1][0] == tree[3][1][0]
+
+
+def test_depth_zero_takes_every_step():
+    ro = rollout(TreeRollout(trees=8, depth=0))
+    assert ro.steps_taken == ro.batch.num_steps
+
+
+def test_the_lab_and_the_sb3_trainer_refuse_tree_sampling():
+    """They sample independent episodes: tree_grpo's numbers there would be another
+    algorithm's, so they say so instead."""
+    with pytest.raises(ValueError, match="rollout scheme"):
+        credit.check_independent_groups(credit.declare(TreeGRPO()), "the SNR lab")
+    credit.check_independent_groups(credit.declare(credit.TrajectoryMC()), "the SNR lab")
+    assert credit.rollout_scheme(credit.declare(TreeGRPO(depth=1))) == TreeRollout(depth=1)
