@@ -135,6 +135,10 @@ class TreeGRPO:
     eps: float = 1e-6
     rollout: TreeRollout = field(init=False)
     name: ClassVar[str] = "tree_grpo"
+    #: how a run's budget counts its steps (report cards print it)
+    steps_counted: ClassVar[str] = (
+        "distinct environment steps: a step the leaves of a tree share is taken and counted once"
+    )
     requires: ClassVar[frozenset[str]] = frozenset()
     trains_critic: ClassVar[bool] = False
     group_independent: ClassVar[bool] = True

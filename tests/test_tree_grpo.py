@@ -133,3 +133,11 @@ def test_the_lab_and_the_sb3_trainer_refuse_tree_sampling():
         credit.check_independent_groups(credit.declare(TreeGRPO()), "the SNR lab")
     credit.check_independent_groups(credit.declare(credit.TrajectoryMC()), "the SNR lab")
     assert credit.rollout_scheme(credit.declare(TreeGRPO(depth=1))) == TreeRollout(depth=1)
+
+
+def test_the_card_says_how_a_tree_method_counts_its_steps():
+    from baselines.experiments.benchmark.card import steps_counted
+
+    assert "counted once" in steps_counted('tree_grpo{"depth": 1}')
+    assert steps_counted("trajectory_mc") is None and steps_counted("ppo") is None
+    assert steps_counted("my_module:Mine") is None  # outside code is not imported for a card

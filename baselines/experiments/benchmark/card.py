@@ -108,6 +108,18 @@ def recorded_reads(records: Sequence[Record], claimed: Sequence[str] | None) -> 
     return tuple(f for f in PRIVILEGED_FIELDS if f in read)
 
 
+def steps_counted(method: str) -> str | None:
+    """How a built-in method's budget counts steps where it is not every environment step (its
+    estimator's ``steps_counted``: tree rollouts); ``None`` otherwise, and for outside code,
+    which is never imported to write a card."""
+    from routine_envs import credit
+
+    target = method.split("{", 1)[0].strip()  # the name before its JSON arguments
+    if target not in credit.ESTIMATORS:
+        return None
+    return getattr(credit.estimator_class(target), "steps_counted", None)
+
+
 def header(
     protocol: protocols.Protocol,
     settings: CardSettings,
@@ -146,6 +158,9 @@ def header(
         f"this card), {sum(r['wall_time'] for r in records):.0f} s of training summed over its "
         "runs",
     }
+    counted = steps_counted(settings.method)
+    if counted:
+        out = {**out, "steps counted": counted}
     if not refs.verified:
         out = {"unverified references": refs.status, **out}
     if any(v not in versions for v in ref_versions):
