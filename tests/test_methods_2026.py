@@ -151,3 +151,25 @@ def test_spa_refuses_more_pairs_than_it_holds():
         spa(batch)
     record = credit.declare(credit.build_estimator("spa"))
     assert record.requires == {"anchors", "actions", "values"} and record.trains_critic
+
+
+def test_a_training_run_of_spa_reads_no_privileged_field_and_the_asymmetric_critic_does():
+    """A trainer fills ``values`` with the learner's predictions (privileged only where exact,
+    as in the lab): spa's runs are label-free; the asymmetric critic reads the state ids."""
+    from baselines.lib.privileged import build_privileged
+    from baselines.lib.trainers import training_privileged
+
+    def row(name):
+        return {
+            "method": name,
+            "estimator": {"name": name, "kwargs": {}},
+            "env_id": "DilutedDoors-v1",
+            "trainer": "batched",
+            "hyperparameters": {"gamma": 1.0, "gae_lambda": 0.95},
+        }
+
+    assert build_privileged(row("spa")) == ()
+    assert build_privileged(row("asymmetric_critic")) == ("state_ids",)
+    spa = credit.declare(credit.build_estimator("spa"))
+    assert spa.privileged == ("values",)  # what the lab, whose values are exact, marks
+    assert training_privileged(spa) == ()

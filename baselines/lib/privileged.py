@@ -16,7 +16,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from baselines.lib.trainers import trainer_of
+from baselines.lib.trainers import trainer_of, training_privileged
 
 FIELD = "privileged_fields"
 """The row field: the privileged batch fields the run's estimator was given."""
@@ -92,7 +92,8 @@ def build_privileged(row: Row) -> tuple[str, ...]:
         built = credit.build_estimator(name, context, **kwargs)
     except ValueError as err:
         raise ValueError(f"method {row.get('method')!r}: {err}") from None
-    return credit.declare(built).privileged  # requires read once, as the trainers read it
+    # requires read once, as the trainers read it; values are the learner's in training
+    return training_privileged(credit.declare(built))
 
 
 def row_privileged(row: Row) -> tuple[str, ...]:

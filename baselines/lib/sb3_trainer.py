@@ -25,7 +25,7 @@ from stable_baselines3.common.env_util import make_vec_env
 import routine_envs  # noqa: F401  (registers the suite's ids)
 from baselines.lib.envs import check_env_kwargs, check_trainable, make_env
 from baselines.lib.scoring import EVALUATIONS
-from baselines.lib.trainers import RunResult, schedule
+from baselines.lib.trainers import RunResult, schedule, training_privileged
 from baselines.lib.trajectory_ppo import TrajectoryAdvantagePPO, maskable_classes, policy_table
 
 
@@ -271,4 +271,4 @@ def privileged_of(algo: Any) -> tuple[str, ...]:
     """The privileged fields ``algo``'s estimator is given (its declared record's; ``()`` for
     SB3's own PPO, which has no estimator)."""
     estimator = getattr(algo, "estimator", None)
-    return () if estimator is None else estimator.privileged
+    return () if estimator is None else training_privileged(estimator)

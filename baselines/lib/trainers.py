@@ -47,6 +47,18 @@ def check_feedable(estimator: Any, env: Any, provides: frozenset[str], trainer: 
     credit.check_provides(estimator, provides, trainer)
 
 
+LEARNER_FILLED = frozenset({"values"})
+"""Batch fields a trainer fills with the learner's own predictions (its value head, or none):
+privileged only where exact (:data:`routine_envs.episodes.PRIVILEGED_FIELDS`: the SNR lab's
+``V^pi``), never in a training run."""
+
+
+def training_privileged(estimator: Any) -> tuple[str, ...]:
+    """The privileged fields a training run gives ``estimator`` (its declared record's
+    ``privileged``, without the fields the trainer fills with the learner's predictions)."""
+    return tuple(f for f in estimator.privileged if f not in LEARNER_FILLED)
+
+
 def schedule(budget: int, eval_every: int) -> list[int]:
     """The evaluation points of a run: 0 and every multiple of ``eval_every`` up to the budget
     (never past it, whatever the rollout size)."""

@@ -29,7 +29,7 @@ from baselines.lib.batched.settings import TrainerSettings
 from baselines.lib.batched.streams import RunStreams, Uniforms
 from baselines.lib.batched.tabular import MASKED_LOGIT, StateTable, table_policy
 from baselines.lib.batched.update import LossSettings, RolloutData, Segment, update
-from baselines.lib.trainers import check_feedable, schedule
+from baselines.lib.trainers import check_feedable, schedule, training_privileged
 from routine_envs import credit
 from routine_envs.episodes import Declared
 
@@ -149,7 +149,7 @@ class BatchedTrainer:
         self.stepper = Stepper(configs, config_of, s.n_envs)
         self.uniforms = Uniforms([st.actions for st in self.streams])
         self.active = np.arange(len(self.runs), dtype=np.int64)
-        reads = [e.privileged for e in self.estimators] or [()] * len(self.runs)  # ppo: none
+        reads = [training_privileged(e) for e in self.estimators] or [()] * len(self.runs)
         self.state = [
             RunState(
                 [] if r.evaluation == "updates" else schedule(r.budget, r.eval_every),
