@@ -159,14 +159,19 @@ def lab_rows(
                     continue
                 kwargs = estimator_arguments(protocol, setting.section, method)
                 built = credit.build_estimator(spec.target, context, **kwargs)
-                credit.check_independent_groups(built, "the card's lab (run with --no-lab)")
                 estimators[method] = credit.declare(built)  # requires read once
             if not estimators:
                 continue
             related = merging.probe_advantages(estimators, sampler, probs, values.v)
             keys = {name: lab_key(protocol, setting, value, name) for name in estimators}
             known = {n: (cache or {}).get(k) for n, k in keys.items() if (cache or {}).get(k)}
-            todo = {n: e for n, e in estimators.items() if n not in known}
+            # a method that samples by a rollout scheme (tree_grpo) is probed but not measured:
+            # the lab samples independent episodes, which would be another algorithm's numbers
+            todo = {
+                n: e
+                for n, e in estimators.items()
+                if n not in known and credit.rollout_scheme(e) is None
+            }
             measured = (
                 snr.measure_snr(
                     env,
@@ -218,6 +223,11 @@ def lab_rows(
                     privileged=list(estimator.privileged),
                     label=method_label(name, estimator.privileged),
                 )
+                if measure and credit.rollout_scheme(estimator) is not None:
+                    row["note"] = (
+                        "not measured: it samples its groups by a rollout scheme, the lab "
+                        "independent episodes"
+                    )
                 if keyed:
                     row["key"] = keys[name]
                 rows.append(row)
