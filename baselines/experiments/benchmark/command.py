@@ -233,6 +233,11 @@ def make_report(
             f"no runs of {args.method!r} under protocol {protocol.version} tier {args.tier}'s "
             f"current settings in {folder}: run it first"
         )
+    if args.lab and card.steps_counted(args.method):  # a tree method: not independent episodes
+        raise ValueError(
+            f"{args.method!r} samples its groups by tree rollouts, which the card's lab (the SNR "
+            "lab's independent episodes) would measure as another algorithm: add --no-lab"
+        )
     references = card.references_of(protocol, settings, refs, configs)
     lab = benchmark_lab.lab_rows(
         protocol,

@@ -165,13 +165,7 @@ def lab_rows(
             related = merging.probe_advantages(estimators, sampler, probs, values.v)
             keys = {name: lab_key(protocol, setting, value, name) for name in estimators}
             known = {n: (cache or {}).get(k) for n, k in keys.items() if (cache or {}).get(k)}
-            # a method that samples by a rollout scheme (tree_grpo) is probed but not measured:
-            # the lab samples independent episodes, which would be another algorithm's numbers
-            todo = {
-                n: e
-                for n, e in estimators.items()
-                if n not in known and credit.rollout_scheme(e) is None
-            }
+            todo = {n: e for n, e in estimators.items() if n not in known}
             measured = (
                 snr.measure_snr(
                     env,
@@ -223,11 +217,6 @@ def lab_rows(
                     privileged=list(estimator.privileged),
                     label=method_label(name, estimator.privileged),
                 )
-                if measure and credit.rollout_scheme(estimator) is not None:
-                    row["note"] = (
-                        "not measured: it samples its groups by a rollout scheme, the lab "
-                        "independent episodes"
-                    )
                 if keyed:
                     row["key"] = keys[name]
                 rows.append(row)
