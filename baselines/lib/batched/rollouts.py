@@ -258,14 +258,9 @@ class GroupRollout:
 
     batch: EpisodeBatch
     masks: np.ndarray | None
-    env_steps: int = -1
-    """Environment steps it took: ``batch.num_steps``, fewer under a tree scheme (a step its
-    leaves share is taken once); ``-1``: not given (read ``batch.num_steps``)."""
-
-    @property
-    def steps_taken(self) -> int:
-        """The environment steps the rollout cost (its budget's count)."""
-        return self.batch.num_steps if self.env_steps < 0 else self.env_steps
+    steps_taken: int
+    """The environment steps it took (its budget's count): ``batch.num_steps``, fewer under a
+    tree scheme (a step its leaves share is taken once)."""
 
 
 def collect_groups(
@@ -292,7 +287,6 @@ def collect_groups(
     if scheme is not None:
         scheme.check_group_size(n)
         levels = np.zeros((len(runs), scheme.trees), dtype=np.int64)
-        taken = np.zeros(len(runs), dtype=np.int64)
     k, d = len(runs), stepper.obs.shape[1]
     live = np.zeros((k, n), dtype=bool)
     collecting = np.ones(k, dtype=bool)
@@ -379,17 +373,14 @@ def collect_groups(
         record["cut"].append(cut)
         record["bootstrap"].append(np.where(cut, bootstrap, 0.0))
         collected += own.sum(axis=1)
-        if scheme is not None:
-            taken += own.sum(axis=1)
         live &= ~ended
         finished_group = collecting & ~live.any(axis=1)
         collecting &= ~(finished_group & (collected >= target))
     stacked = {name: np.stack(parts) for name, parts in record.items() if parts}
-    out = [_run_batch(stacked, j, want_entropies, values_of is not None) for j in range(k)]
-    if scheme is not None:
-        for j, ro in enumerate(out):
-            ro.env_steps = int(taken[j])
-    return out
+    return [
+        _run_batch(stacked, j, want_entropies, values_of is not None, int(collected[j]))
+        for j in range(k)
+    ]
 
 
 def _tree_step(
@@ -423,10 +414,10 @@ def _tree_step(
 
 
 def _run_batch(
-    rec: dict[str, np.ndarray], j: int, want_entropies: bool, with_values: bool
+    rec: dict[str, np.ndarray], j: int, want_entropies: bool, with_values: bool, taken: int
 ) -> GroupRollout:
     """Run ``j``'s steps of a recorded group rollout as an :class:`EpisodeBatch` (episodes in
-    group, member order; each episode's steps in time order)."""
+    group, member order; each episode's steps in time order) that took ``taken`` env steps."""
     t, i = np.nonzero(rec["live"][:, j, :])
     g = rec["group"][t, j]
     order = np.lexsort((t, i, g))
@@ -456,4 +447,4 @@ def _run_batch(
         else np.zeros(len(starts)),
     )
     masks = rec["masks"][t, j, i] if "masks" in rec else None
-    return GroupRollout(batch, masks)
+    return GroupRollout(batch, masks, taken)
