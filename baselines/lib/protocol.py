@@ -42,7 +42,10 @@ REFERENCE_MANIFESTS: dict[str, dict[str, str]] = {
         "paper": "1de19a2a81d8342b14580cad5d5c29529161dc7789f73954dfc43a3e0cdec879",
         "full": "70a9609977a9f2b8c4d28a56d111b8b93693e4d766ade97eda33a00cf15e6857",
     },
-    "rb3": {"lite": "71aacf0b83eafcb7a7fc3c7838e451cffc44a8ac2a2ca54a748348b8a6e2e085"},
+    "rb3": {
+        "lite": "71aacf0b83eafcb7a7fc3c7838e451cffc44a8ac2a2ca54a748348b8a6e2e085",
+        "paper": "1f4f807dd23fcd4b5241da07499acc34c51b2fcc9dd8e43aeddf52aa262da454",
+    },
 }
 """SHA-256 of the manifest of each version's shipped reference tiers
 (``baselines/references/<version>/<tier>/MANIFEST.sha256``, checked before any reference is
