@@ -217,7 +217,8 @@ def iqm_ratio(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
 def ratio_to(method_row: dict[str, Any], reference_row: dict[str, Any]) -> dict[str, Any]:
     """``IQM(steps) / IQM(reference steps)`` with its two-sample bootstrap interval and bound
     (:func:`~baselines.lib.curves.ratio_bound`); the censored runs on each side
-    (``censored``: ``[method's, reference's]``). Where either cell is fully censored there is no
+    (``censored``: ``[method's, reference's]``); ``equal``: every run of each side has the
+    same steps (so the interval has no width, and says why). Where either cell is fully censored there is no
     ratio: ``ratio``, ``low`` and ``high`` are ``None``, ``bound`` is ``"censored"`` and
     ``note`` says which side reached nothing within which budget."""
     counts = [int(sum(method_row["censored"])), int(sum(reference_row["censored"]))]
@@ -236,7 +237,11 @@ def ratio_to(method_row: dict[str, Any], reference_row: dict[str, Any]) -> dict[
     b = np.asarray(reference_row["steps"], dtype=np.float64)
     est, low, high = bootstrap([a, b], iqm_ratio)
     bound = ratio_bound(counts[0] > 0, counts[1] > 0)
-    return {"ratio": est, "low": low, "high": high, "bound": bound, "censored": counts}
+    equal = all(len(x) > 1 and len(set(x.tolist())) == 1 for x in (a, b))
+    return {
+        "ratio": est, "low": low, "high": high, "bound": bound, "censored": counts,
+        "equal": equal,
+    }  # fmt: skip
 
 
 EQUIVALENCE_MARGIN = (0.85, 1.18)
@@ -344,7 +349,10 @@ def ratio_text(ratio: Mapping[str, Any] | None, digits: int = 3) -> str:
         return "n/a"
     if ratio["bound"] == "censored":
         return f"censored ({ratio['note']})"
-    text = interval_text(ratio["ratio"], ratio["low"], ratio["high"], ratio["bound"], digits)
+    text = interval_text(
+        ratio["ratio"], ratio["low"], ratio["high"], ratio["bound"], digits,
+        equal=bool(ratio.get("equal")),
+    )  # fmt: skip
     counts = ratio.get("censored") or [0, 0]
     named = [
         f"{n} of the {side}'s runs"
