@@ -120,6 +120,13 @@ def steps_counted(method: str) -> str | None:
     return getattr(credit.estimator_class(target), "steps_counted", None)
 
 
+def in_lab(methods: Sequence[str]) -> list[str]:
+    """The methods of ``methods`` the lab measures: all but those whose budget counts steps its
+    own way (:func:`steps_counted`: tree rollouts, whose groups share prefixes), which the lab's
+    independent episodes would measure as another algorithm."""
+    return [m for m in methods if steps_counted(m) is None]
+
+
 def header(
     protocol: protocols.Protocol,
     settings: CardSettings,

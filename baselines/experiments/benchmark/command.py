@@ -242,7 +242,7 @@ def make_report(
     lab = benchmark_lab.lab_rows(
         protocol,
         tier,
-        [args.method, *references],
+        card.in_lab([args.method, *references]),
         settings.env_ids,
         measure=args.lab,
         cache=benchmark_lab.read_lab(refs.folder),
@@ -391,7 +391,10 @@ def references(args: BenchmarkArgs, protocol: protocols.Protocol) -> dict[str, A
         folder = args.references_dir or manifest.shipped_folder(protocol.version, args.tier)
         if protocol.report["reference_lab"] == "at_initialisation":
             lab_path = benchmark_lab.write_reference_lab(
-                protocol, protocol.tier(args.tier), list(protocol.references_of(args.tier)), folder
+                protocol,
+                protocol.tier(args.tier),
+                card.in_lab(protocol.references_of(args.tier)),
+                folder,
             )
             print(f"wrote {lab_path} (the references' lab at initialisation)")
         path, digest = manifest.write_manifest(folder)

@@ -442,7 +442,7 @@ def check_lab(
     rebuilt = benchmark_lab.lab_rows(
         protocol,
         protocol.tier(settings.tier),
-        [*([] if outside else [method]), *references],
+        card.in_lab([*([] if outside else [method]), *references]),
         list(settings.env_ids) if settings.env_ids else None,
         measure=settings.lab,
         cache=benchmark_lab.read_lab(refs.folder),

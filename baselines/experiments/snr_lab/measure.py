@@ -129,9 +129,14 @@ def measure_setting(setting: dict[str, Any]) -> dict[str, Any]:
         env=env, policy_table=probs, sampler=sampler, gamma=1.0, gae_lambda=0.95, seed=seed
     )
     exact = {"J": j, "std_R": std_r}
-    estimators = {name: lab_estimator(name, context, exact) for name in setting["estimators"]}
-    for estimator in estimators.values():
-        credit.check_independent_groups(estimator, "the SNR lab")
+    built = {name: lab_estimator(name, context, exact) for name in setting["estimators"]}
+    trees = {n: e for n, e in built.items() if credit.rollout_scheme(e) is not None}
+    estimators = {n: e for n, e in built.items() if n not in trees}
+    if setting["reference"] in trees:
+        raise ValueError(
+            f"--reference {setting['reference']!r} samples by tree rollouts: the ratios are to "
+            "an estimator of independent episodes"
+        )
     comparison = snr.measure_snr(
         env,
         policy,
@@ -156,6 +161,11 @@ def measure_setting(setting: dict[str, Any]) -> dict[str, Any]:
         rows.append(row)
     reference = setting["reference"]
     ratios = {f"{a}/{b}": list(v) for (a, b), v in comparison.ratios.items() if b == reference}
+    by_name = {r["estimator"]: r for r in rows}
+    for name, estimator in trees.items():
+        row = tree_row(env, policy, name, estimator, setting, metric, values.v)
+        rows.append(row)
+        ratios[f"{name}/{reference}"] = independent_ratio(row, by_name[reference])
     return {
         **setting,
         "rho": float(env.decision_density),
@@ -165,6 +175,71 @@ def measure_setting(setting: dict[str, Any]) -> dict[str, Any]:
         "ratios": ratios,
         "seconds": time.perf_counter() - start,
     }
+
+
+def tree_row(
+    env: Any,
+    policy: snr.TabularSoftmax,
+    name: str,
+    estimator: Any,
+    setting: dict[str, Any],
+    metric: np.ndarray | None,
+    values: np.ndarray,
+) -> dict[str, Any]:
+    """The lab row of an estimator that samples by tree rollouts, measured on groups sampled
+    its way (:class:`~routine_envs.tree_sampler.TreeSampler`, about ``episodes`` leaves) at
+    equal environment steps: its SNR is the group's times ``sqrt(mean leaf length / distinct
+    steps per group)``, an episode's worth of steps, which for independent groups is exactly
+    the lab's SNR per episode (the SNR's square grows linearly with independent samples).
+    ``steps_per_group``, ``leaves_per_group`` and ``mean_leaf_length`` say what it cost."""
+    from routine_envs.tree_sampler import TreeSampler
+
+    scheme = credit.rollout_scheme(estimator)
+    sampler = TreeSampler(env, scheme)
+    groups = max(setting["episodes"] // scheme.group_size, 40)  # the jackknife's 40 groups
+    result = snr.measure_snr(
+        env,
+        policy,
+        {name: estimator},
+        num_groups=groups,
+        group_size=scheme.group_size,
+        seed=setting["seed"],
+        sampler=sampler,
+        metric=metric,
+        chunk_groups=512 if metric is not None else 4096,
+        values=values,
+    ).results[name]
+    steps_per_group = sampler.steps_taken / groups
+    mean_length = sampler.leaf_steps / sampler.episodes_sampled
+    scale = math.sqrt(mean_length / steps_per_group)
+    row = {k: v for k, v in result.as_row().items() if k not in ("num_groups", "group_size")}
+    row.update(
+        snr=result.snr * scale,
+        snr_low=result.snr_low * scale,
+        snr_high=result.snr_high * scale,
+        sampling=f"tree rollouts: {scheme.trees} trees x {scheme.branches}^{scheme.depth} leaves",
+        steps_per_group=steps_per_group,
+        leaves_per_group=scheme.group_size,
+        mean_leaf_length=mean_length,
+        **dict.fromkeys(CLOSED_FORM_FIELDS),
+    )
+    return row
+
+
+def independent_ratio(row: dict[str, Any], reference: dict[str, Any]) -> list[float]:
+    """``[ratio, low, high]`` of two SNRs measured on different episodes (a tree method's and
+    the reference's): the point ratio, and an approximate 95% interval from the two jackknife
+    intervals as independent errors on the log scale (each interval's half-width in log,
+    added in quadrature)."""
+    ratio = row["snr"] / reference["snr"]
+
+    def half_width(r: dict[str, Any]) -> float:
+        if r["snr_low"] <= 0:
+            return math.inf
+        return (math.log(r["snr_high"]) - math.log(r["snr_low"])) / 2
+
+    width = math.hypot(half_width(row), half_width(reference))
+    return [ratio, ratio * math.exp(-width), ratio * math.exp(width)]
 
 
 CLOSED_FORM_FIELDS = ("relative_bias_closed_form", "cosine_closed_form")
