@@ -26,6 +26,27 @@ def test_rb3_reads_as_rb2_evaluated_after_every_update_with_a_tuning_grid():
     assert {"learning_rate": 1e-3, "ent_coef": 0.01} in combos  # the default is in the grid
 
 
+def test_references_added_after_the_release_follow_the_files_and_are_never_listed_twice(
+    monkeypatch,
+):
+    """The 2025-26 methods became rb3 lite references after its release (issue 39): listed
+    after the file's, on that tier only, and an addition that repeats a reference (or a
+    merged alias) is refused rather than computed and ranked twice."""
+    rb3 = protocol.load_protocol("rb3")
+    files = rb3.reference_methods
+    assert rb3.references_of("lite") == (*files, "empg", "spa", "asymmetric_critic", "tree_grpo")
+    assert rb3.references_of("full") == files  # not computed there yet: nothing added
+    assert rb3.references_of("paper") == rb3.tier("paper").reference_methods
+    assert protocol.load_protocol("rb2").references_of("lite") == files  # rb2 as released
+    for repeated in ("ppo", "rloo", "empg"):
+        monkeypatch.setitem(protocol.ADDED_REFERENCES, "rb3", {"lite": ("empg", repeated)})
+        with pytest.raises(ValueError, match="listed twice"):
+            protocol.load_protocol("rb3")
+    monkeypatch.setitem(protocol.ADDED_REFERENCES, "rb3", {"huge": ("empg",)})
+    with pytest.raises(ValueError, match="huge"):
+        protocol.load_protocol("rb3")
+
+
 def _edited(tmp_path, change):
     """rb3 edited, as a draft of a new version (a released file never changes: an edited copy
     under its own version is refused for its hash before anything else is read)."""

@@ -407,11 +407,11 @@ def test_the_shipped_lab_is_the_current_codes(version, tier):
     """Every reference's lab row is found in the shipped ``LAB.json`` under the key the current
     code computes: an edit of the lab's code (its key fingerprints it) that leaves the file
     stale makes every card measure the references again, silently, for minutes."""
-    from baselines.experiments.benchmark import lab
+    from baselines.experiments.benchmark import card, lab
 
     loaded = protocol.load_protocol(version)
     cache = lab.read_lab(manifest.shipped_folder(version, tier))
-    methods = [m for m in loaded.references_of(tier) if m != "ppo"]
+    methods = [m for m in card.in_lab(loaded.references_of(tier)) if m != "ppo"]
     missing = [
         (setting.name, value, method)
         for setting in loaded.tier(tier).settings

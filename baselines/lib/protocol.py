@@ -43,7 +43,7 @@ REFERENCE_MANIFESTS: dict[str, dict[str, str]] = {
         "full": "70a9609977a9f2b8c4d28a56d111b8b93693e4d766ade97eda33a00cf15e6857",
     },
     "rb3": {
-        "lite": "71aacf0b83eafcb7a7fc3c7838e451cffc44a8ac2a2ca54a748348b8a6e2e085",
+        "lite": "eb40b94d00fe968d949074976658124c976d4462f8ab3876b4a0cc0bc3a748f9",
         "paper": "1f4f807dd23fcd4b5241da07499acc34c51b2fcc9dd8e43aeddf52aa262da454",
     },
 }
@@ -51,6 +51,15 @@ REFERENCE_MANIFESTS: dict[str, dict[str, str]] = {
 (``baselines/references/<version>/<tier>/MANIFEST.sha256``, checked before any reference is
 read): the references are read-only; shipping new ones is a new manifest and a new pin
 (docs/benchmark.md)."""
+ADDED_REFERENCES: dict[str, dict[str, tuple[str, ...]]] = {
+    "rb3": {"lite": ("empg", "spa", "asymmetric_critic", "tree_grpo")},
+}
+"""Methods that became references of a released protocol's tier after its release, by tier:
+their runs ship in the tier's folder under its re-pinned manifest
+(:data:`REFERENCE_MANIFESTS`), and :meth:`Protocol.references_of` lists them after the file's.
+A released file's ``reference_methods`` never change, and a reference is scored on its own
+runs only, so adding one moves no other score and needs no new version (docs/benchmark.md,
+"Adding a reference")."""
 REPORT = {"leaderboard": "privileged_column", "reference_lab": "at_initialisation"}
 """How a protocol's report reads, unless its file says otherwise under ``report:``:
 ``leaderboard`` (``plain``: the methods ranked as one list; ``privileged_column``: a column of
@@ -258,6 +267,9 @@ class Protocol:
     target are also read at the joint success ``per_decision_target ** F`` (``None``: none)."""
     tuning: Tuning | None = None
     """Its tuned column's search (``None``: the default hyperparameters only)."""
+    added_references: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """References of a tier added after the protocol's release (:data:`ADDED_REFERENCES`), by
+    tier name."""
     merged: dict[str, str] = field(default_factory=dict)
     """Methods not run as references because they are one algorithm with one that is
     (``{alias: reference}``, e.g. ``rloo: trajectory_mc``): the leaderboard shows them as
@@ -271,9 +283,11 @@ class Protocol:
         return self.tiers[name]
 
     def references_of(self, tier: str | Tier) -> tuple[str, ...]:
-        """The reference methods of ``tier``: its own list, else the protocol's."""
+        """The reference methods of ``tier``: its own list, else the protocol's, then those
+        added to it after the release (:attr:`added_references`)."""
         tier = self.tier(tier) if isinstance(tier, str) else tier
-        return tier.reference_methods or self.reference_methods
+        listed = tier.reference_methods or self.reference_methods
+        return (*listed, *self.added_references.get(tier.name, ()))
 
     def method_hyperparameters(self, section: str, target: str) -> dict[str, Any]:
         """The hyperparameters of method ``target`` (a name or import path) in ``section`` (an
@@ -387,6 +401,11 @@ def _parse_protocol(
     if per_decision is not None and not 0 < float(per_decision) <= 1:
         raise ValueError(f"per_decision_target must be in (0, 1], got {per_decision!r}")
     tuning = None if data.get("tuning") is None else _parse_tuning(data["tuning"], tiers)
+    added = ADDED_REFERENCES.get(version, {})
+    for name, methods in added.items():
+        base = tiers[name].reference_methods or references  # KeyError: no such tier
+        if set(methods) & {*base, *merged} or len(set(methods)) < len(methods):
+            raise ValueError(f"tier {name}: an added reference {methods} is listed twice")
     report = {**REPORT, **RELEASED_REPORT.get(version, {}), **dict(data.get("report") or {})}
     for name, value in report.items():
         if value not in REPORT_CHOICES.get(name, ()):
@@ -403,6 +422,7 @@ def _parse_protocol(
         trainer=trainer,
         reference_methods=references,
         report=report,
+        added_references=dict(added),
         merged=merged,
         evaluation=evaluation,
         per_decision_target=None if per_decision is None else float(per_decision),
