@@ -218,9 +218,9 @@ def ratio_to(method_row: dict[str, Any], reference_row: dict[str, Any]) -> dict[
     """``IQM(steps) / IQM(reference steps)`` with its two-sample bootstrap interval and bound
     (:func:`~baselines.lib.curves.ratio_bound`); the censored runs on each side
     (``censored``: ``[method's, reference's]``); ``equal``: every run of each side has the
-    same steps (so the interval has no width, and says why). Where either cell is fully censored there is no
-    ratio: ``ratio``, ``low`` and ``high`` are ``None``, ``bound`` is ``"censored"`` and
-    ``note`` says which side reached nothing within which budget."""
+    same steps (so the interval has no width, and says why). Where either cell is fully
+    censored there is no ratio: ``ratio``, ``low`` and ``high`` are ``None``, ``bound`` is
+    ``"censored"`` and ``note`` says which side reached nothing within which budget."""
     counts = [int(sum(method_row["censored"])), int(sum(reference_row["censored"]))]
     empty = [
         f"{side}: {within_budget(row)}"
