@@ -225,3 +225,20 @@ def test_every_keyword_of_every_env_is_documented():
         arguments = inspect.getdoc(cls).split("## Arguments", 1)[1].split("## ", 1)[0]
         for name in inspect.signature(cls).parameters:
             assert f"``{name}``" in arguments, (row.id, name)
+
+
+def test_the_citation_file_and_the_readme_cite_the_package_as_it_is():
+    """CITATION.cff (CFF 1.2.0, read by GitHub) and the README's BibTeX name this version of
+    the package: a release that bumps the version without them fails here."""
+    import tomllib
+    import yaml
+
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert cff["cff-version"] == "1.2.0" and cff["type"] == "software"
+    assert str(cff["version"]) == project["version"] and cff["license"] == project["license"]
+    assert [a["name"] for a in cff["authors"]] == [a["name"] for a in project["authors"]]
+    readme = (ROOT / "README.md").read_text()
+    bibtex = readme.split("```bibtex", 1)[1].split("```", 1)[0]
+    assert f"title   = {{{cff['title']}}}" in bibtex
+    assert f"version = {{{cff['version']}}}" in bibtex

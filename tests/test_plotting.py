@@ -110,3 +110,22 @@ def test_report_card_steps_plot_shows_a_method_equal_to_a_reference(tmp_path, er
     figures.plot_against_rho("mine", entry(300.0), references, tmp_path / "rho.png")
     assert (tmp_path / "rho.png").stat().st_size > 0
     _check(errorbar_calls, ["ppo", "routine_masked", "mine (same values as routine_masked)"])
+
+
+def test_log_axes_are_labelled_with_plain_numbers_at_powers_two_and_five():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from baselines.lib import plotting
+
+    fig, ax = plt.subplots()
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    plotting.plain_log_ticks(ax)
+    minor = ax.xaxis.get_minor_formatter()
+    major = ax.xaxis.get_major_formatter()
+    assert major(0.1, 0) == "0.1" and major(10, 0) == "10"  # not 10^{-1}
+    assert [minor(v, 0) for v in (0.02, 0.03, 0.05, 0.07, 200)] == ["0.02", "", "0.05", "", "200"]
+    plt.close(fig)

@@ -283,6 +283,7 @@ def plot_learning_curves(rows: list[Row], path: Path, statistic: str = "iqm") ->
         ax.set_xlabel("environment steps")
         ax.set_ylim(-0.02, 1.02)
     axes[0][0].set_ylabel(f"success ({statistic.upper()}, 95% CI)")
+    fig.suptitle("Success probability during training, per routine length", fontsize=10)
     plotting.legend_below(axes[0][0], below=0.24)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -340,6 +341,9 @@ def plot_steps_to_target(rows: list[Row], ratio_rows: list[Row], path: Path) -> 
                   va="center", transform=left.transAxes)  # fmt: skip
     left.set_xlabel(f"decision density rho{plotting.dodge_note(len(methods))}", fontsize=8)
     left.set_ylabel("steps to target (mean, 95% CI; ^ >=: censored)")
+    left.set_title("Environment steps until the target success", fontsize=10)
+    if any(by_method.values()):
+        plotting.plain_log_ticks(left)
     plotting.legend_below(left)
     ratio_methods = sorted({r["method"] for r in ratio_rows})
     by_method = {
@@ -380,6 +384,9 @@ def plot_steps_to_target(rows: list[Row], ratio_rows: list[Row], path: Path) -> 
         f"decision density rho{plotting.dodge_note(max(1, len(ratio_methods)))}", fontsize=8
     )
     right.set_ylabel("steps-to-target ratio")
+    right.set_title("Steps over the baseline's (1: as fast; 2: twice the steps)", fontsize=10)
+    if any(by_method.values()):
+        plotting.plain_log_ticks(right)
     plotting.legend_below(right)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -387,19 +394,35 @@ def plot_steps_to_target(rows: list[Row], ratio_rows: list[Row], path: Path) -> 
 
 
 def plot_summary(rows: list[Row], path: Path) -> None:
-    """Bars per method: normalized AUC (with CI) and the share of runs reaching the target."""
+    """Bars per method: normalized AUC (with its 95% CI) and the share of runs reaching the
+    target, each bar labelled with its value (and the runs behind the share); where every
+    method's share is the same, the title says so (the AUC then tells them apart)."""
     plt = pyplot()
     methods = [r["method"] for r in rows]
     x = np.arange(len(methods))
-    fig, ax = plt.subplots(figsize=(max(4, 1.1 * len(methods) + 2), 3.4))
+    fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(methods) + 3), 4.4), layout="constrained")
     auc = np.array([r["auc"] for r in rows])
     err = [auc - [r["auc_low"] for r in rows], [r["auc_high"] for r in rows] - auc]
-    ax.bar(x - 0.2, auc, 0.4, yerr=err, capsize=3, label="normalized AUC")
-    ax.bar(x + 0.2, [r["reached_share"] for r in rows], 0.4, label="share reaching target")
+    shares = [r["reached_share"] for r in rows]
+    bars = ax.bar(x - 0.2, auc, 0.4, yerr=err, capsize=3, label="normalized AUC [95% CI]")
+    ax.bar_label(bars, [f"{a:.2f}" for a in auc], fontsize=7, padding=6)
+    share_bars = ax.bar(x + 0.2, shares, 0.4, label="share of runs reaching the target")
+    ax.bar_label(
+        share_bars,
+        [f"{round(s * r['runs'])}/{r['runs']}" for s, r in zip(shares, rows, strict=True)],
+        fontsize=7,
+    )
     ax.set_xticks(x, methods, rotation=20)
-    ax.set_ylim(0, 1.05)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    ax.set_ylim(0, 1.25)
+    ax.set_ylabel("score (0 to 1)")
+    title = "Summary over the swept densities"
+    if len(set(shares)) == 1:
+        title += (
+            f"\nevery method reached the target in {shares[0]:.0%} of its runs:"
+            "\nthe AUC (how early) tells them apart"
+        )
+    ax.set_title(title, fontsize=9)
+    fig.legend(fontsize=8, loc="outside lower center", ncol=2, frameon=False)
     fig.savefig(path, dpi=120)
     plt.close(fig)
 

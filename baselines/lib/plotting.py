@@ -95,3 +95,25 @@ def legend_below(ax: Any, columns: int = 1, below: float = 0.16) -> None:
     ax.legend(
         fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -below), ncol=columns, frameon=False
     )
+
+
+def plain_log_ticks(ax: Any) -> None:
+    """Label both log axes of ``ax`` with plain numbers (``0.02``, ``6``, ``10``) instead of
+    ``6 x 10^0``: every power of ten, and the minor ticks at 2 and 5 times one (so a decade
+    with no power of ten inside still has labels, and none overlap)."""
+    import math
+
+    from matplotlib.ticker import FuncFormatter
+
+    def plain(value: float, _: int) -> str:
+        return f"{value:g}"
+
+    def two_and_five(value: float, _: int) -> str:
+        if value <= 0:
+            return ""
+        lead = round(value / 10 ** math.floor(math.log10(value)), 6)
+        return f"{value:g}" if lead in (2.0, 5.0) else ""
+
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(FuncFormatter(plain))
+        axis.set_minor_formatter(FuncFormatter(two_and_five))
