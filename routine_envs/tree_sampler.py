@@ -99,6 +99,8 @@ class TreeSampler(ModelSampler):
         self.episodes_sampled += n
         self.leaf_steps += int(lengths.sum())
         ids, actions = states[mask], np.stack(cols_a, axis=1)[mask]
+        # the batch as ModelSampler.sample builds it; not shared through a helper there, since
+        # routine_envs/sampler.py is part of the lab's key (an edit re-keys every shipped lab row)
         return EpisodeBatch(
             rewards=np.stack(cols_r, axis=1)[mask],
             episode_starts=np.concatenate([[0], np.cumsum(lengths)]),

@@ -60,18 +60,25 @@ their runs ship in the tier's folder under its re-pinned manifest
 A released file's ``reference_methods`` never change, and a reference is scored on its own
 runs only, so adding one moves no other score and needs no new version (docs/benchmark.md,
 "Adding a reference")."""
-REPORT = {"leaderboard": "privileged_column", "reference_lab": "at_initialisation"}
+REPORT = {
+    "leaderboard": "privileged_column",
+    "reference_lab": "at_initialisation",
+    "aggregates": "stratified_bootstrap",
+}
 """How a protocol's report reads, unless its file says otherwise under ``report:``:
 ``leaderboard`` (``plain``: the methods ranked as one list; ``privileged_column``: a column of
-the privileged fields each method reads, label-free methods ranked apart) and ``reference_lab``
+the privileged fields each method reads, label-free methods ranked apart), ``reference_lab``
 (``none``; ``at_initialisation``: the references' lab at initialisation, ``LAB.json``, is shipped
-and written with the manifest)."""
+and written with the manifest) and ``aggregates`` (``none``; ``stratified_bootstrap``: the
+leaderboard ends with rliable's aggregates across the tier's settings,
+:mod:`baselines.experiments.benchmark.aggregates`)."""
 REPORT_CHOICES = {
     "leaderboard": ("plain", "privileged_column"),
     "reference_lab": ("none", "at_initialisation"),
+    "aggregates": ("none", "stratified_bootstrap"),
 }
 RELEASED_REPORT: dict[str, dict[str, str]] = {
-    "rb1": {"leaderboard": "plain", "reference_lab": "none"}
+    "rb1": {"leaderboard": "plain", "reference_lab": "none", "aggregates": "none"}
 }
 """What a released file written before ``report:`` existed means by its absence (a released
 file never changes, so what it cannot say is said here, once): rb1 shipped a plain leaderboard

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from baselines.experiments.benchmark import (
+    aggregates,
     card,
     drops,
     manifest,
@@ -302,18 +303,24 @@ def leaderboard_text(
     the tuned column where ``refs`` hold one (:func:`~.tuning.load_tuned_references`)."""
     with tempfile.TemporaryDirectory() as configs:
         tuned = tuning.load_tuned_references(protocol, tier, refs, Path(configs))
-    return report.leaderboard(
+    privileged_fields = LEADERBOARD_COLUMNS[protocol.report["leaderboard"]](found)
+    text = report.leaderboard(
         protocol.version,
         tier,
         protocol.tier(tier).num_runs_per_method,
         found,
         unverified=None if refs.verified else refs.status,
-        privileged=LEADERBOARD_COLUMNS[protocol.report["leaderboard"]](found),
+        privileged=privileged_fields,
         decision_axes=protocol.tier(tier).axes(),
         not_run=merged_not_run(protocol, tier, found),
         per_decision_target=protocol.per_decision_target,
         tuned=tuned or None,
     )
+    if protocol.report["aggregates"] == "none" or not found:
+        return text
+    labels = privileged.method_labels(found, privileged_fields)
+    section = aggregates.markdown(aggregates.aggregate(found, tuned or None), labels)
+    return text + "\n" + "\n".join(section) + "\n"
 
 
 def no_column(found: dict[str, list[dict[str, Any]]]) -> None:
