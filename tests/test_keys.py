@@ -158,6 +158,7 @@ def test_protocols_say_how_their_report_reads(tmp_path):
     assert protocol.load_protocol("rb1").report == {
         "leaderboard": "plain",
         "reference_lab": "none",
+        "aggregates": "none",
     }
     assert protocol.load_protocol("rb2").report == protocol.REPORT
     text = protocol.PROTOCOL_DIR.joinpath("rb2.yaml").read_text()
