@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from baselines.lib.scoring import normalized_auc
+from baselines.lib.stats import iqm as iqm_along
 
 RESAMPLES = 2000
 """Bootstrap resamples of every interval."""
@@ -95,7 +95,7 @@ def score_matrices(records: Mapping[str, Sequence[Mapping[str, Any]]]) -> ScoreM
 def iqm(scores: np.ndarray) -> float:
     """The interquartile mean of every score of ``(runs, tasks)`` (rliable's
     ``aggregate_iqm``: the 25% trimmed mean)."""
-    return float(stats.trim_mean(np.asarray(scores).reshape(-1), 0.25))
+    return float(iqm_along(np.asarray(scores).reshape(-1)))
 
 
 def resample_indices(runs: int, tasks: int, seed: int) -> np.ndarray:
@@ -112,20 +112,30 @@ def interval(estimate: float, resampled: np.ndarray) -> tuple[float, float, floa
     return float(estimate), float(low), float(high)
 
 
-def iqm_interval(scores: np.ndarray, seed: int = 0) -> tuple[float, float, float]:
-    """The IQM of ``scores`` ``(runs, tasks)`` with its stratified bootstrap interval."""
+def resampled(scores: np.ndarray, seed: int) -> np.ndarray:
+    """Every score of each stratified bootstrap resample of ``scores`` ``(runs, tasks)``,
+    shape ``(RESAMPLES, runs * tasks)``."""
     runs, tasks = scores.shape
     idx = resample_indices(runs, tasks, seed)
-    resampled = np.take_along_axis(scores[None], idx, axis=1).reshape(RESAMPLES, -1)
-    return interval(iqm(scores), stats.trim_mean(resampled, 0.25, axis=1))
+    return np.take_along_axis(scores[None], idx, axis=1).reshape(RESAMPLES, -1)
+
+
+def iqm_interval(scores: np.ndarray, seed: int = 0) -> tuple[float, float, float]:
+    """The IQM of ``scores`` ``(runs, tasks)`` with its stratified bootstrap interval."""
+    return interval(iqm(scores), iqm_along(resampled(scores, seed), axis=1))
+
+
+def pairwise_wins(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Per task, whether each run of x beats each run of y (1, a tie 0.5), shape
+    ``(runs_x, runs_y, tasks)``."""
+    return (x[:, None, :] > y[None, :, :]) + 0.5 * (x[:, None, :] == y[None, :, :])
 
 
 def improvement_per_task(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """``P(X > Y)`` on each task, shape ``(tasks,)``: the share of (run of x, run of y) pairs
     where x scores higher, ties counting a half (the Mann-Whitney U over ``n m``, rliable's
     ``probability_of_improvement`` before its mean over tasks)."""
-    wins = (x[:, None, :] > y[None, :, :]) + 0.5 * (x[:, None, :] == y[None, :, :])
-    return wins.mean(axis=(0, 1))
+    return pairwise_wins(x, y).mean(axis=(0, 1))
 
 
 def improvement_interval(
@@ -151,11 +161,11 @@ def improvement_from_counts(
     ``P`` on a task is ``c_x^T W c_y / (n m)``, ``W`` the task's pairwise wins (one batched
     matrix product per task instead of resampling the pairs)."""
     runs_x, runs_y = x.shape[0], y.shape[0]
-    wins = (x[:, None, :] > y[None, :, :]) + 0.5 * (x[:, None, :] == y[None, :, :])
+    wins = pairwise_wins(x, y)
     # (tasks, reps, runs_x) @ (tasks, runs_x, runs_y) -> (tasks, reps, runs_y)
     left = np.matmul(count_x.transpose(1, 0, 2), wins.transpose(2, 0, 1))
     per_task = (left * count_y.transpose(1, 0, 2)).sum(axis=-1) / (runs_x * runs_y)
-    return interval(improvement_per_task(x, y).mean(), per_task.mean(axis=0))
+    return interval(wins.mean(axis=(0, 1)).mean(), per_task.mean(axis=0))
 
 
 def method_seed(method: str) -> int:
@@ -179,11 +189,8 @@ def profile_interval(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The performance profile: the fraction of runs (over every task) scoring above each of
     ``taus``, with stratified bootstrap intervals; three arrays of ``len(taus)``."""
-    runs, tasks = scores.shape
     taus = np.asarray(taus, dtype=np.float64)
-    idx = resample_indices(runs, tasks, seed)
-    resampled = np.take_along_axis(scores[None], idx, axis=1).reshape(RESAMPLES, -1)
-    above = (resampled[:, :, None] > taus).mean(axis=1)
+    above = (resampled(scores, seed)[:, :, None] > taus).mean(axis=1)
     tail = (1 - CONFIDENCE) / 2 * 100
     low, high = np.percentile(above, [tail, 100 - tail], axis=0)
     return (scores.reshape(-1)[:, None] > taus).mean(axis=0), low, high

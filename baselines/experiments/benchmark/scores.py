@@ -237,7 +237,7 @@ def ratio_to(method_row: dict[str, Any], reference_row: dict[str, Any]) -> dict[
     b = np.asarray(reference_row["steps"], dtype=np.float64)
     est, low, high = bootstrap([a, b], iqm_ratio)
     bound = ratio_bound(counts[0] > 0, counts[1] > 0)
-    equal = all(len(x) > 1 and len(set(x.tolist())) == 1 for x in (a, b))
+    equal = every_run_equal(a) and every_run_equal(b)
     return {
         "ratio": est, "low": low, "high": high, "bound": bound, "censored": counts,
         "equal": equal,
@@ -318,6 +318,12 @@ def interval_text(
     return f"{head} [{low:{form}}, {high:{form}}]"
 
 
+def every_run_equal(steps: Sequence[float] | np.ndarray) -> bool:
+    """Whether a cell has several runs and all of them the same steps (an interval of no
+    width then has its reason)."""
+    return len(steps) > 1 and len(set(np.asarray(steps).tolist())) == 1
+
+
 def steps_text(row: Mapping[str, Any], digits: int = 3, also: str = "") -> str:
     """A cell's steps to target as every table shows them (:func:`setting_scores`' row): the
     IQM with its interval and ``reached/runs``, a lower bound (``>=``) when runs are censored;
@@ -326,7 +332,7 @@ def steps_text(row: Mapping[str, Any], digits: int = 3, also: str = "") -> str:
     more = f", {also}" if also else ""
     if fully_censored(row):
         return f"censored ({within_budget(row)}{more})"
-    equal = len(row["steps"]) > 1 and len(set(row["steps"])) == 1
+    equal = every_run_equal(row["steps"])
     body = interval_text(
         row["steps_iqm"], row["steps_low"], row["steps_high"], row["steps_bound"], digits, equal
     )

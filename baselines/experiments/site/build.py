@@ -24,6 +24,7 @@ import html
 import inspect
 import shutil
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -296,8 +297,6 @@ def source_line(method: str) -> str:
 # ------------------------------------------------------------------------ environments
 def env_pages(out: Path) -> list[dict[str, str]]:
     """A page per environment class (its ids, what sets rho, its docstring, a picture)."""
-    import warnings
-
     import gymnasium as gym
 
     import routine_envs
@@ -305,7 +304,6 @@ def env_pages(out: Path) -> list[dict[str, str]]:
     from routine_envs.registration import ENVIRONMENTS
 
     gym.register_envs(routine_envs)
-    warnings.filterwarnings("ignore", message=".*out of date.*")  # every version has a page
     folder = out / "envs"
     folder.mkdir(parents=True, exist_ok=True)
     by_class: dict[type, list[Any]] = {}
@@ -320,7 +318,9 @@ def env_pages(out: Path) -> list[dict[str, str]]:
              f"<code>{html.escape(str(e.density_kwarg))}</code>"]
             for e in entries
         ]  # fmt: skip
-        picture = env_picture(name, folder / f"{name}.png")
+        with warnings.catch_warnings():  # every version has a page, the old ones too
+            warnings.filterwarnings("ignore", message=".*out of date.*")
+            picture = env_picture(name, folder / f"{name}.png")
         doc = docstring_html(inspect.cleandoc(cls.__doc__ or ""), folder)
         body = [
             pages.table(["id", "rho", "density keyword"], rows),
@@ -385,18 +385,17 @@ def index_page(boards: list[tuple[Tier, dict[str, Any]]], envs: list[dict[str, s
          str(max(b["runs"].values(), default=0)), badge(t.refs)]
         for t, b in boards
     ]  # fmt: skip
-    paper = ""
-    for t, b in boards:
-        if t.protocol.tier(t.name).snr is not None and t.protocol.version == max(
-            x.protocol.version for x, _ in boards
-        ):
-            text = Path(b["path"]).name
-            paper = (
-                f"<p>The paper's own numbers (slope -0.508, R^2 0.999, about 17.4x at rho "
-                f"1/51, trajectory-level training needing about 2x the steps) beside ours: "
-                f'<a href="leaderboards/{text}#the-papers-quantities">the paper tier\'s '
-                f'leaderboard</a>, section "The paper\'s quantities".</p>'
-            )
+    from baselines.lib.lab import PAPER
+
+    with_snr = [b for t, b in boards if t.protocol.tier(t.name).snr is not None]
+    paper = (
+        f"<p>The paper's own numbers (slope {PAPER['slope']}, R^2 {PAPER['r2']}, about 17.4x "
+        "at rho 1/51, trajectory-level training needing about 2x the steps) beside ours: "
+        f'<a href="{with_snr[-1]["path"]}">the latest paper tier\'s leaderboard</a>, section '
+        '"The paper\'s quantities".</p>'
+        if with_snr
+        else ""
+    )
     env_rows = [
         [f'<a href="{e["path"]}">{html.escape(e["id"])}</a>', html.escape(e["rho"] or "")]
         for e in envs

@@ -5,7 +5,6 @@ JavaScript."""
 from __future__ import annotations
 
 import html
-import re
 from collections.abc import Sequence
 
 STYLE = """
@@ -37,17 +36,6 @@ def markdown(text: str) -> str:
 
     renderer = MarkdownIt("commonmark", {"html": False}).enable("table")
     return renderer.render(text)
-
-
-def relink(body: str, links: dict[str, str]) -> str:
-    """``body`` with every ``href``/``src`` equal to a key of ``links`` replaced by its value
-    (a card's ``learning_curves.png`` becomes the copy's path on the site)."""
-
-    def swap(match: re.Match[str]) -> str:
-        attr, target = match[1], html.unescape(match[2])
-        return f'{attr}="{html.escape(links.get(target, target), quote=True)}"'
-
-    return re.sub(r'(href|src)="([^"]*)"', swap, body)
 
 
 def page(title: str, body: str, depth: int, nav: Sequence[tuple[str, str]]) -> str:
