@@ -6,7 +6,7 @@ is this checkout's code (each part of the old fingerprint equals the text hash,
 :func:`routine_envs.plugins.source_hash`, of the object it names now); any other row is left as
 it is and listed.
 
-    python tests/migrate_reference_keys.py            # rewrite baselines/references/**.jsonl
+    python tests/migrate_reference_keys.py            # rewrite baselines/references/**.jsonl.gz
     python tests/migrate_reference_keys.py --check    # exit 1 if a row would change
 
 Then write each tier's manifest again and pin it (docs/benchmark.md).
@@ -18,7 +18,7 @@ import json
 import sys
 from typing import Any
 
-from baselines.lib import data
+from baselines.lib import compact_runs, data
 from baselines.lib.specs import parse_method
 from routine_envs import plugins
 
@@ -59,8 +59,8 @@ def migrated(row: dict[str, Any]) -> dict[str, Any] | None:
 
 def main(check: bool) -> int:
     changed, foreign = 0, 0
-    for path in sorted(data.REFERENCES.glob("*/*/*.jsonl")):
-        lines = path.read_text().splitlines()
+    for path in sorted(data.REFERENCES.glob(f"*/*/*{compact_runs.SUFFIX}")):
+        lines = compact_runs.read_lines(path).decode().splitlines()
         out = []
         for line in lines:
             row = json.loads(line)
@@ -73,7 +73,8 @@ def main(check: bool) -> int:
             changed += 1
             out.append(json.dumps(new))
         if not check and out != lines:
-            path.write_text("".join(f"{line}\n" for line in out))
+            text = "".join(f"{line}\n" for line in out).encode()
+            path.write_bytes(compact_runs.pack(text, str(path)))
     print(f"{changed} rows {'to change' if check else 'changed'}; {foreign} left as they were")
     return 1 if check and changed else 0
 

@@ -28,6 +28,7 @@ from baselines.lib.batched.update import (
     table_minibatch_gradient,
 )
 from baselines.lib.runs import Run
+from tests import runs_files
 from tests.utils import run_spec
 
 DOORS = "DilutedDoors-v1"
@@ -470,9 +471,11 @@ def test_equivalence_settings_are_flags_and_plan_the_references_jobs(tmp_path):
                                        "--seeds", "0", "11", "--out", str(tmp_path)])  # fmt: skip
     jobs = sweep.plan(args)
     assert len(jobs) == 8  # 4 densities x 2 seeds
-    reference = json.loads(
-        open("baselines/references/rb1/lite/ppo.jsonl").readline()  # noqa: SIM115
-    )
+    from baselines.lib import protocol, protocol_runs
+
+    rb1 = protocol.load_protocol("rb1")
+    shipped = runs_files.text(protocol_runs.reference_path(rb1, "lite", "ppo"))
+    reference = json.loads(shipped.splitlines()[0])
     first = next(j for j in jobs if j.seed == 0 and j.context["density_value"] == 0)
     for key in ("env_kwargs", "budget", "eval_every", "target", "hyperparameters"):
         assert first.row()[key] == reference[key], key

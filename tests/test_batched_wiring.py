@@ -19,6 +19,7 @@ from baselines.experiments.compare import sweep as compare
 from baselines.lib import protocol, protocol_runs, runs, sweeps, trainers
 from baselines.lib.results import ResultsFile
 from baselines.lib.runner import Batching, RunFailed, batch_sizes, run_resumable
+from tests import runs_files
 
 DOORS = "DilutedDoors-v1"
 CALLS: list[list[int]] = []
@@ -154,7 +155,7 @@ def test_benchmark_keys_sb3_as_shipped_and_batched_apart(tmp_path):
     lite = rb1.tier("lite")
     sb3 = protocol_runs.plan(rb1, lite, "ppo", tmp_path)
     batched = protocol_runs.plan(rb1, lite, "ppo", tmp_path, trainer="batched")
-    shipped = protocol_runs.reference_path(rb1, "lite", "ppo").read_text().splitlines()
+    shipped = runs_files.text(protocol_runs.reference_path(rb1, "lite", "ppo")).splitlines()
     assert {runs.key(j) for j in sb3} == {json.loads(r)["key"] for r in shipped}
     assert not {runs.key(j) for j in batched} & {runs.key(j) for j in sb3}
     assert all("trainer" not in json.loads(r) for r in shipped)  # old rows: no field, sb3

@@ -14,6 +14,7 @@ import pytest
 
 from baselines.lib import records, runs, specs
 from baselines.lib.results import ResultsFile
+from tests import runs_files
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCES = ROOT / "baselines" / "references" / "rb1" / "lite"
@@ -82,8 +83,8 @@ def test_benchmark_plans_the_shipped_references_keys():
         for method in protocol.REFERENCE_METHODS:
             jobs = protocol_runs.plan(rb1, tier, method, Path(configs))
             keys = {runs.key(j) for j in jobs}
-            path = REFERENCES / f"{protocol_runs.method_slug(method)}.jsonl"
-            shipped = {json.loads(line)["key"] for line in path.read_text().splitlines()}
+            path = REFERENCES / f"{protocol_runs.method_slug(method)}.jsonl.gz"
+            shipped = {json.loads(line)["key"] for line in runs_files.text(path).splitlines()}
             assert keys == shipped, method
 
 

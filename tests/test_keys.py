@@ -14,7 +14,7 @@ import pytest
 
 from baselines.lib import data, protocol, runs
 from routine_envs import plugins
-from tests import children
+from tests import children, runs_files
 
 ROOT = Path(__file__).resolve().parents[1]
 NUMBERS = "d151f85f875131d1b076dd412fea79fbe106cd40064c333267c222e1469cd433"
@@ -34,10 +34,10 @@ def numbers_digest(root: Path) -> str:
     import hashlib
 
     digest = hashlib.sha256()
-    paths = sorted(p for name in MIGRATED for p in (root / name).glob("*/*.jsonl"))
-    for path in paths:
-        digest.update(str(path.relative_to(root)).encode())
-        for line in path.read_text().splitlines():
+    paths = sorted(p for name in MIGRATED for p in (root / name).glob("*/*.jsonl.gz"))
+    for path in paths:  # named as they were before they shipped compact: the same digest
+        digest.update(str(path.relative_to(root)).removesuffix(".gz").encode())
+        for line in runs_files.text(path).splitlines():
             row = json.loads(line)
             row.pop("key", None)
             (row.get("estimator") or {}).pop("code", None)
@@ -54,8 +54,8 @@ def test_every_shipped_row_has_its_own_fields_key():
     rewrote the code fingerprint in both places alike)."""
     rows = [
         json.loads(line)
-        for path in sorted(data.REFERENCES.glob("*/*/*.jsonl"))
-        for line in path.read_text().splitlines()
+        for path in sorted(data.REFERENCES.glob("*/*/*.jsonl.gz"))
+        for line in runs_files.text(path).splitlines()
     ]
     assert len(rows) > 10_000
     assert [r["key"] for r in rows if runs.key(r) != r["key"]] == []

@@ -26,6 +26,7 @@ from routine_envs.episodes import (
     UndeclaredFieldError,
 )
 from routine_envs.sampler import ModelSampler
+from tests import runs_files
 from tests.utils import tiny_training_run
 
 ENV_ID, KWARGS = "DilutedDoors-v1", {"num_floors": 1, "routine_length": 2}
@@ -325,12 +326,13 @@ def test_old_rows_read_with_their_built_in_methods_privileged_fields(tmp_path):
         'detector_masked{"detector": "critic"}': [],
     }
     found = {}
-    for path in sorted(folder.glob("*.jsonl")):
+    for path in sorted(folder.glob("*.jsonl.gz")):
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
         store = ResultsFile(path, runs.SCHEMA, runs.TrainingRecord.check, records.upgrade)
         rows = store.read()
         assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
-        assert all("privileged_fields" not in json.loads(line) for line in path.open())
+        lines = runs_files.text(path).splitlines()
+        assert all("privileged_fields" not in json.loads(line) for line in lines)
         for row in rows:
             found.setdefault(row["method"], set()).add(tuple(row["privileged_fields"]))
             assert runs.TrainingRecord.from_row(row).row() == row

@@ -16,7 +16,7 @@ import pytest
 from baselines import commands
 from baselines.experiments.benchmark import manifest, scores
 from baselines.lib import protocol, protocol_runs, runs
-from tests import children
+from tests import children, runs_files
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "baselines" / "references" / "rb1" / "lite"
@@ -34,9 +34,9 @@ def test_the_shipped_references_match_their_pinned_manifest(version, tier):
     entries = manifest.read_manifest(listing)
     loaded = protocol.load_protocol(version)
     slugs = [protocol_runs.method_slug(m) for m in loaded.references_of(tier)]
-    shipped = {f"{slug}.jsonl" for slug in slugs}
+    shipped = {f"{slug}.jsonl.gz" for slug in slugs}
     if loaded.tuning is not None:  # and each method's tuned column: its runs and its choice
-        shipped |= {f"{slug}+tuned.{ext}" for slug in slugs for ext in ("jsonl", "json")}
+        shipped |= {f"{slug}+tuned.{ext}" for slug in slugs for ext in ("jsonl.gz", "json")}
     # every reference method, nothing else but (after rb1) their lab rows
     assert set(entries) - {manifest.LAB_FILE} == shipped
     assert (manifest.LAB_FILE in entries) == (version != "rb1")
@@ -50,11 +50,11 @@ def test_the_shipped_references_match_their_pinned_manifest(version, tier):
 
 def test_a_manifest_written_for_a_tuned_tier_reads_back(tmp_path):
     for name in ["ppo.jsonl", "ppo+tuned.jsonl", "ppo+tuned.json", manifest.LAB_FILE]:
-        (tmp_path / name).write_text("{}\n")
-    path, _ = manifest.write_manifest(tmp_path)
+        (tmp_path / name).write_text('{"seed": 0}\n')
+    path, _ = manifest.write_manifest(tmp_path)  # the runs files compacted first
     assert set(manifest.read_manifest(path)) == {
-        "ppo.jsonl",
-        "ppo+tuned.jsonl",
+        "ppo.jsonl.gz",
+        "ppo+tuned.jsonl.gz",
         "ppo+tuned.json",
         manifest.LAB_FILE,
     }
@@ -84,7 +84,7 @@ def test_every_shipped_reference_row_is_a_run_of_the_released_protocol_file(
         )
         keys = {runs.key(job) for job in jobs}
         path = protocol_runs.reference_path(loaded, tier, method)
-        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        rows = [json.loads(line) for line in runs_files.text(path).splitlines()]
         assert {json.dumps(r["protocol"]) for r in rows} == {
             json.dumps({"version": version, "sha256": protocol.RELEASED[version]})
         }, path.name
@@ -115,11 +115,13 @@ def test_restamping_changed_nothing_but_the_protocol_hash(tier):
     ``protocol.sha256`` and, since the keys were migrated to the syntax-tree fingerprint
     (tests/test_keys.py), the code fingerprint in ``estimator.code`` and in the key."""
     folder = ROOT / "baselines" / "references" / "rb2" / tier
-    for path in sorted(folder.glob("*.jsonl")):
-        before = git_show(RESTAMPED_FROM, path)
+    paths = sorted(folder.glob("*.jsonl.gz"))
+    assert paths
+    for path in paths:
+        before = git_show(RESTAMPED_FROM, path.with_name(path.name.removesuffix(".gz")))
         if before is None:
             pytest.skip(f"not a git checkout with commit {RESTAMPED_FROM}")
-        old, new = before.decode().split("\n"), path.read_text().split("\n")
+        old, new = before.decode().split("\n"), runs_files.text(path).split("\n")
         assert len(old) == len(new) and old[-1] == new[-1] == "", path.name
         for was, now in zip(old[:-1], new[:-1], strict=True):
             was_row, now_row = json.loads(was), json.loads(now)
@@ -142,7 +144,7 @@ def test_a_card_lists_one_protocol_file_for_its_runs_and_the_references(tmp_path
     out = tmp_path / "out"
     mine = out / "rb2" / "lite" / "ppo" / "results.jsonl"
     mine.parent.mkdir(parents=True)
-    shutil.copy(ROOT / "baselines" / "references" / "rb2" / "lite" / "ppo.jsonl", mine)
+    mine.write_text(runs_files.text(manifest.shipped_folder("rb2", "lite") / "ppo.jsonl.gz"))
     argv = ["report", "--method", "ppo", "--tier", "lite", "--env-id", "CodeFix-v1"]
     card = commands.main(["benchmark", *argv, "--no-lab", "--out", str(out)])
     header = json.loads((card / "scores.json").read_text())["header"]
@@ -161,13 +163,13 @@ def shipped_copy(tmp_path, monkeypatch):
 
 
 def edit_one_success(folder: Path) -> None:
-    """The issue's reproducer: one ppo.jsonl row's success set to 1.0."""
-    path = folder / "ppo.jsonl"
-    rows = path.read_text().splitlines()
+    """The issue's reproducer: one ppo.jsonl.gz row's success set to 1.0."""
+    path = folder / "ppo.jsonl.gz"
+    rows = runs_files.text(path).splitlines()
     row = json.loads(rows[0])
     row["success"] = [1.0] * len(row["success"])
     rows[0] = json.dumps(row)
-    path.write_text("\n".join(rows) + "\n")
+    runs_files.write(path, "\n".join(rows) + "\n")
 
 
 @pytest.mark.parametrize(
@@ -188,7 +190,7 @@ def test_an_edited_reference_row_is_refused_naming_the_file(argv, shipped_copy, 
         commands.main(["benchmark", *argv, "--out", str(out)])
     err = capsys.readouterr().err.strip()
     assert end.value.code == 2, err
-    assert len(err.splitlines()) == 1 and str(shipped_copy / "ppo.jsonl") in err
+    assert len(err.splitlines()) == 1 and str(shipped_copy / "ppo.jsonl.gz") in err
     assert "changed" in err and "--unverified-references" in err
     assert not (out / "rb1").exists()  # refused before any run, report or leaderboard
 
@@ -198,20 +200,20 @@ def test_an_edited_reference_row_is_refused_naming_the_file(argv, shipped_copy, 
     ["add a row", "delete a file", "add a file", "edit the manifest", "re-list the manifest"],
 )
 def test_every_change_to_the_shipped_files_is_caught(damage, shipped_copy):
-    ppo = shipped_copy / "ppo.jsonl"
+    ppo = shipped_copy / "ppo.jsonl.gz"
     if damage == "add a row":
-        ppo.write_text(ppo.read_text() + ppo.read_text().splitlines()[0] + "\n")
+        lines = runs_files.text(ppo)
+        runs_files.write(ppo, lines + lines.splitlines()[0] + "\n")
     elif damage == "delete a file":
         ppo.unlink()
-    elif damage == "add a file":
-        (shipped_copy / "ppo.jsonl").rename(shipped_copy / "spare.jsonl")
-        shutil.copy(shipped_copy / "spare.jsonl", shipped_copy / "ppo.jsonl")
+    elif damage == "add a file":  # and a plain JSON lines copy is a file too
+        (shipped_copy / "spare.jsonl").write_text(runs_files.text(ppo))
         (shipped_copy / manifest.MANIFEST_NAME).write_text(
-            manifest.manifest_text(shipped_copy).replace("ppo.jsonl", "nothing.jsonl")
+            manifest.manifest_text(shipped_copy).replace("spare.jsonl", "nothing.jsonl")
         )
     elif damage == "edit the manifest":
         listing = shipped_copy / manifest.MANIFEST_NAME
-        listing.write_text(listing.read_text().replace("ppo.jsonl", "ppo2.jsonl"))
+        listing.write_text(listing.read_text().replace("ppo.jsonl.gz", "ppo2.jsonl.gz"))
     else:  # the edit, and a manifest regenerated to match it: the pin still catches it
         edit_one_success(shipped_copy)
         manifest.write_manifest(shipped_copy)
@@ -248,12 +250,12 @@ def test_unverified_references_are_used_only_when_asked_and_every_output_says_so
     text = board.read_text()
     assert board == out / "rb1" / "lite" / "LEADERBOARD.md"
     assert text.splitlines()[0].endswith("(unverified references)")
-    assert "**Unverified references**" in text and "ppo.jsonl: changed" in text
+    assert "**Unverified references**" in text and "ppo.jsonl.gz: changed" in text
     assert text.split("\n", 3)[3] != clean.read_text().split("\n", 1)[1]  # the edit counts
     # a report card against them: the method's own runs are a copy of trajectory_mc's refs
     mine = out / "rb1" / "lite" / "trajectory_mc" / "results.jsonl"
     mine.parent.mkdir(parents=True)
-    shutil.copy(shipped_copy / "trajectory_mc.jsonl", mine)
+    mine.write_text(runs_files.text(shipped_copy / "trajectory_mc.jsonl.gz"))
     card = commands.main(
         ["benchmark", "report", "--method", "trajectory_mc", "--protocol", "rb1", "--no-lab", *flag]
     )
@@ -261,7 +263,7 @@ def test_unverified_references_are_used_only_when_asked_and_every_output_says_so
     assert report_md.splitlines()[0].endswith("(unverified references)")
     assert "**unverified references**: UNVERIFIED REFERENCES" in report_md
     assert (
-        "ppo.jsonl: changed"
+        "ppo.jsonl.gz: changed"
         in json.loads((card / "scores.json").read_text())["header"]["unverified references"]
     )
     rows = (card / "scores.csv").read_text().splitlines()
@@ -431,8 +433,9 @@ def test_the_equivalence_study_reads_the_references_through_the_manifest(
     checking them (a one-byte edit gave ``Expecting value``); now the edited file is named."""
     from baselines import commands
 
-    ppo = shipped_copy / "ppo.jsonl"
-    ppo.write_bytes(b" " + ppo.read_bytes()[1:])  # one byte: the first row is no JSON object
+    ppo = shipped_copy / "ppo.jsonl.gz"
+    data = ppo.read_bytes()
+    ppo.write_bytes(data[:100] + bytes([data[100] ^ 1]) + data[101:])  # one byte
     argv = ["equivalence", "--protocol", "rb1", "--tier", "lite", "--methods", "ppo"]
     with pytest.raises(SystemExit) as end:
         commands.main([*argv, "--no-train", "--out", str(tmp_path / "out")])
@@ -443,5 +446,5 @@ def test_the_equivalence_study_reads_the_references_through_the_manifest(
     # the analysis reads the references it is handed, checked, and nothing else
     from baselines.experiments.benchmark import equivalence_analysis as analysis
 
-    with pytest.raises(manifest.UnverifiedReferences, match=r"ppo\.jsonl: changed"):
+    with pytest.raises(manifest.UnverifiedReferences, match=r"ppo\.jsonl\.gz: changed"):
         analysis.load_references("rb1", "lite", ["ppo"])

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +20,7 @@ from baselines.lib.results import ResultsFile
 from baselines.lib.runner import RunFailed, run_resumable
 from baselines.lib.runs import Run
 from baselines.lib.runs import key as run_key
+from tests import runs_files
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "baselines" / "references" / "rb1" / "lite"
@@ -344,7 +344,7 @@ def test_env_id_limits_every_section_and_the_wall_time_is_the_commands(tmp_path,
     out = tmp_path / "out"
     folder = out / "rb1" / "lite" / "rloo"
     folder.mkdir(parents=True)
-    shutil.copy(SHIPPED / "rloo.jsonl", folder / "results.jsonl")
+    (folder / "results.jsonl").write_text(runs_files.text(SHIPPED / "rloo.jsonl.gz"))
     age_before = report.command_seconds(0.0)
     argv = ["report", "--method", "rloo", "--protocol", "rb1", "--tier", "lite"]
     argv += ["--env-id", "DilutedDoors-v1"]

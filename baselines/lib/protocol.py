@@ -36,15 +36,15 @@ RELEASED: dict[str, str] = {
 """SHA-256 of each released protocol file (checked on load): a released file is never edited,
 a change is a new version."""
 REFERENCE_MANIFESTS: dict[str, dict[str, str]] = {
-    "rb1": {"lite": "e1bd0e4ab516c8f386330e888953b38c1e336f8994871fb0900ba8028cb52266"},
+    "rb1": {"lite": "bb7c4e8aca2cc47bb3dcef316d06f742890bcf392690194ac9f6ace75a1c85be"},
     "rb2": {
-        "lite": "61d24730a9b24bbec2184e2f561026d9a43262740f90967fc706eb20b8633160",
-        "paper": "1de19a2a81d8342b14580cad5d5c29529161dc7789f73954dfc43a3e0cdec879",
-        "full": "70a9609977a9f2b8c4d28a56d111b8b93693e4d766ade97eda33a00cf15e6857",
+        "lite": "f105980ed027950fff43c14ff813d828854c42110f9489b584604eb587cec09e",
+        "paper": "bf813407b751af314d28b6b7f6c8ee1ad752d20b50c5e3baa013b8d5010abf2b",
+        "full": "f0828cd23888201670e82683ddd4edd14f26cb4f15469dd3f23addd2da45d732",
     },
     "rb3": {
-        "lite": "eb40b94d00fe968d949074976658124c976d4462f8ab3876b4a0cc0bc3a748f9",
-        "paper": "1f4f807dd23fcd4b5241da07499acc34c51b2fcc9dd8e43aeddf52aa262da454",
+        "lite": "767a33fff05bd88b3acdd691e67f535fa9d4918fdeb181922be0e984051dd03d",
+        "paper": "1aa79c04a034d09546a1812c36271c790a2255a079119e99d369335467c0d6b1",
     },
 }
 """SHA-256 of the manifest of each version's shipped reference tiers

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from baselines.lib import data, trainers
+from baselines.lib import compact_runs, data, trainers
 from baselines.lib.backend import BackendArgs
 from baselines.lib.protocol import Protocol, Tier
 from baselines.lib.records import upgrade
@@ -44,8 +44,9 @@ def method_slug(method: str) -> str:
 
 
 def reference_path(protocol: Protocol, tier: str, method: str) -> Path:
-    """Where the reference results of ``method`` ship."""
-    return REFERENCE_DIR / protocol.version / tier / f"{method_slug(method)}.jsonl"
+    """Where the reference results of ``method`` ship (compact where they are:
+    :func:`~baselines.lib.compact_runs.runs_path`)."""
+    return compact_runs.runs_path(REFERENCE_DIR / protocol.version / tier, method_slug(method))
 
 
 def write_configs(protocol: Protocol, folder: Path) -> dict[str, Path]:

@@ -35,6 +35,8 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from baselines.lib import compact_runs
+
 try:
     import fcntl
 except ImportError:  # not POSIX: no advisory locks
@@ -228,6 +230,8 @@ class ResultsFile:
         """Make sure records can be appended and runs claimed (the folder, lock file and claims
         folder created if need be), before any work; ``ValueError`` saying why not."""
         where = self.path.parent
+        if compact_runs.is_compact(self.path):
+            raise ValueError(f"cannot write results to {self.path}: a compact file is read only")
         try:
             where.mkdir(parents=True, exist_ok=True)
         except (FileExistsError, NotADirectoryError):
@@ -279,8 +283,11 @@ class ResultsFile:
         written (not even a lock file: for shipped or read-only files)."""
         if not self.path.exists():
             return []
-        with _flock(self.lock_path, exclusive=False, create=False):
-            good, bad = self._parse(self.path.read_bytes())
+        if compact_runs.is_compact(self.path):  # a shipped artefact: never written, no lock
+            good, bad = self._parse(compact_runs.read_lines(self.path))
+        else:
+            with _flock(self.lock_path, exclusive=False, create=False):
+                good, bad = self._parse(self.path.read_bytes())
         for _, _, why in bad:
             report(f"{self.path}: {why}; skipped (read only)")
         return good
@@ -290,9 +297,12 @@ class ResultsFile:
         moved to ``*.rejected.jsonl`` (line number and reason) and the file is rewritten
         atomically, under the file's lock and from the file as it is then (so no append made
         meanwhile is lost); where the lock or the files cannot be written, nothing is moved and
-        the report says so. A clean file is only read (nothing is written, no lock file)."""
+        the report says so. A clean file is only read (nothing is written, no lock file), and
+        so is a compact file (:mod:`~baselines.lib.compact_runs`), whatever it holds."""
         if not self.path.exists():
             return []
+        if compact_runs.is_compact(self.path):
+            return self.read(report)
         with _flock(self.lock_path, exclusive=False, create=False):
             data = self.path.read_bytes()
         good, bad = self._parse(data)
@@ -361,7 +371,10 @@ class ResultsFile:
         returning; ``True`` when it is in the file. After a partial last line (a crash) the
         record starts a new line. An invalid record (a NaN success, ...) goes to the rejected
         file with its reason instead; a record that cannot be written is kept in a fallback
-        file (and the file is left as it was). Both are reported; ``False`` then."""
+        file (and the file is left as it was). Both are reported; ``False`` then.
+        ``ValueError`` for a compact file (read only)."""
+        if compact_runs.is_compact(self.path):
+            raise ValueError(f"cannot append to {self.path}: a compact file is read only")
         try:
             self.validate(record)
         except InvalidRecord as err:

@@ -12,7 +12,7 @@ PY=${PY:-.venv/bin/python}
 src=computing/rb3/$tier/references
 dest=baselines/references/rb3/$tier
 mkdir -p "$dest"
-cp "$src"/*.jsonl "$src"/*+tuned.json "$dest"/
+cp "$src"/*.jsonl "$src"/*+tuned.json "$dest"/  # --write-manifest compacts them
 $PY -m baselines benchmark references --protocol rb3 --tier "$tier" --write-manifest
 echo "then: pin it, and"
 echo "  $PY -m baselines benchmark leaderboard --protocol rb3 --tier $tier --out /tmp/lb && cp /tmp/lb/rb3/$tier/LEADERBOARD.md $dest/"

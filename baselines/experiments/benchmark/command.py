@@ -59,7 +59,7 @@ from baselines.experiments.benchmark.reading import (
     load_references,
     planned_records,
 )
-from baselines.lib import cli, protocol_runs, trainers
+from baselines.lib import cli, compact_runs, protocol_runs, trainers
 from baselines.lib import protocol as protocols
 from baselines.lib.backend import BackendArgs
 from baselines.lib.results import write_atomic
@@ -278,7 +278,9 @@ def list_references(
     listed, found = {}, {}
     runs = protocol.tier(tier).num_runs_per_method
     for method in protocol.references_of(tier):
-        every = load_records(folder / f"{protocol_runs.method_slug(method)}.jsonl", read_only=True)
+        every = load_records(
+            compact_runs.runs_path(folder, protocol_runs.method_slug(method)), read_only=True
+        )
         jobs = protocol_runs.plan(
             protocol, protocol.tier(tier), method, configs, trainer=protocol.trainer
         )
@@ -569,7 +571,9 @@ def tune(args: BenchmarkArgs, protocol: protocols.Protocol) -> Path:
     if args.references_dir is not None:  # a maintainer computing the tuned references
         cli.check_output_folder(args.references_dir, "--references-dir")
         results, choice_path = tuning.tuned_paths(args.references_dir, args.method)
-        default_results = args.references_dir / f"{protocol_runs.method_slug(args.method)}.jsonl"
+        default_results = compact_runs.runs_path(
+            args.references_dir, protocol_runs.method_slug(args.method)
+        )
         write_atomic(choice_path, json.dumps(choice, indent=1))
     runs = tuning.tuned_runs(defaults, chosen, tier)
     reused = tuning.reuse_defaults(runs, default_results, results)

@@ -1,7 +1,8 @@
 """The shipped references are read-only and verified before any command reads them.
 
 ``baselines/references/<version>/<tier>/MANIFEST.sha256`` lists the SHA-256 of every reference
-file of the tier (one ``<method slug>.jsonl`` per reference method), in ``sha256sum`` format
+file of the tier (one ``<method slug>.jsonl.gz`` per reference method, in the compact format of
+:mod:`~baselines.lib.compact_runs`), in ``sha256sum`` format
 (``sha256sum -c MANIFEST.sha256`` in the folder checks them by hand), and
 :data:`~baselines.lib.protocol.REFERENCE_MANIFESTS` pins the manifest's own
 SHA-256 beside the protocol's. :func:`open_references` checks both: a changed, added or missing
@@ -11,26 +12,29 @@ every table built from them says so in its header (:attr:`References.status`).
 
 Shipping new references (a maintainer): compute them into a folder of your own
 (``benchmark references --compute``), copy the ``.jsonl`` files into the tier's folder, run
-``benchmark references --write-manifest`` (:func:`write_manifest`) and pin the SHA-256 it prints
-in ``REFERENCE_MANIFESTS``.
+``benchmark references --write-manifest`` (:func:`write_manifest`: it compacts them first, each
+checked to decode to its JSON lines byte for byte) and pin the SHA-256 it prints in
+``REFERENCE_MANIFESTS``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from baselines.lib import compact_runs, protocol_runs
 from baselines.lib import protocol as protocols
-from baselines.lib import protocol_runs
 from baselines.lib.results import write_atomic
 
 MANIFEST_NAME = "MANIFEST.sha256"
 MAX_MANIFEST_BYTES = 100_000
 LINE = re.compile(r"([0-9a-f]{64}) [ *]([A-Za-z0-9_.+-]+)")
 """One manifest line: a SHA-256 and a bare file name (a tuned column's files are named
-``<slug>+tuned.jsonl``; no ``/``, so a line never names a file outside the folder)."""
+``<slug>+tuned.jsonl.gz``; no ``/``, so a line never names a file outside the folder)."""
 
 
 class UnverifiedReferences(ValueError):
@@ -42,7 +46,7 @@ class References:
     """Where a tier's references are read from, and whether they are the shipped ones.
 
     Attributes:
-        folder: the folder of ``<method slug>.jsonl`` files.
+        folder: the folder of ``<method slug>.jsonl.gz`` files (or ``.jsonl``: computed ones).
         verified: every file matches the pinned manifest.
         status: one line for the header of every table built from them ("verified ..." or
             "UNVERIFIED REFERENCES: ...").
@@ -53,8 +57,8 @@ class References:
     status: str
 
     def path(self, method: str) -> Path:
-        """The reference file of ``method``."""
-        return self.folder / f"{protocol_runs.method_slug(method)}.jsonl"
+        """The reference file of ``method`` (:func:`~baselines.lib.compact_runs.runs_path`)."""
+        return compact_runs.runs_path(self.folder, protocol_runs.method_slug(method))
 
 
 def shipped_folder(version: str, tier: str) -> Path:
@@ -76,11 +80,16 @@ LAB_FILE = "LAB.json"
 
 
 def reference_files(folder: Path) -> dict[str, Path]:
-    """The reference files in ``folder`` (every ``*.jsonl``: one per reference method of the
-    tier and, under a protocol with tuning, one per method's tuned column, whatever the
-    protocol lists, so an added file is noticed too; the tuned columns' choices,
-    ``*+tuned.json``; and ``LAB.json``, their lab rows, where it is there), by file name."""
-    paths = [*sorted(folder.glob("*.jsonl")), *sorted(folder.glob("*+tuned.json"))]
+    """The reference files in ``folder`` (every runs file, ``*.jsonl.gz`` or ``*.jsonl``: one
+    per reference method of the tier and, under a protocol with tuning, one per method's tuned
+    column, whatever the protocol lists, so an added file is noticed too; the tuned columns'
+    choices, ``*+tuned.json``; and ``LAB.json``, their lab rows, where it is there), by file
+    name."""
+    paths = [
+        *sorted(folder.glob(f"*{compact_runs.SUFFIX}")),
+        *sorted(folder.glob("*.jsonl")),
+        *sorted(folder.glob("*+tuned.json")),
+    ]
     paths.append(folder / LAB_FILE)
     return {p.name: p for p in paths if p.is_file()}
 
@@ -107,11 +116,29 @@ def manifest_text(folder: Path) -> str:
     return "".join(f"{file_sha256(files[name])}  {name}\n" for name in sorted(files))
 
 
-def write_manifest(folder: Path) -> tuple[Path, str]:
-    """Write ``folder``'s manifest (atomically); its path and its SHA-256, the value to pin in
+def compact_references(folder: Path, report: Callable[[str], Any] = print) -> None:
+    """Rewrite every ``*.jsonl`` runs file in ``folder`` as ``*.jsonl.gz``
+    (:func:`~baselines.lib.compact_runs.pack`: checked to decode to the same bytes), removing
+    the JSON lines file; ``ValueError`` naming the first file that would not come back (it and
+    the later ones are left as they were), or that would overwrite a different compact file."""
+    for source in sorted(folder.glob("*.jsonl")):
+        data = source.read_bytes()
+        payload = compact_runs.pack(data, str(source))
+        target = compact_runs.compact_name(source)
+        if target.is_file() and target.read_bytes() != payload:
+            raise ValueError(f"{source}: {target.name} exists with other runs; remove one")
+        write_atomic(target, payload)
+        source.unlink()
+        report(f"compacted {source.name}: {len(data):,} -> {len(payload):,} bytes")
+
+
+def write_manifest(folder: Path, report: Callable[[str], Any] = print) -> tuple[Path, str]:
+    """Compact ``folder``'s runs files (:func:`compact_references`) and write its manifest
+    (atomically); its path and its SHA-256, the value to pin in
     :data:`~baselines.lib.protocol.REFERENCE_MANIFESTS`."""
     if not reference_files(folder):
         raise ValueError(f"--references-dir {folder}: no reference files to list")
+    compact_references(folder, report)
     path = folder / MANIFEST_NAME
     write_atomic(path, manifest_text(folder))
     return path, file_sha256(path)

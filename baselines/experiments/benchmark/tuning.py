@@ -35,7 +35,7 @@ import numpy as np
 
 from baselines.experiments.benchmark.manifest import MAX_MANIFEST_BYTES, References
 from baselines.experiments.benchmark.reading import load_records
-from baselines.lib import protocol_runs
+from baselines.lib import compact_runs, protocol_runs
 from baselines.lib.protocol import Protocol, Tier, Tuning
 from baselines.lib.runs import Run, key, replace
 from baselines.lib.scoring import normalized_auc
@@ -227,14 +227,16 @@ def markdown(chosen: Mapping[str, Record], found: Mapping[str, list[Record]]) ->
 
 
 TUNED_SUFFIX = "+tuned"
-"""A method's tuned column beside its references: ``<slug>+tuned.jsonl`` (the runs) and
-``<slug>+tuned.json`` (the chosen values per family, ``benchmark tune``'s ``TUNED.json``)."""
+"""A method's tuned column beside its references: ``<slug>+tuned.jsonl.gz`` (the runs; ``.jsonl``
+where they are computed) and ``<slug>+tuned.json`` (the chosen values per family,
+``benchmark tune``'s ``TUNED.json``)."""
 
 
 def tuned_paths(folder: Path, method: str) -> tuple[Path, Path]:
-    """``(runs, choice)`` of ``method``'s tuned column in a references folder."""
+    """``(runs, choice)`` of ``method``'s tuned column in a references folder (the runs file:
+    :func:`~baselines.lib.compact_runs.runs_path`)."""
     stem = f"{protocol_runs.method_slug(method)}{TUNED_SUFFIX}"
-    return folder / f"{stem}.jsonl", folder / f"{stem}.json"
+    return compact_runs.runs_path(folder, stem), folder / f"{stem}.json"
 
 
 def load_tuned_references(
