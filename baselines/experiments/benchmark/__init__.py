@@ -90,6 +90,15 @@ BENCHMARK = Group(
             "rerun_seed",
         ),
         _benchmark(
+            "verify-submissions",
+            "verify every entry of the submissions registry (submissions/<protocol>/<tier>/"
+            "<name>/), one line each; --rerun K trains K runs of each again (running its code)",
+            "submissions",
+            "rerun",
+            "rerun_seed",
+            "rerun_budget",
+        ),
+        _benchmark(
             "tune",
             "the method's tuned column (a protocol with tuning, rb3): the search on the tuning "
             "seeds, the chosen values per setting family, the tuned runs on the scoring seeds",
