@@ -82,11 +82,8 @@ class Checked:
 
     def rerun_text(self) -> str:
         """The reruns as words: which matched (with the seed), or why there were none."""
-        if self.reruns:
-            return (
-                f"{len(self.reruns)} runs trained again match their rows bit for bit (seed "
-                f"{self.rerun_seed}): {', '.join(self.reruns)}"
-            )
+        if self.verdict and self.reruns:
+            return f"{self.verdict.rerun_text()} (seed {self.rerun_seed})"
         return f"no run trained again ({self.no_rerun})"
 
     def line(self) -> str:
