@@ -100,7 +100,10 @@ def leaderboard_section(entries: Sequence[Checked], found: Mapping[str, Any]) ->
             score = f"n/a ({html.escape(placed[:120])})"
         else:
             (est, low, high), below, of = placed
-            score = f"{est:.3f} [{low:.3f}, {high:.3f}]; above {below} of {of} references"
+            score = (
+                f"{est:.3f} [{low:.3f}, {high:.3f}]; above {below} of the {of} references' "
+                "IQM, default"
+            )
         rows.append(
             [
                 method_cell(entry, "../"),
@@ -147,19 +150,39 @@ def index_section(entries: Sequence[Checked]) -> str:
     )
 
 
+def versions_text(found: Any) -> str:
+    """The runs' package versions (a list of ``{package: version}``) as ``package version``
+    words; each set apart by ``;``."""
+    sets = found if isinstance(found, list) else []
+    return (
+        "; ".join(", ".join(f"{k} {v}" for k, v in s.items()) for s in sets if isinstance(s, dict))
+        or "n/a"
+    )
+
+
+BOUNDS = {"upper bound": "<= ", "lower bound": ">= ", "exact": ""}
+"""How the headline's bounds read in a cell (the leaderboard's marks)."""
+
+
 def headline_rows(manifest: Mapping[str, Any]) -> list[list[str]]:
-    """The manifest's headline per setting, as table cells."""
+    """The manifest's headline per setting, as table cells (a bound marked as the leaderboard
+    marks it: ``<=``, ``>=``)."""
+
+    def cell(value: Any, bound: Any, text: str) -> str:
+        if not isinstance(value, int | float):
+            return "n/a"
+        return html.escape(BOUNDS.get(str(bound), f"{str(bound)[:20]} ") + text.format(value))
+
     out = []
     for setting, h in (manifest.get("headline") or {}).items():
-        exponent = h.get("exponent")
+        h = h if isinstance(h, dict) else {}
+        rho = h.get("lowest_rho")
         out.append(
             [
                 f"<code>{html.escape(str(setting))}</code>",
-                html.escape(f"{(h.get('exponent_bound') or '')} {exponent:.3g}".strip())
-                if isinstance(exponent, float)
-                else "n/a",
-                html.escape(f"1/{1 / h['lowest_rho']:.0f}" if h.get("lowest_rho") else "n/a"),
-                html.escape(f"{h['steps_iqm']:,.0f}" if h.get("steps_iqm") else "censored"),
+                cell(h.get("exponent"), h.get("exponent_bound"), "{:.3g}"),
+                html.escape(f"1/{1 / rho:.0f}") if isinstance(rho, float) and rho > 0 else "n/a",
+                cell(h.get("steps_iqm"), h.get("steps_bound"), "{:,.0f}"),
                 html.escape(str(h.get("reached"))),
             ]
         )
@@ -187,7 +210,7 @@ def write_page(entry: Checked, out: Path, checkout: str, nav: Sequence[tuple[str
          + (" (a partial submission)" if entry.fields["partial"] else "")],
         ["privileged fields read", html.escape(", ".join(privileged_of(entry)) or "none")],
         ["made at commit", f"<code>{html.escape(str(entry.manifest.get('git_commit')))}</code>"],
-        ["package versions", html.escape(str(entry.manifest.get("package_versions")))],
+        ["package versions", html.escape(versions_text(entry.manifest.get("package_versions")))],
         ["verified", f'<span class="badge">verified</span> by checkout <code>'
          f"{html.escape(checkout)}</code>: every part of the bundle rebuilds from its rows"],
         ["reruns", html.escape(entry.rerun_text())],
@@ -213,11 +236,13 @@ def write_page(entry: Checked, out: Path, checkout: str, nav: Sequence[tuple[str
         else ""
     )
     body = (
-        f"{back}\n{pages.table(['', ''], facts)}\n<h2>Headline</h2>\n{headline}\n{code}"
+        f"{back}\n{pages.table(['', 'this submission'], facts)}\n"
+        f"<h2>Headline</h2>\n{headline}\n{code}"
         f'<h2>Its report card</h2>\n<p class="note">Rebuilt from the bundle\'s rows by the '
         f'verification (<a href="report.md">as Markdown</a>, <a href="scores.json">'
         f"scores.json</a>).</p>\n{figures}\n{pages.markdown(report)}"
     )
     title = f"Submission {entry.fields['method'][:80]} on {entry.where.rsplit('/', 1)[0]}"
+    body = f"<h1>{html.escape(title)}</h1>\n{body}"
     (folder / "index.html").write_text(pages.page(title, body, 2, nav))
     return page_path(entry)
