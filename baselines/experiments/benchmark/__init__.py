@@ -89,14 +89,18 @@ BENCHMARK = Group(
             "rerun",
             "rerun_seed",
         ),
-        _benchmark(
+        Command(  # reads no references of its own choosing: none of their flags
             "verify-submissions",
             "verify every entry of the submissions registry (submissions/<protocol>/<tier>/"
             "<name>/), one line each; --rerun K trains K runs of each again (running its code)",
-            "submissions",
-            "rerun",
-            "rerun_seed",
-            "rerun_budget",
+            f"{_BENCH}:BenchmarkArgs",
+            f"{_BENCH}:main",
+            include=("submissions", "rerun", "rerun_seed", "rerun_budget"),
+            fixed={"command": "verify-submissions"},
+            description="Verify every entry of the submissions registry (submissions/<protocol>/"
+            "<tier>/<name>/: a bundle and its ENTRY.json) as verify-submission verifies one "
+            "bundle, one line each; exit status 1 when one is not verified (docs/benchmark.md, "
+            "'The submissions registry').",
         ),
         _benchmark(
             "tune",

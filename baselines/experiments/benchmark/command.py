@@ -165,8 +165,9 @@ class BenchmarkArgs(BackendArgs):
         default=0,
         metadata={
             "help": "verify-submission(s): train this many of the bundle's runs again and "
-            "compare them bit for bit. THIS RUNS THE SUBMITTER'S CODE (the bundle's method "
-            "source), in a subprocess; without it nothing of the bundle is imported or run",
+            "compare them bit for bit (or to rounding, said per run). THIS RUNS THE SUBMITTER'S "
+            "CODE (the bundle's method source), in a subprocess; without it nothing of the "
+            "bundle is imported or run",
             "min": 0,
         },
     )
