@@ -17,8 +17,8 @@ hash that is itself checked:
   reviewer's seed are trained again in a subprocess and compared with their rows bit for bit,
   but that a float may differ by rounding (:data:`RERUN_ROUNDING`, said per run): the batched
   trainer's exact evaluation of CodeFix rounds the success curve differently when it evaluates
-  40 runs at once than one alone (1 ulp, measured), so a run trained alone in a rerun matches
-  its row only to rounding.
+  40 runs at once than one alone (an ulp or two, measured), so a run trained alone in a rerun
+  matches its row only to rounding.
 
 The lab rows of the card's method (gradient SNR, the advantage probe) come from running its
 code: they are kept as the submitter measured them, and said so.
@@ -54,7 +54,7 @@ RERUN_ROUNDING = 1e-12
 """The largest relative difference of a rerun's float from its row's that is rounding, not
 another result: a run of the batched trainer is bit-identical alone and in a batch but for
 CodeFix's exact success evaluation, whose last bit depends on how many runs are evaluated
-together (measured on rb3 lite: 1.5e-16 between a batch of 40 and a run alone; the evaluator's
+together (measured on rb3 lite: up to 3e-16 between a batch of 40 and a run alone; the evaluator's
 own accuracy against the model is 1e-12). Keys, strings and integers compare exactly."""
 
 
