@@ -89,6 +89,19 @@ BENCHMARK = Group(
             "rerun",
             "rerun_seed",
         ),
+        Command(  # reads no references of its own choosing: none of their flags
+            "verify-submissions",
+            "verify every entry of the submissions registry (submissions/<protocol>/<tier>/"
+            "<name>/), one line each; --rerun K trains K runs of each again (running its code)",
+            f"{_BENCH}:BenchmarkArgs",
+            f"{_BENCH}:main",
+            include=("submissions", "rerun", "rerun_seed", "rerun_budget"),
+            fixed={"command": "verify-submissions"},
+            description="Verify every entry of the submissions registry (submissions/<protocol>/"
+            "<tier>/<name>/: a bundle and its ENTRY.json) as verify-submission verifies one "
+            "bundle, one line each; exit status 1 when one is not verified (docs/benchmark.md, "
+            "'The submissions registry').",
+        ),
         _benchmark(
             "tune",
             "the method's tuned column (a protocol with tuning, rb3): the search on the tuning "

@@ -1,6 +1,6 @@
 """``python -m baselines benchmark {run,report,references,leaderboard,plan,submit,
-verify-submission}``: score a credit-assignment method on a versioned protocol against the
-shipped references.
+verify-submission,verify-submissions,tune}``: score a credit-assignment method on a versioned
+protocol against the shipped references.
 
 - ``run --method SPEC --tier lite``: every run of the tier for the method (a built-in name or
   ``package.module:Name``, either with JSON arguments), resumable through its results file,
@@ -20,6 +20,10 @@ shipped references.
   scored rows, the drops manifest and the method's source (:mod:`~.submission`);
   ``verify-submission --bundle FILE`` rebuilds the scores from such a file and says whether
   they are the card's.
+- ``verify-submissions``: every entry of the submissions registry (``submissions/<protocol>/
+  <tier>/<name>/``, :mod:`~.registry`) verified the same way, one line each; with
+  ``--rerun K`` K runs of each trained again where that can succeed and is cheap enough
+  (:mod:`~.registry_verification`).
 - ``tune --method SPEC --tier lite`` (a protocol with ``tuning``, rb3): the method's tuned
   column: the search on the tuning seeds, the chosen values per setting family, then the tuned
   runs on the scoring seeds, each resumable (:mod:`~.tuning`).
@@ -47,6 +51,8 @@ from baselines.experiments.benchmark import (
     paper,
     planning,
     privileged,
+    registry,
+    registry_verification,
     report,
     scores,
     submission,
@@ -73,6 +79,7 @@ COMMANDS = (
     "plan",
     "submit",
     "verify-submission",
+    "verify-submissions",
     "tune",
 )
 __all__ = ["load_records", "load_references", "planned_records"]  # read by tests and scripts
@@ -157,15 +164,30 @@ class BenchmarkArgs(BackendArgs):
     rerun: int = field(
         default=0,
         metadata={
-            "help": "verify-submission: train this many of the bundle's runs again and compare "
-            "them bit for bit. THIS RUNS THE SUBMITTER'S CODE (the bundle's method source), in a "
-            "subprocess; without it nothing of the bundle is imported or run",
+            "help": "verify-submission(s): train this many of the bundle's runs again and "
+            "compare them bit for bit (or to rounding, said per run). THIS RUNS THE SUBMITTER'S "
+            "CODE (the bundle's method source), in a subprocess; without it nothing of the "
+            "bundle is imported or run",
             "min": 0,
         },
     )
     rerun_seed: int = field(
         default=0,
-        metadata={"help": "verify-submission: the seed that chooses which runs --rerun trains"},
+        metadata={"help": "verify-submission(s): the seed that chooses which runs --rerun trains"},
+    )
+    submissions: Path | None = field(
+        default=None,
+        metadata={
+            "help": "verify-submissions: the registry folder (default: the checkout's submissions/)"
+        },
+    )
+    rerun_budget: float = field(
+        default=600.0,
+        metadata={
+            "help": "verify-submissions: the most CPU seconds an entry's --rerun runs may cost, "
+            "priced before they start (an entry priced above it is verified without reruns)",
+            "min": 0,
+        },
     )
     cores: list[int] = field(
         default_factory=lambda: [2, 8, 32, 128],
@@ -506,6 +528,8 @@ def main(args: BenchmarkArgs) -> Any:
         return references(args, protocol)
     if args.command == "verify-submission":
         return verify_submission(args)
+    if args.command == "verify-submissions":
+        return verify_submissions(args)
     if args.command == "tune":
         return tune(args, protocol)
     if args.command == "leaderboard":
@@ -661,3 +685,31 @@ def verify_submission(args: BenchmarkArgs) -> verification.Verdict:
         path = verdict.write_card(folder, report.git_commit(Path(__file__).parent))
         print(f"the verified card: {path}")
     return verdict
+
+
+def verify_submissions(args: BenchmarkArgs) -> list[registry_verification.Checked]:
+    """Verify every entry of the registry (``--submissions``, default the checkout's) as
+    :func:`verify_submission` verifies one bundle, with ``--rerun K`` reruns of each where it
+    can and within ``--rerun-budget``; print one line per entry and a total. Exit status: 0
+    every entry verified, 1 not (:class:`~routine_envs.cli.CommandFailed`), 2 a root that is
+    not a registry."""
+    root = args.submissions or registry.DEFAULT_ROOT
+    verification.strip_working_folder()  # nothing a bundle unpacked here holds is importable
+    started = time.perf_counter()
+    try:
+        checked = registry_verification.check_registry(
+            root, args.rerun, args.rerun_seed, args.rerun_budget
+        )
+    except registry.InvalidEntry as err:
+        raise ValueError(str(err)) from None
+    for entry in checked:
+        print(entry.line(), flush=True)
+    failed = [c.where for c in checked if not c.verified]
+    print(
+        f"{len(checked)} entries in {root}: {len(checked) - len(failed)} verified"
+        + (f", {len(failed)} NOT verified" if failed else "")
+        + f" ({time.perf_counter() - started:.0f} s)"
+    )
+    if failed:
+        raise CommandFailed(f"--submissions {root}: NOT verified: {', '.join(failed)[:300]}")
+    return checked

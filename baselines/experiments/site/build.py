@@ -1,4 +1,5 @@
-"""``routine-envs site --out DIR``: a static website of the shipped references.
+"""``routine-envs site --out DIR``: a static website of the shipped references and the
+verified submissions.
 
 Pages (every link relative; no server, no JavaScript needed):
 
@@ -12,7 +13,10 @@ Pages (every link relative; no server, no JavaScript needed):
   others (curves, steps against rho, the decisions axis, the lab, the drops manifest, its
   privileged fields), with its source;
 - ``envs/<id>.html``: each environment: its ids, what sets rho, its docstring (what the
-  observation reveals and when), a picture.
+  observation reveals and when), a picture;
+- ``submissions/<version>-<tier>-<name>/index.html``: each entry of the submissions registry,
+  verified before anything is written (one that is not stops the build, naming it), shown
+  apart on its tier's leaderboard page (:mod:`~baselines.experiments.site.submissions`).
 
 The references are read through :func:`~baselines.experiments.benchmark.manifest.open_references`
 (verified): a changed reference file stops the build with the file's name.
@@ -32,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from baselines.experiments.site import html as pages
+from baselines.experiments.site import submissions
 from baselines.lib import protocol as protocols
 
 NAV = (("routine-envs", "index.html"), ("Leaderboards", "index.html#leaderboards"),
@@ -50,6 +55,29 @@ class SiteArgs:
     cards: bool = field(
         default=True,
         metadata={"help": "write a page per reference (its report card; most of the build time)"},
+    )
+    submissions: Path | None = field(
+        default=None,
+        metadata={
+            "help": "the submissions registry whose entries the site shows, each verified first "
+            "(default: the checkout's submissions/, none where there is none)"
+        },
+    )
+    rerun: int = field(
+        default=0,
+        metadata={
+            "help": "train this many runs of each submission again and compare them bit for "
+            "bit, as benchmark verify-submissions --rerun does. THIS RUNS THE SUBMITTERS' CODE, "
+            "in a subprocess; without it nothing of a bundle is imported or run",
+            "min": 0,
+        },
+    )
+    rerun_seed: int = field(
+        default=0, metadata={"help": "the seed that chooses which runs --rerun trains"}
+    )
+    rerun_budget: float = field(
+        default=600.0,
+        metadata={"help": "the most CPU seconds a submission's --rerun runs may cost", "min": 0},
     )
 
 
@@ -94,8 +122,11 @@ def shipped_tiers(versions: list[str]) -> list[Tier]:
 
 
 # ------------------------------------------------------------------------ leaderboards
-def leaderboard_page(tier: Tier, out: Path, cards: dict[str, str]) -> dict[str, Any]:
-    """Write ``leaderboards/<slug>.html`` and its figures; what the index says of it."""
+def leaderboard_page(
+    tier: Tier, out: Path, cards: dict[str, str], submitted: str = ""
+) -> dict[str, Any]:
+    """Write ``leaderboards/<slug>.html`` and its figures (``submitted``: the section of the
+    tier's verified submissions, HTML); what the index says of it."""
     from baselines.experiments.benchmark import aggregates, command
 
     folder = out / "leaderboards"
@@ -117,6 +148,7 @@ def leaderboard_page(tier: Tier, out: Path, cards: dict[str, str]) -> dict[str, 
         f'(<a href="{tier.slug}.md">as Markdown</a>), built from the shipped rows.</p>',
         *(pages.figure(name, alt) for name, alt in figures),
         f"<h2>Each reference's card</h2><ul>{links}</ul>" if links else "",
+        submitted,
         pages.markdown(text),
     ]
     title = f"Leaderboard: protocol {tier.protocol.version}, tier {tier.name}"
@@ -377,8 +409,11 @@ def env_picture(env_id: str, path: Path) -> bool:
 
 
 # ------------------------------------------------------------------------ the index
-def index_page(boards: list[tuple[Tier, dict[str, Any]]], envs: list[dict[str, str]]) -> str:
-    """The home page: what the suite measures, the leaderboards, the paper's numbers, envs."""
+def index_page(
+    boards: list[tuple[Tier, dict[str, Any]]], envs: list[dict[str, str]], submitted: str
+) -> str:
+    """The home page: what the suite measures, the leaderboards, the paper's numbers, the
+    verified submissions (``submitted``: their section, HTML), envs."""
     rows = [
         [f'<a href="{b["path"]}">{html.escape(t.protocol.version)} {html.escape(t.name)}</a>',
          html.escape(t.protocol.status), str(b["methods"]),
@@ -410,8 +445,7 @@ methods by a versioned protocol against shipped, verified references.</p>
 {pages.table(["protocol, tier", "status", "methods", "runs per method", "references"], rows)}
 {paper}
 <h2 id="submissions">Submissions</h2>
-<p>No outside submission is registered yet: send one as docs/benchmark.md ("Submitting a
-result") says; its card is rebuilt from its rows before it is listed.</p>
+{submitted}
 <h2 id="environments">Environments</h2>
 {pages.table(["environment", "what sets rho"], env_rows)}
 """
@@ -420,8 +454,13 @@ result") says; its card is rebuilt from its rows before it is listed.</p>
 
 def main(args: SiteArgs) -> dict[str, Any]:
     """Build the site into ``args.out`` (replacing what a previous build wrote there)."""
+    from baselines.experiments.benchmark import report
+
     started = time.perf_counter()
     tiers = shipped_tiers(list(args.protocols))  # verified before anything is written
+    entries = submissions.verified(  # likewise: an entry not verified stops the build
+        args.submissions, args.rerun, args.rerun_seed, args.rerun_budget
+    )
     if args.out.exists():
         if not (args.out / "index.html").is_file() and any(args.out.iterdir()):
             raise ValueError(f"--out {args.out}: not empty and not a site; give a new folder")
@@ -431,9 +470,16 @@ def main(args: SiteArgs) -> dict[str, Any]:
     boards = []
     for tier in tiers:
         cards = method_pages(tier, args.out, started) if args.cards else {}
-        boards.append((tier, leaderboard_page(tier, args.out, cards)))
+        mine = [e for e in entries if e.where.startswith(f"{tier.protocol.version}/{tier.name}/")]
+        section = submissions.leaderboard_section(mine, tier.found)
+        boards.append((tier, leaderboard_page(tier, args.out, cards, section)))
+    checkout = report.git_commit(Path(__file__).parent)
+    for entry in entries:
+        submissions.write_page(entry, args.out, checkout, NAV)
     envs = env_pages(args.out)
-    (args.out / "index.html").write_text(index_page(boards, envs))
+    (args.out / "index.html").write_text(
+        index_page(boards, envs, submissions.index_section(entries))
+    )
     files = [p for p in args.out.rglob("*") if p.is_file()]
     size = sum(p.stat().st_size for p in files)
     seconds = time.perf_counter() - started
