@@ -83,7 +83,7 @@ def test_top_level_help_lists_every_command_one_line_each_and_imports_nothing_he
     tops = list(dict.fromkeys(name.split()[0] for name, _ in commands()))
     assert listed == tops
     groups = [line for line in lines if line.startswith("  ") and line.endswith("...")]
-    assert {g.split()[0] for g in groups} == {"benchmark", "snr_lab", "detectors", "lm"}
+    assert {g.split()[0] for g in groups} == {"benchmark", "snr_lab", "detectors", "lm", "runs"}
 
 
 def test_no_argument_parsing_outside_the_generator():
