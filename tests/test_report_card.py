@@ -384,7 +384,7 @@ def test_the_docs_define_the_bound_signs_and_name_the_results_folder():
     spec = 'my_estimators:EntropyWeightedMC{"power": 1.0}'
     folder = f"results/benchmark/rb2/lite/{protocol_runs.method_slug(spec)}/"
     assert folder in text  # the folder a reader's run lands in, spelled out
-    assert "git add -f" in text  # results/ is ignored by git: submitting needs -f
+    assert "`submissions/<protocol>/<tier>/<name>/`" in text  # where a submission is sent
 
 
 def test_the_rb1_leaderboard_is_what_the_report_prints_from_its_rows(monkeypatch, tmp_path):

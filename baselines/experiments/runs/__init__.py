@@ -3,7 +3,7 @@
 
 from routine_envs.cli import Command, Group
 
-ORDER = 90
+ORDER = 96
 """Where ``python -m baselines --help`` lists this package's commands (lowest first)."""
 
 COMMANDS = (
