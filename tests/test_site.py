@@ -76,7 +76,9 @@ def test_the_leaderboard_page_shows_the_leaderboards_numbers(site):
     from baselines.experiments.benchmark import command
 
     out, tier = site
-    text = command.leaderboard_text(tier.protocol, tier.name, tier.refs, tier.found)
+    text = command.leaderboard_text(
+        tier.protocol, tier.name, tier.refs, tier.found, None, tier.tuned
+    )
     page = (out / "leaderboards" / "rb3-lite.html").read_text()
     rows = [line for line in text.splitlines() if line.startswith("| ppo |")]
     assert rows

@@ -199,12 +199,15 @@ def profile_interval(
 def aggregate(
     records: Mapping[str, Sequence[Mapping[str, Any]]],
     tuned: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    taus: Sequence[float] = PROFILE_TAUS,
 ) -> dict[str, Any]:
     """Every aggregate of a tier's methods (``records`` by method; ``tuned``: their tuned
     columns, where a protocol has them): ``iqm`` per method (default and, where tuned,
-    ``tuned``), ``improvement`` for every ordered pair of the ranked column (the tuned one where
-    every method has it), ``profiles`` at :data:`PROFILE_TAUS`, the tasks, seeds and the tasks
-    left out. Deterministic: every bootstrap is seeded."""
+    ``iqm_tuned``), ``improvement`` for every ordered pair of the ranked column (the tuned one
+    where every method has it), ``profiles`` at ``taus`` (``profile_taus``; :func:`markdown`
+    needs :data:`PROFILE_TAUS` among them: a figure's finer grid can hold them), the tasks,
+    seeds and the tasks left out. Deterministic: every bootstrap is seeded, and a profile's
+    value at a tau does not depend on the other taus."""
     default = score_matrices(records)
     out: dict[str, Any] = {
         "tasks": len(default.tasks),
@@ -217,6 +220,7 @@ def aggregate(
         ranked = score_matrices(tuned)
         out["iqm_tuned"] = {m: iqm_interval(a, method_seed(m)) for m, a in ranked.scores.items()}
         out["tuned_tasks"] = len(ranked.tasks)
+        out["tuned_seeds"] = ranked.seeds
     out["ranked_column"] = "tuned" if ranked is not default else "default"
     names = list(ranked.scores)
     drawn = {m: resample_counts(ranked.scores[m], method_seed(m)) for m in names}
@@ -226,8 +230,9 @@ def aggregate(
         for y in names
         if x != y
     }
+    out["profile_taus"] = [float(t) for t in taus]
     out["profiles"] = {
-        m: profile_interval(a, PROFILE_TAUS, method_seed(m)) for m, a in ranked.scores.items()
+        m: profile_interval(a, taus, method_seed(m)) for m, a in ranked.scores.items()
     }
     return out
 
@@ -291,8 +296,9 @@ def markdown(result: Mapping[str, Any], label: Mapping[str, str]) -> list[str]:
         f"| method | {taus} |",
         "|---|" + "---|" * len(PROFILE_TAUS),
     ]
+    at = [result["profile_taus"].index(t) for t in PROFILE_TAUS]
     for m in order:
-        est, low, high = result["profiles"][m]
+        est, low, high = (np.asarray(v)[at] for v in result["profiles"][m])
         cells = " | ".join(
             f"{e:.2f} [{lo:.2f}, {hi:.2f}]" for e, lo, hi in zip(est, low, high, strict=True)
         )

@@ -34,6 +34,8 @@ import numpy as np
 from baselines.experiments.site import html as pages
 from baselines.lib import protocol as protocols
 
+PROFILE_GRID = tuple(i / 40 for i in range(41))
+"""The performance profiles' taus on the site: every 0.025, the leaderboard's among them."""
 NAV = (("routine-envs", "index.html"), ("Leaderboards", "index.html#leaderboards"),
        ("Environments", "index.html#environments"))  # fmt: skip
 
@@ -97,18 +99,22 @@ def shipped_tiers(versions: list[str]) -> list[Tier]:
 def leaderboard_page(tier: Tier, out: Path, cards: dict[str, str]) -> dict[str, Any]:
     """Write ``leaderboards/<slug>.html`` and its figures; what the index says of it."""
     from baselines.experiments.benchmark import aggregates, command
+    from baselines.experiments.benchmark.figures import method_colours
 
     folder = out / "leaderboards"
     folder.mkdir(parents=True, exist_ok=True)
-    text = command.leaderboard_text(tier.protocol, tier.name, tier.refs, tier.found)
+    # once per tier: the leaderboard's section (where the protocol has one) and the figure
+    result = aggregates.aggregate(tier.found, tier.tuned or None, PROFILE_GRID)
+    text = command.leaderboard_text(
+        tier.protocol, tier.name, tier.refs, tier.found, result, tier.tuned
+    )
     (folder / f"{tier.slug}.md").write_text(text)  # the numbers the page shows, as text
+    colours = method_colours(tier.found)  # a reference's colour is the same on every page
     figures = [(f"{tier.slug}-steps.png", "steps to target against rho, every method")]
-    plot_steps(tier, folder / figures[0][0])
-    ranked = tier.tuned if tier.tuned and set(tier.tuned) == set(tier.found) else tier.found
-    if len(ranked) > 1:
-        matrices = aggregates.score_matrices(ranked)
+    plot_steps(tier, folder / figures[0][0], colours)
+    if len(result["profiles"]) > 1:
         figures.append((f"{tier.slug}-aggregates.png", "probability of improvement, profiles"))
-        plot_aggregates(matrices, folder / figures[-1][0])
+        plot_aggregates(result, folder / figures[-1][0], colours)
     links = "".join(
         f'<li><a href="../{cards[m]}">{html.escape(m)}</a></li>' for m in tier.found if m in cards
     )
@@ -131,9 +137,10 @@ def badge(refs: Any) -> str:
     return f'<span class="{kind}">{html.escape(refs.status)}</span>'
 
 
-def plot_steps(tier: Tier, path: Path) -> None:
-    """One panel per setting: each method's IQM steps to target against rho (log-log), its
-    95% interval as a band; hollow markers where runs were censored (a lower bound)."""
+def plot_steps(tier: Tier, path: Path, colours: dict[str, str]) -> None:
+    """One panel per setting: each method's IQM steps to target against rho (log-log) in its
+    colour (``colours``), its 95% interval as a band; hollow markers where runs were censored
+    (a lower bound)."""
     from baselines.experiments.benchmark import scores
     from baselines.lib.plotting import plain_log_ticks, style
     from baselines.lib.tables import pyplot
@@ -153,10 +160,11 @@ def plot_steps(tier: Tier, path: Path) -> None:
             if not pts:
                 continue
             rho = [r["rho"] for r in pts]
-            ax.plot(rho, [r["steps_iqm"] for r in pts], label=method, **style(index), ms=4)
-            ax.fill_between(
-                rho, [r["steps_low"] for r in pts], [r["steps_high"] for r in pts], alpha=0.12
-            )
+            colour = colours[method]
+            ax.plot(rho, [r["steps_iqm"] for r in pts], label=method, color=colour,
+                    **style(index), ms=4)  # fmt: skip
+            ax.fill_between(rho, [r["steps_low"] for r in pts], [r["steps_high"] for r in pts],
+                            color=colour, alpha=0.12)  # fmt: skip
         ax.set_xscale("log")
         ax.set_yscale("log")
         plain_log_ticks(ax)
@@ -173,26 +181,27 @@ def plot_steps(tier: Tier, path: Path) -> None:
         fontsize=10,
     )
     fig.tight_layout(rect=(0, 0.06 + 0.02 * (len(labels) // 5), 1, 0.97))
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=100, bbox_inches="tight")  # rotated labels too
     plt.close(fig)
 
 
-def plot_aggregates(matrices: Any, path: Path) -> None:
+def plot_aggregates(result: dict[str, Any], path: Path, colours: dict[str, str]) -> None:
     """Left: the probability-of-improvement matrix; right: the performance profiles with
-    their 95% stratified bootstrap bands (:mod:`~baselines.experiments.benchmark.aggregates`)."""
-    from baselines.experiments.benchmark import aggregates
+    their 95% stratified bootstrap bands, each method in its colour (``colours``); ``result``:
+    :func:`~baselines.experiments.benchmark.aggregates.aggregate`'s, its profiles at
+    :data:`PROFILE_GRID`."""
     from baselines.lib.tables import pyplot
 
     plt = pyplot()
-    names = sorted(matrices.scores, key=lambda m: -aggregates.iqm(matrices.scores[m]))
+    tuned = result["ranked_column"] == "tuned"
+    ranked = result["iqm_tuned" if tuned else "iqm"]
+    names = sorted(result["profiles"], key=lambda m: -ranked[m][0])
     n = len(names)
     poi = np.full((n, n), np.nan)
     for i, x in enumerate(names):
         for j, y in enumerate(names):
             if i != j:
-                poi[i, j] = aggregates.improvement_per_task(
-                    matrices.scores[x], matrices.scores[y]
-                ).mean()
+                poi[i, j] = result["improvement"][(x, y)][0]
     fig, (left, right) = plt.subplots(1, 2, figsize=(8 + 0.45 * n, 5.4 + 0.15 * n))
     image = left.imshow(poi, cmap="RdBu", vmin=0, vmax=1)
     left.set_xticks(range(n), names, rotation=60, ha="right", fontsize=7)
@@ -203,22 +212,23 @@ def plot_aggregates(matrices: Any, path: Path) -> None:
                 left.text(j, i, f"{poi[i, j]:.2f}", ha="center", va="center", fontsize=6)
     left.set_title("P(row beats column on a task)", fontsize=9)
     fig.colorbar(image, ax=left, fraction=0.046)
-    taus = np.linspace(0, 1, 41)
+    taus = result["profile_taus"]
     for name in names:
-        est, low, high = aggregates.profile_interval(
-            matrices.scores[name], taus, aggregates.method_seed(name)
-        )
-        (line,) = right.plot(taus, est, label=name, lw=1.2)
-        right.fill_between(taus, low, high, alpha=0.15, color=line.get_color())
+        est, low, high = result["profiles"][name]
+        right.plot(taus, est, label=name, lw=1.2, color=colours[name])
+        right.fill_between(taus, low, high, alpha=0.15, color=colours[name])
     right.set_xlabel("normalized AUC threshold tau", fontsize=8)
     right.set_ylabel("share of runs scoring above tau", fontsize=8)
     right.set_title("performance profiles (95% stratified bootstrap bands)", fontsize=9)
     right.legend(fontsize=6, loc="lower left")
+    tasks, seeds = (result[k] for k in (("tuned_tasks", "tuned_seeds") if tuned else
+                                        ("tasks", "seeds")))  # fmt: skip
     fig.suptitle(
-        f"Aggregates over {len(matrices.tasks)} tasks x {len(matrices.seeds)} seeds", fontsize=10
+        f"Aggregates over {tasks} tasks x {len(seeds)} seeds ({result['ranked_column']} column)",
+        fontsize=10,
     )
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=100, bbox_inches="tight")  # rotated labels too
     plt.close(fig)
 
 
