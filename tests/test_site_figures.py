@@ -39,12 +39,12 @@ def test_every_method_has_its_own_colour_and_the_same_one_on_the_site_and_on_a_c
 
         monkeypatch.setattr(matplotlib.axes.Axes, name, spy)
     assert len(lite.found) >= 12
-    build.plot_steps(lite, tmp_path / "steps.png", figures.method_colours(lite.found))
+    computed = {m: scores.method_scores(r) for m, r in lite.found.items()}
+    build.plot_steps(lite, computed, tmp_path / "steps.png", figures.method_colours(lite.found))
     site = dict(drawn["site"])
     assert set(site) == set(lite.found)
     assert len(set(site.values())) == len(site)  # pairwise distinct
     figure[0] = "card"
-    computed = {m: scores.method_scores(r) for m, r in lite.found.items()}
     others = {m: c for m, c in computed.items() if m != "ppo"}
     figures.plot_against_rho("ppo", computed["ppo"], others, tmp_path / "card.png")
     card = {label.split(" (same values")[0]: colour for label, colour in drawn["card"]}

@@ -1,13 +1,15 @@
 """``routine-envs site --out DIR``: a static website of the shipped references.
 
-Pages (every link relative; no server, no JavaScript needed):
+Pages (every link relative; no server; readable without JavaScript, where the steps chart is
+its picture):
 
 - ``index.html``: what the suite measures, every protocol tier that ships references (verified
   against its pinned manifest, or the build stops), the paper's numbers beside ours, the
   environments;
 - ``leaderboards/<version>-<tier>.html``: the tier's leaderboard (the same text as its
   ``LEADERBOARD.md``, built from the same rows), steps against rho per setting with every
-  method, the probability-of-improvement matrix and the performance profiles as pictures;
+  method (an interactive chart, :mod:`~baselines.experiments.site.charts`, over its picture),
+  the probability-of-improvement matrix and the performance profiles as pictures;
 - ``methods/<version>-<tier>-<slug>/index.html``: each reference's report card against the
   others (curves, steps against rho, the decisions axis, the lab, the drops manifest, its
   privileged fields), with its source;
@@ -31,11 +33,17 @@ from typing import Any
 
 import numpy as np
 
+from baselines.experiments.site import charts
 from baselines.experiments.site import html as pages
 from baselines.lib import protocol as protocols
 
 PROFILE_GRID = tuple(i / 40 for i in range(41))
 """The performance profiles' taus on the site: every 0.025, the leaderboard's among them."""
+CHART_NOTE = (
+    "Hover a point: the method, rho, its steps to target and their 95% interval, how many runs "
+    "reached the target; click a method in the legend to show it alone (shift-click: more)."
+)
+"""What the steps chart's caption says."""
 NAV = (("routine-envs", "index.html"), ("Leaderboards", "index.html#leaderboards"),
        ("Environments", "index.html#environments"))  # fmt: skip
 
@@ -98,7 +106,7 @@ def shipped_tiers(versions: list[str]) -> list[Tier]:
 # ------------------------------------------------------------------------ leaderboards
 def leaderboard_page(tier: Tier, out: Path, cards: dict[str, str]) -> dict[str, Any]:
     """Write ``leaderboards/<slug>.html`` and its figures; what the index says of it."""
-    from baselines.experiments.benchmark import aggregates, command
+    from baselines.experiments.benchmark import aggregates, command, scores
     from baselines.experiments.benchmark.figures import method_colours
 
     folder = out / "leaderboards"
@@ -110,8 +118,15 @@ def leaderboard_page(tier: Tier, out: Path, cards: dict[str, str]) -> dict[str, 
     )
     (folder / f"{tier.slug}.md").write_text(text)  # the numbers the page shows, as text
     colours = method_colours(tier.found)  # a reference's colour is the same on every page
-    figures = [(f"{tier.slug}-steps.png", "steps to target against rho, every method")]
-    plot_steps(tier, folder / figures[0][0], colours)
+    computed = {m: scores.method_scores(r) for m, r in tier.found.items()}  # once: both draw it
+    picture = f"{tier.slug}-steps.png"  # the chart's picture: what a page without JS shows
+    plot_steps(tier, computed, folder / picture, colours)
+    chart = charts.steps_chart(charts.steps_rows(computed), colours, steps_title(tier))
+    alt = "steps to target against rho, every method"
+    steps = charts.embed("steps", chart, picture, alt, CHART_NOTE)
+    figures = []
+    if not (out / charts.SCRIPT).is_file():  # the charts' JavaScript, once per site
+        charts.write_script(out)
     if len(result["profiles"]) > 1:
         figures.append((f"{tier.slug}-aggregates.png", "probability of improvement, profiles"))
         plot_aggregates(result, folder / figures[-1][0], colours)
@@ -121,6 +136,8 @@ def leaderboard_page(tier: Tier, out: Path, cards: dict[str, str]) -> dict[str, 
     body = [
         f'<p class="note">{badge(tier.refs)} The text below is the tier\'s leaderboard '
         f'(<a href="{tier.slug}.md">as Markdown</a>), built from the shipped rows.</p>',
+        charts.script(1),
+        steps,
         *(pages.figure(name, alt) for name, alt in figures),
         f"<h2>Each reference's card</h2><ul>{links}</ul>" if links else "",
         pages.markdown(text),
@@ -137,16 +154,23 @@ def badge(refs: Any) -> str:
     return f'<span class="{kind}">{html.escape(refs.status)}</span>'
 
 
-def plot_steps(tier: Tier, path: Path, colours: dict[str, str]) -> None:
+def steps_title(tier: Tier) -> str:
+    """What the steps-against-rho figure and chart of ``tier`` show."""
+    return (
+        f"{tier.protocol.version} {tier.name}: environment steps until success 0.9 "
+        "(IQM over seeds, 95% interval; censored runs count at their budget)"
+    )
+
+
+def plot_steps(tier: Tier, computed: dict[str, Any], path: Path, colours: dict[str, str]) -> None:
     """One panel per setting: each method's IQM steps to target against rho (log-log) in its
     colour (``colours``), its 95% interval as a band; hollow markers where runs were censored
-    (a lower bound)."""
-    from baselines.experiments.benchmark import scores
+    (a lower bound). ``computed``: :func:`~baselines.experiments.benchmark.scores.method_scores`
+    of each method of ``tier``."""
     from baselines.lib.plotting import plain_log_ticks, style
     from baselines.lib.tables import pyplot
 
     plt = pyplot()
-    computed = {m: scores.method_scores(r) for m, r in tier.found.items()}
     settings = list(dict.fromkeys(s for c in computed.values() for s in c["settings"]))
     cols = min(4, len(settings))
     rows = -(-len(settings) // cols)
@@ -175,11 +199,7 @@ def plot_steps(tier: Tier, path: Path, colours: dict[str, str]) -> None:
         ax.axis("off")
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=min(5, len(labels)), fontsize=8)
-    fig.suptitle(
-        f"{tier.protocol.version} {tier.name}: environment steps until success 0.9 "
-        "(IQM over seeds, 95% band; censored runs count at their budget)",
-        fontsize=10,
-    )
+    fig.suptitle(steps_title(tier), fontsize=10)
     fig.tight_layout(rect=(0, 0.06 + 0.02 * (len(labels) // 5), 1, 0.97))
     fig.savefig(path, dpi=100, bbox_inches="tight")  # rotated labels too
     plt.close(fig)
