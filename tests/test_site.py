@@ -114,3 +114,5 @@ def test_a_browser_renders_the_leaderboard(site, tmp_path):
     rows = charts.steps_rows({m: scores.method_scores(r) for m, r in tier.found.items()})
     assert chart.count('aria-roledescription="point"') == len(rows) == 2 * 28  # every point
     assert '<p id="steps-picture" hidden=""' in dom  # the picture gives way to the chart
+    assert '<span id="steps-note">' in dom  # and how to use it is said (not without JS)
+    assert '<span id="steps-note" hidden>' in (out / "leaderboards" / "rb3-lite.html").read_text()

@@ -173,16 +173,21 @@ def script(depth: int) -> str:
 def embed(name: str, spec: dict, picture: str, alt_text: str, note: str = "") -> str:
     """HTML of a chart: the PNG ``picture`` (what a reader without JavaScript sees), the chart's
     place, and the script that draws ``spec`` there with the bundle (:func:`script`, earlier on
-    the page) and then hides the picture; ``name``: the chart's id on its page (letters and
-    dashes); ``note``: HTML said under it."""
+    the page) and then hides the picture and shows ``note`` (HTML: how to use the chart);
+    ``name``: the chart's id on its page (letters and dashes)."""
     data = json.dumps(spec, sort_keys=True).replace("<", "\\u003c")  # never ends the script
     path = html.escape(picture, quote=True)
+    drawn = (
+        f"document.getElementById('{name}-picture').hidden = true; "
+        f"document.getElementById('{name}-note').hidden = false;"
+    )
     return (
         f'<figure class="chart">\n<div id="{name}" class="vega"></div>\n'
         f'<p id="{name}-picture"><img src="{path}" alt="{html.escape(alt_text)}"></p>\n'
-        f'<figcaption class="note">{note} (<a href="{path}">as a picture</a>)</figcaption>\n'
+        f'<figcaption class="note"><span id="{name}-note" hidden>{note} </span>'
+        f'(<a href="{path}">as a picture</a>)</figcaption>\n'
         f"</figure>\n<script>\nvegaEmbed('#{name}', {data}, "
         '{"actions": false, "renderer": "svg"})\n'
-        f"  .then(function () {{ document.getElementById('{name}-picture').hidden = true; }})\n"
+        f"  .then(function () {{ {drawn} }})\n"
         "  .catch(console.error);\n</script>"
     )
