@@ -182,15 +182,26 @@ def plot_against_rho(
     privileged: Mapping[str, Sequence[str]] | None = None,
 ) -> None:
     """Steps to target (IQM, bootstrap bars; hollow markers: censored, a lower bound) against
-    rho, one panel per setting, the method (black) beside the references (each in its
-    :func:`method_colours`). ``privileged`` (method -> the
-    privileged fields it reads, :func:`~.privileged.privileged_of`): every name in the legend
-    carries its mark (:func:`~.privileged.method_label`)."""
+    rho, one panel per setting (up to four a row, log axes labelled with plain numbers), the
+    method (black) beside the references (each in its :func:`method_colours`), the legend under
+    the panels. ``privileged`` (method -> the privileged fields it reads,
+    :func:`~.privileged.privileged_of`): every name in the legend carries its mark
+    (:func:`~.privileged.method_label`)."""
     plt = pyplot()
     settings = sorted(mine["settings"])
     colours = method_colours(references)
-    fig, axes = plt.subplots(1, len(settings), figsize=(4.6 * len(settings), 3.8), squeeze=False)
-    for ax, setting in zip(axes[0], settings, strict=True):
+    cols = min(4, len(settings))
+    rows_of_panels = -(-len(settings) // cols)
+    legend_rows = -(-(len(references) + 1) // 4)
+    fig, axes = plt.subplots(
+        rows_of_panels,
+        cols,
+        figsize=(4.6 * cols, 3.8 * rows_of_panels + 0.25 * legend_rows + 0.4),
+        squeeze=False,
+    )
+    for ax in axes.reshape(-1)[len(settings) :]:
+        ax.axis("off")
+    for ax, setting in zip(axes.reshape(-1), settings, strict=False):
         entries = {**{n: r["settings"].get(setting) for n, r in references.items()}}
         entries[method] = mine["settings"][setting]
         shown = {
@@ -226,10 +237,14 @@ def plot_against_rho(
                     ax.plot(xi, r["steps_iqm"], "^", mfc="none", color=line[0].get_color())
         ax.set_xscale("log")
         ax.set_yscale("log")
+        plotting.plain_log_ticks(ax)
+        ax.tick_params(labelsize=7, which="both")
         ax.set_title(setting[:50], fontsize=8)
         ax.set_xlabel(f"decision density rho{plotting.dodge_note(len(shown))}", fontsize=7)
-    axes[0][0].set_ylabel("steps to target (IQM; ^ = censored, lower bound)")
-    axes[0][0].legend(fontsize=6)
-    fig.tight_layout()
+    for row in axes:
+        row[0].set_ylabel("steps to target (IQM;\n^ = censored, lower bound)", fontsize=8)
+    handles, labels = axes[0][0].get_legend_handles_labels()  # its "same values" notes too
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=7, frameon=False)
+    fig.tight_layout(rect=(0, (0.3 + 0.2 * legend_rows) / fig.get_figheight(), 1, 1))
     save_figure(fig, path)
     plt.close(fig)
