@@ -91,3 +91,56 @@ def test_the_rb3_lite_leaderboard_ends_with_the_aggregates_and_rb1_does_not():
     table = section.split("| method | IQM, default | IQM, tuned |", 1)[1].split("\n\n", 1)[0]
     for method in rb3.references_of("lite"):
         assert f"| {method}" in table, method
+
+
+def test_a_card_shows_its_aggregate_against_each_reference_as_the_leaderboard_computes_it(
+    tmp_path,
+):
+    """ppo's rb3 lite card beside trajectory_mc and oracle: its IQM and each P(ppo > reference)
+    are :func:`aggregate`'s of the same three methods (the leaderboard's computation), in its
+    scores.json and as a section of report.md; a protocol whose report has no aggregates (rb1)
+    writes neither."""
+    import dataclasses
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from baselines.experiments.benchmark import card, drops, manifest
+    from baselines.experiments.benchmark.reading import load_references
+    from baselines.lib import protocol, protocol_runs
+
+    rb3 = protocol.load_protocol("rb3")
+    refs = manifest.open_references(rb3, "lite")
+    with tempfile.TemporaryDirectory() as configs:
+        found = load_references(rb3, "lite", refs, Path(configs))
+        jobs = protocol_runs.plan(rb3, rb3.tier("lite"), "ppo", Path(configs), trainer=rb3.trainer)
+    three = {m: found[m] for m in ("ppo", "trajectory_mc", "oracle")}
+    others = {m: r for m, r in three.items() if m != "ppo"}
+    settings = card.CardSettings("ppo", "lite", rb3.trainer, None, lab=False)
+    claims = {"git commit": "abc", "hardware": "test", "command seconds": 1}
+
+    def write(proto, folder):
+        card.write(folder, proto, settings, three["ppo"], others, refs, [],
+                   drops.drops_manifest(jobs, three["ppo"], {}),
+                   card.reads_of("ppo", three["ppo"], others), claims, None)  # fmt: skip
+        return json.loads((folder / "scores.json").read_text()), (folder / "report.md").read_text()
+
+    scores, text = write(rb3, tmp_path / "rb3")
+    expected = aggregates.aggregate(three)
+    got = scores["aggregates"]
+    assert got["method"] == list(expected["iqm"]["ppo"])
+    assert got["tasks"] == expected["tasks"] == 28
+    for name in others:
+        assert got["references"][name]["iqm"] == list(expected["iqm"][name])
+        assert got["references"][name]["improvement"] == list(expected["improvement"]["ppo", name])
+    section = text.split("## Aggregate across the settings", 1)[1].split("\n## ", 1)[0]
+    est, low, high = expected["iqm"]["ppo"]
+    assert f"| **ppo** (this method) | {est:.3f} [{low:.3f}, {high:.3f}] | |" in section
+    est, low, high = expected["improvement"]["ppo", "oracle"]
+    assert high < 0.5  # oracle reads the annotations: ppo loses to it on almost every task
+    assert f"{est:.3f} [{low:.3f}, {high:.3f}]* |" in section
+    assert text.index("## Aggregate across the settings") < text.index("\n## CodeFix")
+
+    plain = dataclasses.replace(rb3, report={**rb3.report, "aggregates": "none"})
+    scores, text = write(plain, tmp_path / "plain")
+    assert "aggregates" not in scores and "## Aggregate" not in text

@@ -129,3 +129,20 @@ def test_log_axes_are_labelled_with_plain_numbers_at_powers_two_and_five():
     assert major(0.1, 0) == "0.1" and major(10, 0) == "10"  # not 10^{-1}
     assert [minor(v, 0) for v in (0.02, 0.03, 0.05, 0.07, 200)] == ["0.02", "", "0.05", "", "200"]
     plt.close(fig)
+
+
+def test_colours_stay_distinct_past_ten_and_keep_their_place():
+    """Twenty series never share a colour (matplotlib's default cycle repeats after ten), and a
+    name of the fixed order keeps its colour whatever else a figure draws."""
+    import matplotlib
+    from matplotlib.colors import to_hex
+
+    tab20 = [to_hex(c) for c in matplotlib.colormaps["tab20"].colors]
+    assert list(plotting.PALETTE) == tab20[0::2] + tab20[1::2]  # tab10 first, then the lights
+    names = [f"m{i}" for i in range(20)]
+    assert len(set(plotting.colours(names).values())) == 20
+    order = ["a", "b", "c", *names]
+    alone = plotting.colours(["m13"], first=order)
+    among = plotting.colours(["x", "m13", "b"], first=order)
+    assert alone["m13"] == among["m13"] == plotting.PALETTE[16]
+    assert among["x"] == plotting.PALETTE[23 % 20]  # next after the 23 of the order, cycled

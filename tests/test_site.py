@@ -61,7 +61,7 @@ def site(tmp_path_factory):
     paths in seconds) and the registered submission, one of its runs trained again."""
     (tier,) = [t for t in build.shipped_tiers(["rb3"]) if t.name == "lite"]
     keep = ("ppo", "trajectory_mc")
-    small = build.Tier(
+    small = build.ShippedTier(
         tier.protocol,
         tier.name,
         tier.refs,
@@ -109,7 +109,9 @@ def test_the_leaderboard_page_shows_the_leaderboards_numbers(site):
     from baselines.experiments.benchmark import command
 
     out, tier = site
-    text = command.leaderboard_text(tier.protocol, tier.name, tier.refs, tier.found)
+    text = command.leaderboard_text(
+        tier.protocol, tier.name, tier.refs, tier.found, None, tier.tuned
+    )
     page = (out / "leaderboards" / "rb3-lite.html").read_text()
     rows = [line for line in text.splitlines() if line.startswith("| ppo |")]
     assert rows
@@ -187,13 +189,30 @@ def test_a_submission_that_does_not_verify_stops_the_build(tmp_path):
 
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="no chromium: apt install chromium")
 def test_a_browser_renders_the_leaderboard(site, tmp_path):
-    """Headless Chromium opens the page from file:// and writes a screenshot."""
-    out, _ = site
+    """Headless Chromium opens the page from file:// (the interactive chart's JavaScript from
+    the site itself, offline): the chart is drawn and replaces its picture, the page logs
+    nothing to the console (no error, no warning), and a screenshot is written."""
+    from baselines.experiments.benchmark import scores
+    from baselines.experiments.site import charts
+
+    out, tier = site
     shot = tmp_path / "leaderboard.png"
-    done = subprocess.run(
-        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", f"--screenshot={shot}",
-         "--window-size=1300,1600", (out / "leaderboards" / "rb3-lite.html").as_uri()],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
+    page = (out / "leaderboards" / "rb3-lite.html").as_uri()
+    browser = ["chromium", "--headless", "--no-sandbox", "--disable-gpu",
+               "--enable-logging=stderr", "--v=0", "--virtual-time-budget=15000"]  # fmt: skip
+    runs = [
+        subprocess.run([*browser, *args, page], capture_output=True, text=True, timeout=180)
+        for args in ([f"--screenshot={shot}", "--window-size=1300,1600"], ["--dump-dom"])
+    ]
+    for done in runs:
+        assert done.returncode == 0, done.stderr[-2000:]
+        console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
+        assert not console, console  # e.g. an Uncaught error, a Vega warning
     assert shot.stat().st_size > 20_000  # a rendered page, not a blank one
+    dom = runs[1].stdout
+    chart = dom[dom.index('<div id="steps"') : dom.index('id="steps-picture"')]
+    rows = charts.steps_rows({m: scores.method_scores(r) for m, r in tier.found.items()})
+    assert chart.count('aria-roledescription="point"') == len(rows) == 2 * 28  # every point
+    assert '<p id="steps-picture" hidden=""' in dom  # the picture gives way to the chart
+    assert '<span id="steps-note">' in dom  # and how to use it is said (not without JS)
+    assert '<span id="steps-note" hidden>' in (out / "leaderboards" / "rb3-lite.html").read_text()

@@ -19,6 +19,15 @@ MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*", "<", ">", "h", "p")
 """One marker per series, in order (cycled past twelve)."""
 LINESTYLES = ("-", "--", "-.", ":")
 """One line style per series, in order (cycled)."""
+PALETTE = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+    "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5",
+    "#c49c94", "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5",
+)  # fmt: skip
+"""Twenty distinct colours: matplotlib's ``tab20`` (Vega's ``category20``), its ten dark shades
+first (``tab10``, matplotlib's default cycle) then their light partners, so up to ten series look
+as matplotlib draws them and up to twenty never share a colour (cycled past twenty)."""
 DODGE = 0.012
 """Sideways step between neighbouring series, in decades on a log axis (2.8% in x), as a share of
 the axis span on a linear one: series ``i`` of ``k`` sits ``(i - (k - 1) / 2)`` steps off its x."""
@@ -87,6 +96,15 @@ def style(index: int) -> dict[str, Any]:
     if index % 2:
         kw["mfc"] = "none"
     return kw
+
+
+def colours(names: Sequence[str], first: Sequence[str] = ()) -> dict[str, str]:
+    """A colour of :data:`PALETTE` for each of ``names``: ``first`` (a fixed order, e.g. every
+    known method) take the palette's colours in their order whether drawn or not, so a name of
+    ``first`` has the same colour in every figure; the other names the next ones, in their order.
+    """
+    slot = {n: i for i, n in enumerate(dict.fromkeys([*first, *names]))}
+    return {n: PALETTE[slot[n] % len(PALETTE)] for n in names}
 
 
 def legend_below(ax: Any, columns: int = 1, below: float = 0.16) -> None:

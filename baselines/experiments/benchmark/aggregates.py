@@ -199,12 +199,15 @@ def profile_interval(
 def aggregate(
     records: Mapping[str, Sequence[Mapping[str, Any]]],
     tuned: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    taus: Sequence[float] = PROFILE_TAUS,
 ) -> dict[str, Any]:
     """Every aggregate of a tier's methods (``records`` by method; ``tuned``: their tuned
     columns, where a protocol has them): ``iqm`` per method (default and, where tuned,
-    ``tuned``), ``improvement`` for every ordered pair of the ranked column (the tuned one where
-    every method has it), ``profiles`` at :data:`PROFILE_TAUS`, the tasks, seeds and the tasks
-    left out. Deterministic: every bootstrap is seeded."""
+    ``iqm_tuned``), ``improvement`` for every ordered pair of the ranked column (the tuned one
+    where every method has it), ``profiles`` at ``taus`` (``profile_taus``; :func:`markdown`
+    needs :data:`PROFILE_TAUS` among them: a figure's finer grid can hold them), the tasks,
+    seeds and the tasks left out. Deterministic: every bootstrap is seeded, and a profile's
+    value at a tau does not depend on the other taus."""
     default = score_matrices(records)
     out: dict[str, Any] = {
         "tasks": len(default.tasks),
@@ -217,6 +220,7 @@ def aggregate(
         ranked = score_matrices(tuned)
         out["iqm_tuned"] = {m: iqm_interval(a, method_seed(m)) for m, a in ranked.scores.items()}
         out["tuned_tasks"] = len(ranked.tasks)
+        out["tuned_seeds"] = ranked.seeds
     out["ranked_column"] = "tuned" if ranked is not default else "default"
     names = list(ranked.scores)
     drawn = {m: resample_counts(ranked.scores[m], method_seed(m)) for m in names}
@@ -226,8 +230,9 @@ def aggregate(
         for y in names
         if x != y
     }
+    out["profile_taus"] = [float(t) for t in taus]
     out["profiles"] = {
-        m: profile_interval(a, PROFILE_TAUS, method_seed(m)) for m, a in ranked.scores.items()
+        m: profile_interval(a, taus, method_seed(m)) for m, a in ranked.scores.items()
     }
     return out
 
@@ -291,10 +296,84 @@ def markdown(result: Mapping[str, Any], label: Mapping[str, str]) -> list[str]:
         f"| method | {taus} |",
         "|---|" + "---|" * len(PROFILE_TAUS),
     ]
+    at = [result["profile_taus"].index(t) for t in PROFILE_TAUS]
     for m in order:
-        est, low, high = result["profiles"][m]
+        est, low, high = (np.asarray(v)[at] for v in result["profiles"][m])
         cells = " | ".join(
             f"{e:.2f} [{lo:.2f}, {hi:.2f}]" for e, lo, hi in zip(est, low, high, strict=True)
         )
         lines.append(f"| {label.get(m, m)} | {cells} |")
+    return lines
+
+
+def versus(
+    method: str,
+    records: Sequence[Mapping[str, Any]],
+    references: Mapping[str, Sequence[Mapping[str, Any]]],
+) -> dict[str, Any]:
+    """A report card's aggregates (its default column): on the tasks where ``method`` and every
+    one of its ``references`` ran the same seeds, the method's IQM with its stratified bootstrap
+    interval (``method``), and per reference its IQM and ``P(method > reference)`` with theirs
+    (``references``): the numbers :func:`aggregate` gives for the same methods, every bootstrap
+    seeded by its method's name, but only the method's pairs. ``{"not computed": why}`` where no
+    task is shared (:func:`score_matrices`)."""
+    try:
+        matrices = score_matrices({method: records, **references})
+    except ValueError as err:
+        return {"not computed": str(err)}
+    mine = matrices.scores[method]
+    drawn = resample_counts(mine, method_seed(method))
+    return {
+        "column": "default",
+        "tasks": len(matrices.tasks),
+        "seeds": matrices.seeds,
+        "left_out": {f"{s} at {v}": why for (s, v), why in matrices.left_out.items()},
+        "method": iqm_interval(mine, method_seed(method)),
+        "references": {
+            name: {
+                "iqm": iqm_interval(other, method_seed(name)),
+                "improvement": improvement_from_counts(
+                    mine, other, drawn, resample_counts(other, method_seed(name))
+                ),
+            }
+            for name, other in matrices.scores.items()
+            if name != method
+        },
+    }
+
+
+def versus_markdown(result: Mapping[str, Any], method: str, labels: Mapping[str, str]) -> list[str]:
+    """The card's section of :func:`versus`'s ``result``: ``method`` as the card names it, then
+    the references of ``labels`` (name -> how the card names it), in its order."""
+    lines = ["## Aggregate across the settings", ""]
+    if "not computed" in result:
+        return [*lines, f"Not computed: {result['not computed']}."]
+
+    def cell(v: Sequence[float]) -> str:
+        return f"{v[0]:.3f} [{v[1]:.3f}, {v[2]:.3f}]"
+
+    lines.append(
+        f"rliable's statistics (Agarwal et al., NeurIPS 2021) over {result['tasks']} tasks (a "
+        f"setting at one density) x {len(result['seeds'])} seeds, the default column: a run's "
+        "score is the normalized AUC of its success curve (every run has one, censored or not); "
+        f"95% stratified bootstrap intervals ({RESAMPLES} resamples, the runs of each task "
+        "resampled on their own); P(improvement) is the chance that this method's score beats "
+        "the reference's on a task, averaged over tasks; `*`: its interval excludes 0.5."
+    )
+    if result["left_out"]:
+        shown = "; ".join(f"{k} ({v})" for k, v in list(result["left_out"].items())[:5])
+        lines.append(f"Tasks left out ({len(result['left_out'])}): {shown}.")
+    lines += [
+        "",
+        "| method | IQM of the score [95% CI] | P(this method > it) [95% CI] |",
+        "|---|---|---|",
+        f"| **{method}** (this method) | {cell(result['method'])} | |",
+    ]
+    for name, shown in labels.items():
+        if name not in result["references"]:
+            continue
+        entry = result["references"][name]
+        low, high = entry["improvement"][1:]
+        star = "*" if low > 0.5 or high < 0.5 else ""
+        lines.append(f"| {shown} | {cell(entry['iqm'])} | {cell(entry['improvement'])}{star} |")
     return lines

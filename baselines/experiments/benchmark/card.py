@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from baselines.experiments.benchmark import manifest, paper, privileged, report
+from baselines.experiments.benchmark import aggregates, manifest, paper, privileged, report
 from baselines.lib import protocol as protocols
 from routine_envs import plugins
 
@@ -201,8 +201,13 @@ def write(
 ) -> dict[str, Any]:
     """Write the card into ``folder`` (``report.md``, ``scores.json`` with the claims,
     ``scores.csv``, the drops manifest, the figures; on a tier that measures the paper's SNR,
-    its ``paper_rows``, :func:`paper_rows`); the scores. The same inputs give the same bytes."""
+    its ``paper_rows``, :func:`paper_rows`; where the protocol reports ``aggregates``, the
+    method's against the references, :func:`~.aggregates.versus`); the scores. The same inputs
+    give the same bytes."""
     tier = protocol.tier(settings.tier)
+    aggregated = None
+    if protocol.report["aggregates"] != "none":
+        aggregated = aggregates.versus(settings.method, records, references)
     head = header(protocol, settings, records, references, refs, reads, claims)
     if head["method"] != settings.method and settings.method in reads:
         reads = {**reads, head["method"]: reads[settings.method]}  # as the card names it
@@ -218,6 +223,7 @@ def write(
         paper_snr=paper_rows if tier.snr is not None else None,
         claims={k: claims[k] for k in CLAIMS},
         per_decision_target=protocol.per_decision_target,
+        aggregated=aggregated,
     )
 
 

@@ -321,12 +321,18 @@ def leaderboard_text(
     tier: str,
     refs: manifest.References,
     found: dict[str, list[dict[str, Any]]],
+    aggregated: dict[str, Any] | None = None,
+    tuned: dict[str, list[dict[str, Any]]] | None = None,
 ) -> str:
     """The leaderboard of ``found`` (records by method), marked when ``refs`` are unverified,
     laid out as the protocol's ``report: leaderboard`` says (:data:`LEADERBOARD_COLUMNS`), with
-    the tuned column where ``refs`` hold one (:func:`~.tuning.load_tuned_references`)."""
-    with tempfile.TemporaryDirectory() as configs:
-        tuned = tuning.load_tuned_references(protocol, tier, refs, Path(configs))
+    the tuned column where ``refs`` hold one (``tuned``, read from ``refs`` when ``None``:
+    :func:`~.tuning.load_tuned_references`). ``aggregated``: :func:`~.aggregates.aggregate` of
+    ``found`` and that tuned column where the caller computed it already (the site, which draws
+    it too); computed here otherwise."""
+    if tuned is None:
+        with tempfile.TemporaryDirectory() as configs:
+            tuned = tuning.load_tuned_references(protocol, tier, refs, Path(configs))
     privileged_fields = LEADERBOARD_COLUMNS[protocol.report["leaderboard"]](found)
     text = report.leaderboard(
         protocol.version,
@@ -343,7 +349,9 @@ def leaderboard_text(
     if protocol.report["aggregates"] == "none" or not found:
         return text
     labels = privileged.method_labels(found, privileged_fields)
-    section = aggregates.markdown(aggregates.aggregate(found, tuned or None), labels)
+    if aggregated is None:
+        aggregated = aggregates.aggregate(found, tuned or None)
+    section = aggregates.markdown(aggregated, labels)
     return text + "\n" + "\n".join(section) + "\n"
 
 

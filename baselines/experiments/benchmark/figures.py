@@ -4,8 +4,9 @@ writes them)."""
 
 from __future__ import annotations
 
+import functools
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,27 @@ def save_figure(fig: Any, path: Path) -> None:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=110)
     write_atomic(path, buffer.getvalue())
+
+
+@functools.cache
+def reference_order() -> tuple[str, ...]:
+    """Every shipped reference method once, in release order (each protocol version's tiers, its
+    references in the protocol's order): a later release only appends."""
+    from baselines.lib import protocol as protocols
+
+    found = dict.fromkeys(protocols.REFERENCE_METHODS)
+    for version, tiers in protocols.REFERENCE_MANIFESTS.items():
+        protocol = protocols.load_protocol(version)
+        for tier in tiers:
+            found.update(dict.fromkeys(protocol.references_of(tier)))
+    return tuple(found)
+
+
+def method_colours(names: Iterable[str]) -> dict[str, str]:
+    """Each method's colour (:func:`~baselines.lib.plotting.colours`): a shipped reference has
+    the same one in every figure, on every page (its place in :func:`reference_order`); other
+    methods take the next free colours in the order given."""
+    return plotting.colours(list(names), first=reference_order())
 
 
 def curves_by(records: list[Record]) -> dict[tuple[str, int], tuple[np.ndarray, np.ndarray]]:
@@ -80,11 +102,11 @@ def plot_curves(
     privileged: Mapping[str, Sequence[str]] | None = None,
 ) -> None:
     """IQM learning curves, one panel per (setting, density) titled with both, the method bold
-    beside the references; each method keeps its colour and line style in every panel and one
-    legend under the figure names them all (a reference whose curve equals another's in a panel
-    says so there). ``privileged`` (method -> the privileged fields it reads,
-    :func:`~.privileged.privileged_of`): every name carries its mark,
-    ``oracle (privileged: state_ids)`` (:func:`~.privileged.method_label`)."""
+    beside the references; each method keeps its colour (:func:`method_colours`: the same on
+    every card) and line style in every panel and one legend under the figure names them all (a
+    reference whose curve equals another's in a panel says so there). ``privileged`` (method ->
+    the privileged fields it reads, :func:`~.privileged.privileged_of`): every name carries its
+    mark, ``oracle (privileged: state_ids)`` (:func:`~.privileged.method_label`)."""
     plt = pyplot()
     mine = curves_by(records)
     titles = panel_titles(records)
@@ -92,10 +114,10 @@ def plot_curves(
     settings = sorted({k[0] for k in keys})
     cols = max(sum(1 for k in keys if k[0] == s) for s in settings)
     ref_curves = {name: curves_by(recs) for name, recs in references.items()}
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colours = method_colours(ref_curves)
     styles = {
         name: {
-            "color": colours[i % len(colours)],
+            "color": colours[name],
             "linestyle": plotting.LINESTYLES[i % len(plotting.LINESTYLES)],
         }
         for i, name in enumerate(ref_curves)
@@ -160,13 +182,26 @@ def plot_against_rho(
     privileged: Mapping[str, Sequence[str]] | None = None,
 ) -> None:
     """Steps to target (IQM, bootstrap bars; hollow markers: censored, a lower bound) against
-    rho, one panel per setting, the method beside the references. ``privileged`` (method -> the
-    privileged fields it reads, :func:`~.privileged.privileged_of`): every name in the legend
-    carries its mark (:func:`~.privileged.method_label`)."""
+    rho, one panel per setting (up to four a row, log axes labelled with plain numbers), the
+    method (black) beside the references (each in its :func:`method_colours`), the legend under
+    the panels. ``privileged`` (method -> the privileged fields it reads,
+    :func:`~.privileged.privileged_of`): every name in the legend carries its mark
+    (:func:`~.privileged.method_label`)."""
     plt = pyplot()
     settings = sorted(mine["settings"])
-    fig, axes = plt.subplots(1, len(settings), figsize=(4.6 * len(settings), 3.8), squeeze=False)
-    for ax, setting in zip(axes[0], settings, strict=True):
+    colours = method_colours(references)
+    cols = min(4, len(settings))
+    rows_of_panels = -(-len(settings) // cols)
+    legend_rows = -(-(len(references) + 1) // 4)
+    fig, axes = plt.subplots(
+        rows_of_panels,
+        cols,
+        figsize=(4.6 * cols, 3.8 * rows_of_panels + 0.25 * legend_rows + 0.4),
+        squeeze=False,
+    )
+    for ax in axes.reshape(-1)[len(settings) :]:
+        ax.axis("off")
+    for ax, setting in zip(axes.reshape(-1), settings, strict=False):
         entries = {**{n: r["settings"].get(setting) for n, r in references.items()}}
         entries[method] = mine["settings"][setting]
         shown = {
@@ -191,7 +226,7 @@ def plot_against_rho(
                 y,
                 yerr=err,
                 lw=2.2 if bold else 1,
-                color="black" if bold else None,
+                color="black" if bold else colours[name],
                 capsize=2,
                 ms=4,
                 label=plotting.label(names[name], same),
@@ -202,10 +237,14 @@ def plot_against_rho(
                     ax.plot(xi, r["steps_iqm"], "^", mfc="none", color=line[0].get_color())
         ax.set_xscale("log")
         ax.set_yscale("log")
+        plotting.plain_log_ticks(ax)
+        ax.tick_params(labelsize=7, which="both")
         ax.set_title(setting[:50], fontsize=8)
         ax.set_xlabel(f"decision density rho{plotting.dodge_note(len(shown))}", fontsize=7)
-    axes[0][0].set_ylabel("steps to target (IQM; ^ = censored, lower bound)")
-    axes[0][0].legend(fontsize=6)
-    fig.tight_layout()
+    for row in axes:
+        row[0].set_ylabel("steps to target (IQM;\n^ = censored, lower bound)", fontsize=8)
+    handles, labels = axes[0][0].get_legend_handles_labels()  # its "same values" notes too
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=7, frameon=False)
+    fig.tight_layout(rect=(0, (0.3 + 0.2 * legend_rows) / fig.get_figheight(), 1, 1))
     save_figure(fig, path)
     plt.close(fig)

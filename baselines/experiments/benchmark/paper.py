@@ -264,12 +264,14 @@ def plot(
     """Two panels, the paper's figures: the SNR ratio at initialisation against rho (log-log,
     jackknife bars, the fitted lines and the paper's slope), and the steps to target against
     rho per method (IQM, bootstrap bars; hollow markers: censored, a lower bound)."""
-    from baselines.experiments.benchmark.figures import save_figure
+    from baselines.experiments.benchmark.figures import method_colours, save_figure
     from baselines.lib import plotting
 
     plt = pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     names = list(dict.fromkeys(r["estimator"] for r in snr if "ratio" in r))
+    methods = list(dict.fromkeys(r["method"] for r in steps))
+    colours = method_colours([*names, *methods])  # one colour per method in both panels
     for i, name in enumerate(names):
         mine = sorted(
             (r for r in snr if r["estimator"] == name and "ratio" in r), key=lambda r: r["rho"]
@@ -279,7 +281,10 @@ def plot(
         err = [y - [r["ratio_low"] for r in mine], [r["ratio_high"] for r in mine] - y]
         fit = next((f for f in fits if f["estimator"] == name), None)
         label = name if fit is None else f"{name}: slope {fit['slope']:.3f}, R^2 {fit['r2']:.3f}"
-        line = left.errorbar(rho, y, yerr=err, capsize=2, ms=4, label=label, **plotting.style(i))
+        line = left.errorbar(
+            rho, y, yerr=err, capsize=2, ms=4, label=label, color=colours[name],
+            **plotting.style(i),
+        )  # fmt: skip
         if fit is not None:
             xs = np.geomspace(rho.min(), rho.max(), 50)
             left.plot(xs, np.exp(fit["intercept"]) * xs ** fit["slope"], lw=0.8,
@@ -300,13 +305,14 @@ def plot(
     left.set_ylabel("SNR ratio, turn-level / trajectory-level\n(at initialisation, per episode)")
     left.set_title("Gradient SNR at initialisation", fontsize=9)
     left.legend(fontsize=6)
-    methods = list(dict.fromkeys(r["method"] for r in steps))
     for i, name in enumerate(methods):
         mine = sorted((r for r in steps if r["method"] == name), key=lambda r: r["rho"])
         x = plotting.dodged([r["rho"] for r in mine], i, len(methods))
         y = np.array([r["steps_iqm"] for r in mine])
         err = [y - [r["steps_low"] for r in mine], [r["steps_high"] for r in mine] - y]
-        line = right.errorbar(x, y, yerr=err, capsize=2, ms=4, label=name, **plotting.style(i))
+        line = right.errorbar(
+            x, y, yerr=err, capsize=2, ms=4, label=name, color=colours[name], **plotting.style(i)
+        )
         for xi, r in zip(x, mine, strict=True):
             if r["steps_bound"] != "exact":
                 right.plot(xi, r["steps_iqm"], "^", mfc="none", color=line[0].get_color())

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from baselines.experiments.benchmark import axes, drops, figures, merging, scores
+from baselines.experiments.benchmark import aggregates, axes, drops, figures, merging, scores
 from baselines.experiments.benchmark.privileged import method_label
 from baselines.lib.results import write_atomic
 from baselines.lib.tables import write_csv
@@ -170,6 +170,7 @@ def markdown(
     extra: list[str] | None = None,
     privileged: dict[str, tuple[str, ...]] | None = None,
     per_decision: tuple[str, list[dict[str, Any]]] | None = None,
+    aggregated: dict[str, Any] | None = None,
 ) -> str:
     """The report card's text: per setting the steps to target (IQM), the Kaplan-Meier median
     and the normalized AUC per density, the ratios to the references and the drops manifest;
@@ -179,7 +180,9 @@ def markdown(
     named; ``extra``: lines of a section of the tier's own (the paper tier's quantities);
     ``privileged`` (method -> the privileged fields it reads): every row of a method that reads
     some says which, ``(privileged: critical)``; ``per_decision`` (``(target, axes)``): the
-    decisions axes again at the per-decision target."""
+    decisions axes again at the per-decision target; ``aggregated``
+    (:func:`~.aggregates.versus`): the method's aggregate across the settings and its
+    probability of improvement on each reference, before the settings."""
     groups = groups or []
     aliases, hidden = merging.aliases_of(groups), merging.hidden(groups)
     method = header["method"]
@@ -205,6 +208,11 @@ def markdown(
         text = f"{name} (= {', '.join(aliases[name])})" if name in aliases else name
         return method_label(text, (privileged or {}).get(name))
 
+    if aggregated is not None:
+        lines += [
+            "",
+            *aggregates.versus_markdown(aggregated, label(method), {n: label(n) for n in visible}),
+        ]
     for setting in sorted(mine["settings"]):
         entry = mine["settings"][setting]
         rows = [(label(n), e) for n, e in shown_rows(method, entry, visible, setting)]
@@ -326,6 +334,7 @@ def write_report(
     privileged: dict[str, tuple[str, ...]] | None = None,
     claims: dict[str, Any] | None = None,
     per_decision_target: float | None = None,
+    aggregated: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Compute the scores and write the report card into ``folder``; return the scores.
 
@@ -341,7 +350,9 @@ def write_report(
     ``time.perf_counter()`` at the command's start; the header's ``wall time`` then ends with
     the command's true wall time up to the card (figures and scores included). ``claims``:
     what the card says of the machine that made it (:data:`~.card.CLAIMS`), kept in
-    ``scores.json`` so the card can be rebuilt from its rows."""
+    ``scores.json`` so the card can be rebuilt from its rows. ``aggregated``: the method's
+    aggregates against the references (:func:`~.aggregates.versus`), a section of the card and
+    ``aggregates`` in ``scores.json``."""
     folder.mkdir(parents=True, exist_ok=True)
     planned = None  # the densities each setting plans: where the runs cover fewer, no exponent
     if drops_manifest is not None:
@@ -421,6 +432,7 @@ def write_report(
         "decisions_axes": decisions,
         **({"decisions_axes_per_decision": per_decision[1]} if per_decision else {}),
         "privileged_fields": {n: list(f) for n, f in (privileged or {}).items()},
+        **({"aggregates": aggregated} if aggregated is not None else {}),
         **({"claims": claims} if claims is not None else {}),
         **({"drops": drops_manifest} if drops_manifest is not None else {}),
     }
@@ -440,6 +452,7 @@ def write_report(
             extra,
             privileged,
             per_decision,
+            aggregated,
         ),
     )
     return result

@@ -1,14 +1,16 @@
 """``routine-envs site --out DIR``: a static website of the shipped references and the
 verified submissions.
 
-Pages (every link relative; no server, no JavaScript needed):
+Pages (every link relative; no server; readable without JavaScript, where the steps chart is
+its picture):
 
 - ``index.html``: what the suite measures, every protocol tier that ships references (verified
   against its pinned manifest, or the build stops), the paper's numbers beside ours, the
   environments;
 - ``leaderboards/<version>-<tier>.html``: the tier's leaderboard (the same text as its
   ``LEADERBOARD.md``, built from the same rows), steps against rho per setting with every
-  method, the probability-of-improvement matrix and the performance profiles as pictures;
+  method (an interactive chart, :mod:`~baselines.experiments.site.charts`, over its picture),
+  the probability-of-improvement matrix and the performance profiles as pictures;
 - ``methods/<version>-<tier>-<slug>/index.html``: each reference's report card against the
   others (curves, steps against rho, the decisions axis, the lab, the drops manifest, its
   privileged fields), with its source;
@@ -35,10 +37,17 @@ from typing import Any
 
 import numpy as np
 
+from baselines.experiments.benchmark.shipped import ShippedTier, shipped_tiers
+from baselines.experiments.site import charts, submissions
 from baselines.experiments.site import html as pages
-from baselines.experiments.site import submissions
-from baselines.lib import protocol as protocols
 
+PROFILE_GRID = tuple(i / 40 for i in range(41))
+"""The performance profiles' taus on the site: every 0.025, the leaderboard's among them."""
+CHART_NOTE = (
+    "Hover a point: the method, rho, its steps to target and their 95% interval, how many runs "
+    "reached the target; click a method in the legend to show it alone (shift-click: more)."
+)
+"""What the steps chart's caption says."""
 NAV = (("routine-envs", "index.html"), ("Leaderboards", "index.html#leaderboards"),
        ("Environments", "index.html#environments"))  # fmt: skip
 
@@ -81,71 +90,44 @@ class SiteArgs:
     )
 
 
-@dataclass(frozen=True)
-class Tier:
-    """A protocol tier on the site: its protocol, name, verified references and their rows."""
-
-    protocol: protocols.Protocol
-    name: str
-    refs: Any
-    found: dict[str, list[dict[str, Any]]]
-    tuned: dict[str, list[dict[str, Any]]]
-
-    @property
-    def slug(self) -> str:
-        return f"{self.protocol.version}-{self.name}"
-
-
-def shipped_tiers(versions: list[str]) -> list[Tier]:
-    """Every tier with pinned references (of ``versions``, all when empty), read verified."""
-    import tempfile
-
-    from baselines.experiments.benchmark import manifest, tuning
-    from baselines.experiments.benchmark.reading import load_references
-
-    known = protocols.REFERENCE_MANIFESTS
-    unknown = sorted(set(versions) - set(known))
-    if unknown:
-        raise ValueError(f"--protocols {unknown}: no shipped references (known: {sorted(known)})")
-    out = []
-    for version in sorted(known):
-        if versions and version not in versions:
-            continue
-        protocol = protocols.load_protocol(version)
-        for name in known[version]:
-            refs = manifest.open_references(protocol, name)  # UnverifiedReferences: stop
-            with tempfile.TemporaryDirectory() as configs:
-                found = load_references(protocol, name, refs, Path(configs))
-                tuned = tuning.load_tuned_references(protocol, name, refs, Path(configs))
-            out.append(Tier(protocol, name, refs, found, tuned))
-    return out
-
-
 # ------------------------------------------------------------------------ leaderboards
 def leaderboard_page(
-    tier: Tier, out: Path, cards: dict[str, str], submitted: str = ""
+    tier: ShippedTier, out: Path, cards: dict[str, str], submitted: str = ""
 ) -> dict[str, Any]:
     """Write ``leaderboards/<slug>.html`` and its figures (``submitted``: the section of the
     tier's verified submissions, HTML); what the index says of it."""
-    from baselines.experiments.benchmark import aggregates, command
+    from baselines.experiments.benchmark import aggregates, command, scores
+    from baselines.experiments.benchmark.figures import method_colours
 
     folder = out / "leaderboards"
     folder.mkdir(parents=True, exist_ok=True)
-    text = command.leaderboard_text(tier.protocol, tier.name, tier.refs, tier.found)
+    # once per tier: the leaderboard's section (where the protocol has one) and the figure
+    result = aggregates.aggregate(tier.found, tier.tuned or None, PROFILE_GRID)
+    text = command.leaderboard_text(
+        tier.protocol, tier.name, tier.refs, tier.found, result, tier.tuned
+    )
     (folder / f"{tier.slug}.md").write_text(text)  # the numbers the page shows, as text
-    figures = [(f"{tier.slug}-steps.png", "steps to target against rho, every method")]
-    plot_steps(tier, folder / figures[0][0])
-    ranked = tier.tuned if tier.tuned and set(tier.tuned) == set(tier.found) else tier.found
-    if len(ranked) > 1:
-        matrices = aggregates.score_matrices(ranked)
+    colours = method_colours(tier.found)  # a reference's colour is the same on every page
+    computed = {m: scores.method_scores(r) for m, r in tier.found.items()}  # once: both draw it
+    picture = f"{tier.slug}-steps.png"  # the chart's picture: what a page without JS shows
+    plot_steps(tier, computed, folder / picture, colours)
+    chart = charts.steps_chart(charts.steps_rows(computed), colours, steps_title(tier))
+    alt = "steps to target against rho, every method"
+    steps = charts.embed("steps", chart, picture, alt, CHART_NOTE)
+    figures = []
+    if not (out / charts.SCRIPT).is_file():  # the charts' JavaScript, once per site
+        charts.write_script(out)
+    if len(result["profiles"]) > 1:
         figures.append((f"{tier.slug}-aggregates.png", "probability of improvement, profiles"))
-        plot_aggregates(matrices, folder / figures[-1][0])
+        plot_aggregates(result, folder / figures[-1][0], colours)
     links = "".join(
         f'<li><a href="../{cards[m]}">{html.escape(m)}</a></li>' for m in tier.found if m in cards
     )
     body = [
         f'<p class="note">{badge(tier.refs)} The text below is the tier\'s leaderboard '
         f'(<a href="{tier.slug}.md">as Markdown</a>), built from the shipped rows.</p>',
+        charts.script(1),
+        steps,
         *(pages.figure(name, alt) for name, alt in figures),
         f"<h2>Each reference's card</h2><ul>{links}</ul>" if links else "",
         submitted,
@@ -163,15 +145,25 @@ def badge(refs: Any) -> str:
     return f'<span class="{kind}">{html.escape(refs.status)}</span>'
 
 
-def plot_steps(tier: Tier, path: Path) -> None:
-    """One panel per setting: each method's IQM steps to target against rho (log-log), its
-    95% interval as a band; hollow markers where runs were censored (a lower bound)."""
-    from baselines.experiments.benchmark import scores
+def steps_title(tier: ShippedTier) -> str:
+    """What the steps-against-rho figure and chart of ``tier`` show."""
+    return (
+        f"{tier.protocol.version} {tier.name}: environment steps until success 0.9 "
+        "(IQM over seeds, 95% interval; censored runs count at their budget)"
+    )
+
+
+def plot_steps(
+    tier: ShippedTier, computed: dict[str, Any], path: Path, colours: dict[str, str]
+) -> None:
+    """One panel per setting: each method's IQM steps to target against rho (log-log) in its
+    colour (``colours``), its 95% interval as a band; hollow markers where runs were censored
+    (a lower bound). ``computed``: :func:`~baselines.experiments.benchmark.scores.method_scores`
+    of each method of ``tier``."""
     from baselines.lib.plotting import plain_log_ticks, style
     from baselines.lib.tables import pyplot
 
     plt = pyplot()
-    computed = {m: scores.method_scores(r) for m, r in tier.found.items()}
     settings = list(dict.fromkeys(s for c in computed.values() for s in c["settings"]))
     cols = min(4, len(settings))
     rows = -(-len(settings) // cols)
@@ -185,10 +177,11 @@ def plot_steps(tier: Tier, path: Path) -> None:
             if not pts:
                 continue
             rho = [r["rho"] for r in pts]
-            ax.plot(rho, [r["steps_iqm"] for r in pts], label=method, **style(index), ms=4)
-            ax.fill_between(
-                rho, [r["steps_low"] for r in pts], [r["steps_high"] for r in pts], alpha=0.12
-            )
+            colour = colours[method]
+            ax.plot(rho, [r["steps_iqm"] for r in pts], label=method, color=colour,
+                    **style(index), ms=4)  # fmt: skip
+            ax.fill_between(rho, [r["steps_low"] for r in pts], [r["steps_high"] for r in pts],
+                            color=colour, alpha=0.12)  # fmt: skip
         ax.set_xscale("log")
         ax.set_yscale("log")
         plain_log_ticks(ax)
@@ -199,32 +192,29 @@ def plot_steps(tier: Tier, path: Path) -> None:
         ax.axis("off")
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=min(5, len(labels)), fontsize=8)
-    fig.suptitle(
-        f"{tier.protocol.version} {tier.name}: environment steps until success 0.9 "
-        "(IQM over seeds, 95% band; censored runs count at their budget)",
-        fontsize=10,
-    )
+    fig.suptitle(steps_title(tier), fontsize=10)
     fig.tight_layout(rect=(0, 0.06 + 0.02 * (len(labels) // 5), 1, 0.97))
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=100, bbox_inches="tight")  # rotated labels too
     plt.close(fig)
 
 
-def plot_aggregates(matrices: Any, path: Path) -> None:
+def plot_aggregates(result: dict[str, Any], path: Path, colours: dict[str, str]) -> None:
     """Left: the probability-of-improvement matrix; right: the performance profiles with
-    their 95% stratified bootstrap bands (:mod:`~baselines.experiments.benchmark.aggregates`)."""
-    from baselines.experiments.benchmark import aggregates
+    their 95% stratified bootstrap bands, each method in its colour (``colours``); ``result``:
+    :func:`~baselines.experiments.benchmark.aggregates.aggregate`'s, its profiles at
+    :data:`PROFILE_GRID`."""
     from baselines.lib.tables import pyplot
 
     plt = pyplot()
-    names = sorted(matrices.scores, key=lambda m: -aggregates.iqm(matrices.scores[m]))
+    tuned = result["ranked_column"] == "tuned"
+    ranked = result["iqm_tuned" if tuned else "iqm"]
+    names = sorted(result["profiles"], key=lambda m: -ranked[m][0])
     n = len(names)
     poi = np.full((n, n), np.nan)
     for i, x in enumerate(names):
         for j, y in enumerate(names):
             if i != j:
-                poi[i, j] = aggregates.improvement_per_task(
-                    matrices.scores[x], matrices.scores[y]
-                ).mean()
+                poi[i, j] = result["improvement"][(x, y)][0]
     fig, (left, right) = plt.subplots(1, 2, figsize=(8 + 0.45 * n, 5.4 + 0.15 * n))
     image = left.imshow(poi, cmap="RdBu", vmin=0, vmax=1)
     left.set_xticks(range(n), names, rotation=60, ha="right", fontsize=7)
@@ -235,27 +225,28 @@ def plot_aggregates(matrices: Any, path: Path) -> None:
                 left.text(j, i, f"{poi[i, j]:.2f}", ha="center", va="center", fontsize=6)
     left.set_title("P(row beats column on a task)", fontsize=9)
     fig.colorbar(image, ax=left, fraction=0.046)
-    taus = np.linspace(0, 1, 41)
+    taus = result["profile_taus"]
     for name in names:
-        est, low, high = aggregates.profile_interval(
-            matrices.scores[name], taus, aggregates.method_seed(name)
-        )
-        (line,) = right.plot(taus, est, label=name, lw=1.2)
-        right.fill_between(taus, low, high, alpha=0.15, color=line.get_color())
+        est, low, high = result["profiles"][name]
+        right.plot(taus, est, label=name, lw=1.2, color=colours[name])
+        right.fill_between(taus, low, high, alpha=0.15, color=colours[name])
     right.set_xlabel("normalized AUC threshold tau", fontsize=8)
     right.set_ylabel("share of runs scoring above tau", fontsize=8)
     right.set_title("performance profiles (95% stratified bootstrap bands)", fontsize=9)
     right.legend(fontsize=6, loc="lower left")
+    tasks, seeds = (result[k] for k in (("tuned_tasks", "tuned_seeds") if tuned else
+                                        ("tasks", "seeds")))  # fmt: skip
     fig.suptitle(
-        f"Aggregates over {len(matrices.tasks)} tasks x {len(matrices.seeds)} seeds", fontsize=10
+        f"Aggregates over {tasks} tasks x {len(seeds)} seeds ({result['ranked_column']} column)",
+        fontsize=10,
     )
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=100, bbox_inches="tight")  # rotated labels too
     plt.close(fig)
 
 
 # ------------------------------------------------------------------------ method pages
-def method_pages(tier: Tier, out: Path, started: float) -> dict[str, str]:
+def method_pages(tier: ShippedTier, out: Path, started: float) -> dict[str, str]:
     """Each reference's report card against the others, as a page; ``{method: path}``."""
     import tempfile
 
@@ -410,7 +401,7 @@ def env_picture(env_id: str, path: Path) -> bool:
 
 # ------------------------------------------------------------------------ the index
 def index_page(
-    boards: list[tuple[Tier, dict[str, Any]]], envs: list[dict[str, str]], submitted: str
+    boards: list[tuple[ShippedTier, dict[str, Any]]], envs: list[dict[str, str]], submitted: str
 ) -> str:
     """The home page: what the suite measures, the leaderboards, the paper's numbers, the
     verified submissions (``submitted``: their section, HTML), envs."""

@@ -22,6 +22,7 @@ code { background: #f1f3f5; padding: 0 3px; border-radius: 3px; font-size: 0.92e
 pre { background: #f6f8fa; padding: 0.8em; overflow-x: auto; }
 img { max-width: 100%; height: auto; border: 1px solid #e3e6ea; margin: 0.4em 0; }
 .note { color: #555; font-size: 0.92em; }
+figure.chart { margin: 0.8em 0; } .vega { overflow-x: auto; max-width: 100%; }
 .badge { display: inline-block; padding: 0 6px; border-radius: 4px; font-size: 0.85em;
          background: #d7f0dc; color: #175c2a; }
 .badge.unverified { background: #fde2e1; color: #8a1c17; }
