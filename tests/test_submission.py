@@ -392,3 +392,157 @@ def test_a_built_in_methods_lab_rows_are_rebuilt(tmp_path):
     members["report/report.md"] = text.replace(f"{old:.3g}", f"{old * 2:.3g}", 1).encode()
     verdict = verification.verify(write_zip(tmp_path / "forged.zip", members))
     assert any("lab rows differ from their rebuild" in p for p in verdict.problems), verdict
+
+
+@pytest.fixture(scope="module")
+def tuned_folder(tmp_path_factory) -> Path:
+    """``--out`` of a method's default and tuned columns on rb3's smoke tier (8 runs, a search
+    of 96, 8 tuned runs), and its bundle submitted."""
+    out = tmp_path_factory.mktemp("tuned") / "out"
+    common = ["--protocol", "rb3", "--tier", "smoke", "--out", str(out), "--method",
+              "trajectory_mc"]  # fmt: skip
+    quiet = ["--workers", "1", "--no-progress"]
+    commands.main(["benchmark", "run", *common, "--no-lab", *quiet])
+    commands.main(["benchmark", "tune", *common, *quiet])
+    commands.main(["benchmark", "submit", *common, "--no-lab"])
+    return out
+
+
+def tuned_bundle(out: Path) -> Path:
+    return out / "rb3" / "smoke" / "trajectory_mc" / submission.NAME
+
+
+def edit_lines(name, change_lines):
+    def change(members):
+        lines = members[name].decode().splitlines(keepends=True)
+        members[name] = "".join(change_lines(lines)).encode()
+
+    return change
+
+
+def edit_json(name, change_value):
+    def change(members):
+        value = json.loads(members[name])
+        change_value(value)
+        members[name] = json.dumps(value).encode()
+
+    return change
+
+
+def other_choice(choice):
+    for pick in choice["chosen"].values():
+        pick["chosen"] = {"learning_rate": 0.01, "ent_coef": 0.0}
+
+
+def other_hyperparameters(lines):
+    out = []
+    for line in lines:
+        row = json.loads(line)
+        row["hyperparameters"]["learning_rate"] = 0.01
+        out.append(json.dumps(row) + "\n")
+    return out
+
+
+def raise_success(lines):
+    row = json.loads(lines[0])
+    row["success"] = [min(1.0, s + 0.2) for s in row["success"]]
+    return [json.dumps(row) + "\n", *lines[1:]]
+
+
+TUNED_TAMPERS = {
+    "the choice edited": edit_json("tuned/TUNED.json", other_choice),
+    "a search run dropped": edit_lines("tuning/results.jsonl", lambda lines: lines[1:]),
+    "a search row's success raised": edit_lines("tuning/results.jsonl", raise_success),
+    "a tuned run dropped": edit_lines("tuned/results.jsonl", lambda lines: lines[1:]),
+    "tuned rows of another step size": edit_lines("tuned/results.jsonl", other_hyperparameters),
+    "the choice removed": lambda m: m.pop("tuned/TUNED.json"),
+    "the tuned headline edited": edit_manifest(**{"tuned.headline": {}}),
+    "the tuned runs count edited": edit_manifest(**{"tuned.runs": 7}),
+}
+
+
+def test_a_bundle_with_its_tuned_column_verifies_it_whole(tuned_folder):
+    """rb3 ranks on the tuned column: the bundle carries the search, the choice and the tuned
+    runs, and the verifier rebuilds the choice from the search's rows."""
+    path = tuned_bundle(tuned_folder)
+    members = members_of(path)
+    assert {"tuning/results.jsonl", "tuned/TUNED.json", "tuned/results.jsonl"} <= set(members)
+    assert len(members["tuning/results.jsonl"].splitlines()) == 96
+    verdict = verification.verify(path)
+    assert verdict.verified, verdict.problems
+    assert any("choice rebuilds from the search's 96 rows" in c for c in verdict.checked)
+    tuned = json.loads(members["SUBMISSION.json"])["tuned"]
+    written = json.loads(
+        (tuned_folder / "rb3" / "smoke" / "trajectory_mc+tuned" / "TUNED.json").read_text()
+    )
+    assert tuned["chosen"] == {f: p["chosen"] for f, p in written["chosen"].items()}
+    assert (tuned["runs"], tuned["planned_runs"], tuned["search_runs"]) == (8, 8, 96)
+
+
+@pytest.mark.parametrize("name", list(TUNED_TAMPERS))
+def test_every_edit_of_the_tuned_column_is_refused(tuned_folder, tmp_path, name):
+    members = members_of(tuned_bundle(tuned_folder))
+    TUNED_TAMPERS[name](members)
+    path = write_zip(tmp_path / "forged.zip", members)
+    verdict = verification.verify(path)
+    assert not verdict.verified, (name, verdict.checked)
+    assert all("\n" not in p and len(p) < 600 for p in verdict.problems)
+
+
+def test_submit_refuses_a_search_with_runs_missing_or_a_stale_choice(
+    tuned_folder, tmp_path, capsys
+):
+    import shutil
+
+    out = tmp_path / "out"
+    shutil.copytree(tuned_folder, out)
+    common = ["benchmark", "submit", "--protocol", "rb3", "--tier", "smoke", "--out", str(out),
+              "--method", "trajectory_mc", "--no-lab"]  # fmt: skip
+    choice = out / "rb3" / "smoke" / "trajectory_mc+tuned" / "TUNED.json"
+    written = json.loads(choice.read_text())
+    other_choice(written)
+    choice.write_text(json.dumps(written))
+    with pytest.raises(SystemExit):
+        commands.main(common)
+    err = capsys.readouterr().err
+    assert "TUNED.json is not the choice of the search's runs" in err
+    assert "benchmark tune --protocol rb3 --tier smoke --method trajectory_mc" in err
+    search = out / "rb3" / "smoke" / "trajectory_mc+tuning" / "results.jsonl"
+    search.write_text("".join(search.read_text().splitlines(keepends=True)[5:]))
+    with pytest.raises(SystemExit):
+        commands.main(common)
+    assert "5 of the search's 96 runs are missing" in capsys.readouterr().err
+
+
+def test_the_site_shows_a_verified_tuned_column_beside_the_default(tuned_folder, tmp_path):
+    """A registry entry whose bundle holds its tuned column: its page lists the chosen values
+    and the tuned headline, and the leaderboard's section scores the tuned column against the
+    references' tuned one (here the bundle's own columns stand in for the references)."""
+    from baselines.experiments.benchmark.registry_verification import check_registry
+    from baselines.experiments.site import submissions as site_submissions
+
+    folder = tmp_path / "registry" / "rb3" / "smoke" / "tuned-example"
+    folder.mkdir(parents=True)
+    (folder / "submission.zip").write_bytes(tuned_bundle(tuned_folder).read_bytes())
+    entry = {"format": "routine-envs registry entry 1", "submitter": "a test", "date": "2026-12-06",
+             "link": None}  # fmt: skip
+    (folder / "ENTRY.json").write_text(json.dumps(entry))
+    (checked,) = check_registry(tmp_path / "registry")
+    assert checked.verified, checked.problems
+    default = checked.records
+    tuned = site_submissions.tuned_rows(checked)
+    assert len(tuned) == 8 and all(r["hyperparameters"] for r in tuned)
+    section = site_submissions.leaderboard_section(
+        [checked], {"trajectory_mc": default}, {"trajectory_mc": tuned}
+    )
+    assert "IQM normalized AUC, tuned column [95% CI]" in section
+    assert section.count("references' IQM, tuned") == 1
+    assert "tuned column [95% CI]" not in site_submissions.leaderboard_section(
+        [checked], {"trajectory_mc": default}
+    )
+    page = site_submissions.tuned_section(checked.manifest.get("tuned"), ["setting"] * 5)
+    chosen = json.loads(members_of(tuned_bundle(tuned_folder))["SUBMISSION.json"])["tuned"]
+    (values,) = chosen["chosen"].values()
+    assert f"learning_rate {values['learning_rate']:g}" in page
+    assert "8 of 8 tuned runs, chosen by a search of 96 runs" in page
+    assert "No tuned column" in site_submissions.tuned_section(None, ["setting"] * 5)

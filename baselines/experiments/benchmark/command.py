@@ -17,7 +17,8 @@ protocol against the shipped references.
   method and for all the references, and the expected wall time on each number of cores, from
   the shipped lite references' measured seconds per step (:mod:`~.planning`).
 - ``submit --method SPEC --tier lite``: the report card, then one file bundling it with the
-  scored rows, the drops manifest and the method's source (:mod:`~.submission`);
+  scored rows, the drops manifest, the method's source and, where ``tune`` made one, its
+  tuned column (:mod:`~.submission`, :mod:`~.tuned_column`);
   ``verify-submission --bundle FILE`` rebuilds the scores from such a file and says whether
   they are the card's.
 - ``verify-submissions``: every entry of the submissions registry (``submissions/<protocol>/
@@ -56,6 +57,7 @@ from baselines.experiments.benchmark import (
     report,
     scores,
     submission,
+    tuned_column,
     tuning,
     verification,
 )
@@ -620,8 +622,9 @@ def tune(args: BenchmarkArgs, protocol: protocols.Protocol) -> Path:
 
 
 def submit(args: BenchmarkArgs, protocol: protocols.Protocol, card_folder: Path) -> Path:
-    """Bundle the card just written with the rows it scored, the drops manifest and the
-    method's source into ``<method folder>/submission.zip`` (:mod:`~.submission`); its path.
+    """Bundle the card just written with the rows it scored, the drops manifest, the method's
+    source and, where ``tune`` made one, its tuned column (:mod:`~.tuned_column`) into
+    ``<method folder>/submission.zip`` (:mod:`~.submission`); its path.
     A bundle with planned runs missing (neither finished nor failed) is refused unless
     ``--partial``."""
     scores_ = json.loads((card_folder / "scores.json").read_text())
@@ -654,10 +657,18 @@ def submit(args: BenchmarkArgs, protocol: protocols.Protocol, card_folder: Path)
         scores_["claims"],
         complete=not total["missing"],
     )
-    path = submission.build(card_folder.parent, records, summary, args.method)
+    tuned = tuned_column.collect(
+        card_folder.parent, protocol, args.tier, args.method, jobs, args.partial
+    )
+    path = submission.build(card_folder.parent, records, summary, args.method, tuned)
     print(
         f"submission: {path} ({len(records)} runs"
         + (f", a partial one: {total['missing']} planned runs missing" if total["missing"] else "")
+        + (
+            f", the tuned column ({tuned[1]['runs']} runs, its search's {tuned[1]['search_runs']})"
+            if tuned
+            else ""
+        )
         + ", the card, the drops manifest"
         + (", the method's source" if submission.method_source(args.method) else "")
         + "); anyone can check it with: python -m baselines benchmark "

@@ -12,6 +12,9 @@ rebuilds the score from it.
   drops manifest ``drops.csv``/``drops.json``, the figures and their CSVs);
 - ``method/<file>.py``: the source file of an outside method (``package.module:Name`` imported
   from a file outside this package), when there is one.
+- under a protocol with ``tuning`` (rb3), where ``benchmark tune`` made it, the method's tuned
+  column: ``tuning/results.jsonl`` (the search), ``tuned/TUNED.json`` (the choice) and
+  ``tuned/results.jsonl`` (the tuned runs), :mod:`~.tuned_column`.
 
 ``benchmark verify-submission --bundle FILE`` (anyone, with a checkout of the same release)
 reads it with :func:`read` (bounded, as untrusted input) and checks it as data
@@ -47,7 +50,8 @@ MAX_TOTAL_BYTES = 200_000_000
 SHA256 = re.compile(r"[0-9a-f]{64}")
 MAX_MEMBERS = 64
 MEMBER = re.compile(
-    r"(SUBMISSION\.json|results\.jsonl|report/[A-Za-z0-9_.-]+|method/[A-Za-z0-9_.-]+\.py)"
+    r"(SUBMISSION\.json|results\.jsonl|report/[A-Za-z0-9_.-]+|method/[A-Za-z0-9_.-]+\.py"
+    r"|tuning/results\.jsonl|tuned/results\.jsonl|tuned/TUNED\.json)"
 )
 """The member names a bundle may hold (no folders of its own, no ``..``, no absolute paths)."""
 REPORT_FILES = (
@@ -118,10 +122,14 @@ def rows_bytes(records: list[dict[str, Any]]) -> bytes:
 
 
 def manifest_of(
-    members: Mapping[str, bytes], summary: Mapping[str, Any], method: str
+    members: Mapping[str, bytes],
+    summary: Mapping[str, Any],
+    method: str,
+    tuned: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``SUBMISSION.json`` of a bundle of ``members`` (every other member): ``summary``
-    (:func:`summary_fields`), the method, the card's headline and drops totals, and the SHA-256
+    (:func:`summary_fields`), the method, the card's headline and drops totals, the tuned
+    column's summary where the bundle has one (:func:`~.tuned_column.summary`), and the SHA-256
     of every member. The verifier rebuilds it the same way and compares it whole."""
     scores = json.loads(members["report/scores.json"])
     return {
@@ -130,6 +138,7 @@ def manifest_of(
         "method": method,
         "headline": headline(scores),
         "drops": scores.get("drops", {}).get("total"),
+        **({} if tuned is None else {"tuned": dict(tuned)}),
         "files": {name: sha256(data) for name, data in sorted(members.items())},
     }
 
@@ -139,10 +148,12 @@ def build(
     records: list[dict[str, Any]],
     summary: dict[str, Any],
     method: str,
+    tuned: tuple[dict[str, bytes], dict[str, Any]] | None = None,
 ) -> Path:
     """Write ``folder / submission.zip`` from the card in ``folder / "report"``, the scored
-    ``records`` and ``summary`` (protocol, tier, method, trainer, ...: the caller's), with
-    fixed timestamps (the same inputs give the same bytes); its path.
+    ``records``, ``summary`` (protocol, tier, method, trainer, ...: the caller's) and the tuned
+    column's members and summary where there is one (:mod:`~.tuned_column`), with fixed
+    timestamps (the same inputs give the same bytes); its path.
 
     Raises:
         ValueError: the card is missing (run ``report`` first).
@@ -156,13 +167,15 @@ def build(
             f"{report}: no report card ({', '.join(missing)} missing): run report first"
         )
     members: dict[str, bytes] = {"results.jsonl": rows_bytes(records)}
+    if tuned is not None:
+        members.update(tuned[0])
     for name in REPORT_FILES:
         if (report / name).is_file():
             members[f"report/{name}"] = (report / name).read_bytes()
     source = method_source(method)
     if source is not None:
         members[f"method/{source.name}"] = source.read_bytes()
-    manifest = manifest_of(members, summary, method)
+    manifest = manifest_of(members, summary, method, None if tuned is None else tuned[1])
     members["SUBMISSION.json"] = json.dumps(manifest, indent=1, sort_keys=True).encode()
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as bundle:
@@ -289,27 +302,26 @@ def json_member(members: Mapping[str, bytes], name: str, where: str = "the bundl
         raise InvalidSubmission(str(err)) from None
 
 
-def rows_of(members: Mapping[str, bytes]) -> list[dict[str, Any]]:
-    """The valid training records of the bundle's ``results.jsonl`` (read as any results file:
-    an invalid line is refused, one line naming it)."""
+def rows_of(members: Mapping[str, bytes], name: str = "results.jsonl") -> list[dict[str, Any]]:
+    """The valid training records of the bundle's member ``name`` (``results.jsonl``, or a
+    tuned column's runs; read as any results file: an invalid line is refused, one line naming
+    it)."""
     from baselines.lib import runs
     from baselines.lib.records import upgrade
     from baselines.lib.results import ResultsFile
 
     try:
-        untrusted.check_json_text(
-            members["results.jsonl"], "member results.jsonl", MAX_MEMBER_BYTES, lines=True
-        )
+        untrusted.check_json_text(members[name], f"member {name}", MAX_MEMBER_BYTES, lines=True)
     except untrusted.Refused as err:
         raise InvalidSubmission(str(err)) from None
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "results.jsonl"
-        path.write_bytes(members["results.jsonl"])
+        path.write_bytes(members[name])
         messages: list[str] = []
         store = ResultsFile(path, runs.SCHEMA, runs.TrainingRecord.check, upgrade)
         records = store.read(report=messages.append)
     if messages:
-        raise InvalidSubmission(f"results.jsonl: {messages[0][:300]}")
+        raise InvalidSubmission(f"{name}: {messages[0][:300]}")
     return records
 
 

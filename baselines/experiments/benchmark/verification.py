@@ -12,6 +12,8 @@ hash that is itself checked:
   declares it failed with a reason, or the bundle says it is partial);
 - the card: rebuilt from the rows, the shipped references and the card's three claims
   (:data:`~.card.CLAIMS`), every file compared byte for byte (figures included);
+- the tuned column, where the bundle has one (:mod:`~.tuned_column`): the search exactly the
+  planned one, the choice recomputed from its rows, the tuned rows exactly that choice's runs;
 - ``SUBMISSION.json``: rebuilt from the rows and the rebuilt card and compared whole;
 - with ``--rerun K`` (and only then: it runs the submitter's code), K runs chosen by the
   reviewer's seed are trained again in a subprocess and compared with their rows bit for bit,
@@ -40,7 +42,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from baselines.experiments.benchmark import card, drops, manifest, report, submission
+from baselines.experiments.benchmark import (
+    card,
+    drops,
+    manifest,
+    report,
+    submission,
+    tuned_column,
+    tuning,
+)
 from baselines.experiments.benchmark import lab as benchmark_lab
 from baselines.lib import protocol as protocols
 from baselines.lib import protocol_runs, runs, trainers
@@ -316,6 +326,55 @@ def check_runs(
     return checked, problems, failed
 
 
+def check_tuned_column(
+    protocol: protocols.Protocol,
+    fields_: Mapping[str, Any],
+    defaults: Sequence[Any],
+    members: Mapping[str, bytes],
+) -> tuple[list[str], list[str], dict[str, Any] | None]:
+    """``(checked, problems, summary)`` of the bundle's tuned column (:mod:`~.tuned_column`):
+    the search exactly the planned one, ``TUNED.json`` its choice, the tuned rows exactly that
+    choice's runs; ``summary`` (:func:`~.tuned_column.summary`, rebuilt) is ``None`` where the
+    bundle has none or it fails."""
+    present = [name for name in tuned_column.MEMBERS if name in members]
+    if not present:
+        return [], [], None
+    if len(present) < len(tuned_column.MEMBERS):
+        absent = sorted(set(tuned_column.MEMBERS) - set(present))
+        return [], [f"a tuned column without {', '.join(absent)}"], None
+    if protocol.tuning is None:
+        return [], [f"a tuned column under {protocol.version}, which has no tuning"], None
+    tier, method = fields_["tier"], fields_["method"]
+    chosen_tier = protocol.tier(tier)
+    search = submission.rows_of(members, tuned_column.SEARCH)
+    planned_search = tuning.tuning_runs(protocol, chosen_tier, defaults)
+    checked, problems, _ = check_runs(planned_search, search, {**fields_, "partial": False}, {})
+    checked = [f"{tuned_column.SEARCH}: {line}" for line in checked]
+    problems = [f"{tuned_column.SEARCH}: {line}" for line in problems]
+    if problems:
+        return checked, problems, None
+    choice = tuned_column.choice_of(protocol, tier, method, defaults, search)
+    differs = submission.compare(
+        choice, submission.json_member(members, tuned_column.CHOICE), "TUNED.json"
+    )
+    if differs:
+        return (
+            checked,
+            [f"{tuned_column.CHOICE} is not the choice of the search's rows: {differs[0]}"],
+            None,
+        )
+    checked.append(
+        f"{tuned_column.CHOICE}: the choice rebuilds from the search's {len(search)} rows"
+    )
+    runs = submission.rows_of(members, tuned_column.RUNS)
+    planned = tuning.tuned_runs(defaults, choice["chosen"], chosen_tier)
+    found, problems, _ = check_runs(planned, runs, fields_, {})
+    checked += [f"{tuned_column.RUNS}: {line}" for line in found]
+    if problems:
+        return checked, [f"{tuned_column.RUNS}: {line}" for line in problems], None
+    return checked, [], tuned_column.summary(protocol, tier, choice, len(search), runs, planned)
+
+
 def declared_failures(members: Mapping[str, bytes]) -> dict[tuple[str, int, int], str]:
     """``(setting, density value, seed) -> reason`` of the runs the bundle's drops manifest
     declares failed."""
@@ -546,6 +605,11 @@ def verify(
     verdict.problems += problems
     if problems:
         return verdict
+    checked, problems, tuned = check_tuned_column(protocol, fields_, jobs, members)
+    verdict.checked += checked
+    verdict.problems += problems
+    if problems:
+        return verdict
     made_at = str(submission.json_member(members, "SUBMISSION.json").get("git_commit"))
     here = report.git_commit(Path(__file__).parent)
     if made_at.removesuffix("+dirty") != here.removesuffix("+dirty"):
@@ -558,7 +622,7 @@ def verify(
     verdict.problems += problems
     verdict.card = dict(rebuilt)
     if rebuilt and not problems:
-        check_manifest(protocol, fields_, records, members, rebuilt, verdict)
+        check_manifest(protocol, fields_, records, members, rebuilt, verdict, tuned)
     if rerun and verdict.verified:
         rerun_rows(bundle, members, fields_, records, rerun, rerun_seed, rerun_timeout, verdict)
     return verdict
@@ -571,8 +635,10 @@ def check_manifest(
     members: Mapping[str, bytes],
     rebuilt: Mapping[str, bytes],
     verdict: Verdict,
+    tuned: Mapping[str, Any] | None = None,
 ) -> None:
-    """Rebuild ``SUBMISSION.json`` from the rows and the rebuilt card and compare it whole."""
+    """Rebuild ``SUBMISSION.json`` from the rows, the rebuilt card and the tuned column's
+    rebuilt summary (``tuned``, where the bundle has one) and compare it whole."""
     bundled_manifest = submission.json_member(members, "SUBMISSION.json")
     scores = json.loads(rebuilt["report/scores.json"])
     method = fields_["method"]
@@ -589,7 +655,10 @@ def check_manifest(
     )
     others = {n: d for n, d in members.items() if not n.startswith("report/")}
     mine = submission.manifest_of(
-        {**{n: d for n, d in others.items() if n != "SUBMISSION.json"}, **rebuilt}, summary, method
+        {**{n: d for n, d in others.items() if n != "SUBMISSION.json"}, **rebuilt},
+        summary,
+        method,
+        tuned,
     )
     found = submission.compare(mine, bundled_manifest, "SUBMISSION.json")
     if found:

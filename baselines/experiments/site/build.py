@@ -462,7 +462,7 @@ def main(args: SiteArgs) -> dict[str, Any]:
     for tier in tiers:
         cards = method_pages(tier, args.out, started) if args.cards else {}
         mine = [e for e in entries if e.where.startswith(f"{tier.protocol.version}/{tier.name}/")]
-        section = submissions.leaderboard_section(mine, tier.found)
+        section = submissions.leaderboard_section(mine, tier.found, tier.tuned)
         boards.append((tier, leaderboard_page(tier, args.out, cards, section)))
     checkout = report.git_commit(Path(__file__).parent)
     for entry in entries:

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from baselines.experiments.benchmark import registry
+from baselines.experiments.benchmark import registry, submission, tuned_column
 from baselines.experiments.benchmark.registry_verification import Checked, check_registry
 from baselines.experiments.site import html as pages
 
@@ -69,17 +69,17 @@ def method_cell(entry: Checked, up: str) -> str:
 
 
 def iqm_against(
-    entry: Checked, found: Mapping[str, Sequence[Mapping[str, Any]]]
+    entry: Checked, records: Sequence[Mapping[str, Any]], found: Mapping[str, Sequence[Any]]
 ) -> tuple[tuple[float, float, float], int, int] | str:
-    """The entry's IQM normalized AUC with its 95% stratified bootstrap interval over the tasks
-    it shares with the references (their default column: a bundle holds its default column),
-    and how many of the ``found`` references score a lower IQM there, of how many; or why
-    there is none."""
+    """The IQM normalized AUC of ``records`` (one of the entry's columns) with its 95%
+    stratified bootstrap interval over the tasks they share with the references' rows ``found``
+    (the same column of each reference), and how many of those references score a lower IQM
+    there, of how many; or why there is none."""
     from baselines.experiments.benchmark import aggregates
 
     key = f"submission {entry.where}"
     try:
-        matrices = aggregates.score_matrices({**found, key: entry.records})
+        matrices = aggregates.score_matrices({**found, key: list(records)})
     except ValueError as err:
         return str(err)
     mine = aggregates.iqm_interval(
@@ -89,44 +89,68 @@ def iqm_against(
     return mine, below, len(found)
 
 
-def leaderboard_section(entries: Sequence[Checked], found: Mapping[str, Any]) -> str:
-    """The leaderboard page's section of its tier's verified submissions (empty without)."""
+def score_cell(placed: tuple[tuple[float, float, float], int, int] | str, column: str) -> str:
+    """:func:`iqm_against`'s result as a table cell."""
+    if isinstance(placed, str):
+        return f"n/a ({html.escape(placed[:120])})"
+    (est, low, high), below, of = placed
+    return f"{est:.3f} [{low:.3f}, {high:.3f}]; above {below} of the {of} references' IQM, {column}"
+
+
+def tuned_rows(entry: Checked) -> list[dict[str, Any]]:
+    """The entry's tuned column as verified (none where its bundle has none)."""
+    if tuned_column.RUNS not in entry.members:
+        return []
+    return submission.rows_of(entry.members, tuned_column.RUNS)
+
+
+def leaderboard_section(
+    entries: Sequence[Checked], found: Mapping[str, Any], tuned: Mapping[str, Any] | None = None
+) -> str:
+    """The leaderboard page's section of its tier's verified submissions (empty without):
+    each one's IQM against the references' default column (``found``) and, where the tier has
+    a tuned column (``tuned``), its tuned column's against theirs."""
     if not entries:
         return ""
     rows = []
     for entry in entries:
-        placed = iqm_against(entry, found)
-        if isinstance(placed, str):
-            score = f"n/a ({html.escape(placed[:120])})"
-        else:
-            (est, low, high), below, of = placed
-            score = (
-                f"{est:.3f} [{low:.3f}, {high:.3f}]; above {below} of the {of} references' "
-                "IQM, default"
+        cells = [score_cell(iqm_against(entry, entry.records, found), "default")]
+        if tuned:
+            mine = tuned_rows(entry)
+            cells.append(
+                score_cell(iqm_against(entry, mine, tuned), "tuned")
+                if mine
+                else "no tuned column in the bundle"
             )
         rows.append(
             [
                 method_cell(entry, "../"),
                 html.escape(entry.entry.submitter if entry.entry else ""),
                 html.escape(entry.entry.date if entry.entry else ""),
-                score,
+                *cells,
                 str(entry.manifest.get("runs")) + (" (partial)" if entry.fields["partial"] else ""),
                 f"<code>{html.escape(str(entry.manifest.get('git_commit'))[:12])}</code>",
                 html.escape(entry.rerun_text()),
             ]
         )
+    columns = ["IQM normalized AUC, default column [95% CI]"]
+    if tuned:
+        columns.append("IQM normalized AUC, tuned column [95% CI]")
     table = pages.table(
-        ["submission", "submitted by", "date", "IQM normalized AUC, default column [95% CI]",
-         "runs", "made at commit", "reruns"],
-        rows,
-    )  # fmt: skip
+        ["submission", "submitted by", "date", *columns, "runs", "made at commit", "reruns"], rows
+    )
+    which = (
+        "default column, and their tuned column against the references' tuned one where the "
+        "bundle holds it"
+        if tuned
+        else "default column"
+    )
     return (
         '<h2 id="submissions">Submissions</h2>\n<p class="note">Outside methods sent by pull '
         "request (<code>submissions/</code>), not references: each verified when this site "
         "was built (every part of its bundle rebuilt from its rows; the reruns trained again "
-        "here). Their IQM is over the tasks they share with the references' default column "
-        "(a submission holds its default column only); the tables below rank the references "
-        "alone.</p>\n" + table
+        "here). Their IQM is over the tasks they share with the references' "
+        f"{which}; the tables below rank the references alone.</p>\n" + table
     )
 
 
@@ -164,9 +188,9 @@ BOUNDS = {"upper bound": "<= ", "lower bound": ">= ", "exact": ""}
 """How the headline's bounds read in a cell (the leaderboard's marks)."""
 
 
-def headline_rows(manifest: Mapping[str, Any]) -> list[list[str]]:
-    """The manifest's headline per setting, as table cells (a bound marked as the leaderboard
-    marks it: ``<=``, ``>=``)."""
+def headline_rows(headline: Any) -> list[list[str]]:
+    """A manifest's headline per setting (its ``headline`` or its tuned column's), as table
+    cells (a bound marked as the leaderboard marks it: ``<=``, ``>=``)."""
 
     def cell(value: Any, bound: Any, text: str) -> str:
         if not isinstance(value, int | float):
@@ -174,7 +198,7 @@ def headline_rows(manifest: Mapping[str, Any]) -> list[list[str]]:
         return html.escape(BOUNDS.get(str(bound), f"{str(bound)[:20]} ") + text.format(value))
 
     out = []
-    for setting, h in (manifest.get("headline") or {}).items():
+    for setting, h in (headline if isinstance(headline, dict) else {}).items():
         h = h if isinstance(h, dict) else {}
         rho = h.get("lowest_rho")
         out.append(
@@ -187,6 +211,33 @@ def headline_rows(manifest: Mapping[str, Any]) -> list[list[str]]:
             ]
         )
     return out
+
+
+def tuned_section(tuned: Any, columns: list[str]) -> str:
+    """The tuned column's values and headline (``SUBMISSION.json``'s ``tuned``, as verified),
+    or a line saying the bundle has none."""
+    if not isinstance(tuned, dict):
+        return (
+            '<p class="note">No tuned column: this bundle holds the default hyperparameters\' '
+            "runs only (its protocol ranks on the tuned column where it has one).</p>\n"
+        )
+    chosen = tuned.get("chosen") if isinstance(tuned.get("chosen"), dict) else {}
+    values = [
+        [f"<code>{html.escape(str(family))}</code>",
+         html.escape(", ".join(f"{k} {v:g}" for k, v in pick.items()
+                               if isinstance(v, int | float)) if isinstance(pick, dict) else "")]
+        for family, pick in chosen.items()
+    ]  # fmt: skip
+    counts = (
+        f"{tuned.get('runs')} of {tuned.get('planned_runs')} tuned runs, chosen by a search of "
+        f"{tuned.get('search_runs')} runs on the tuning seeds"
+    )
+    return (
+        f"<h2>Tuned column</h2>\n<p>{html.escape(counts)}; the verification recomputed the "
+        "choice from the search's rows.</p>\n"
+        f"{pages.table(['setting family', 'chosen values'], values)}\n"
+        f"{pages.table(columns, headline_rows(tuned.get('headline')))}\n"
+    )
 
 
 def write_page(entry: Checked, out: Path, checkout: str, nav: Sequence[tuple[str, str]]) -> str:
@@ -217,10 +268,10 @@ def write_page(entry: Checked, out: Path, checkout: str, nav: Sequence[tuple[str
         ["bundle", f'<a href="{registry.BUNDLE}">{registry.BUNDLE}</a> '
          f"({entry.entry.bundle.stat().st_size:,} bytes)"],
     ]  # fmt: skip
-    headline = pages.table(
-        ["setting", "dilution exponent", "lowest rho", "steps to target there (IQM)", "reached"],
-        headline_rows(entry.manifest),
-    )
+    columns = ["setting", "dilution exponent", "lowest rho", "steps to target there (IQM)",
+               "reached"]  # fmt: skip
+    headline = pages.table(columns, headline_rows(entry.manifest.get("headline")))
+    tuned = tuned_section(entry.manifest.get("tuned"), columns)
     code = "".join(
         f"<h2>Its source: <code>{html.escape(name)}</code></h2>\n<pre><code>"
         f"{html.escape(data.decode('utf-8', errors='replace'))}</code></pre>\n"
@@ -237,7 +288,7 @@ def write_page(entry: Checked, out: Path, checkout: str, nav: Sequence[tuple[str
     )
     body = (
         f"{back}\n{pages.table(['', 'this submission'], facts)}\n"
-        f"<h2>Headline</h2>\n{headline}\n{code}"
+        f"<h2>Headline</h2>\n{headline}\n{tuned}{code}"
         f'<h2>Its report card</h2>\n<p class="note">Rebuilt from the bundle\'s rows by the '
         f'verification (<a href="report.md">as Markdown</a>, <a href="scores.json">'
         f"scores.json</a>).</p>\n{figures}\n{pages.markdown(report)}"
