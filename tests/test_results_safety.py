@@ -440,6 +440,14 @@ if __name__ == "__main__":  # spawned pool workers import this file too
 """
 
 
+def as_in_a_terminal() -> None:
+    """In the child before it starts: Ctrl-C's default action, as a terminal's foreground
+    command has it. A test run started in the background of a non-interactive shell (``make
+    test &``, ``nohup``) inherits SIGINT ignored, and Python then never raises
+    KeyboardInterrupt: the interrupted command would run to its end and exit 0."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def interrupt_when(proc: subprocess.Popen, ready: object, timeout: float = 300) -> tuple[str, str]:
     """Send Ctrl-C (SIGINT to the process group, as a terminal does) once ``ready()``."""
     start = time.monotonic()
@@ -470,7 +478,9 @@ def test_ctrl_c_in_a_sweep_is_one_line_with_what_is_saved_and_the_resume_command
 ):
     fast_worker_env(tmp_path, monkeypatch, seconds=0.5)
     path = tmp_path / "results.jsonl"
-    proc = python(tmp_path, SLOW_SWEEP, str(path), start_new_session=True)
+    proc = python(
+        tmp_path, SLOW_SWEEP, str(path), start_new_session=True, preexec_fn=as_in_a_terminal
+    )
     _, err = interrupt_when(proc, lambda: saved_lines(path) >= 2)
     assert proc.returncode == 130, err
     lines = err.strip().splitlines()
@@ -493,6 +503,7 @@ def test_ctrl_c_in_benchmark_run_is_one_line_exit_130(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=as_in_a_terminal,
     )
     seen: list[float] = []
 
