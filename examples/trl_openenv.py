@@ -62,8 +62,8 @@ class OpenEnvRecipeSettings:
     url: str = field(
         default="", metadata={"help": "an OpenEnv server to use (default: start one here)"}
     )
-    steps: int = field(default=30, metadata={"help": "GRPO steps (TRL max_steps)", "min": 1})
-    warm_start_steps: int = field(default=100, metadata={"help": "supervised steps", "min": 0})
+    steps: int = field(default=20, metadata={"help": "GRPO steps (TRL max_steps)", "min": 1})
+    warm_start_steps: int = field(default=150, metadata={"help": "supervised steps", "min": 0})
     temperature: float = field(default=0.7, metadata={"help": "sampling temperature", "min": 0.0})
     num_generations: int = field(default=8, metadata={"help": "rollouts per group", "min": 2})
     learning_rate: float = field(default=1e-3, metadata={"help": "GRPO Adam step", "min": 0.0})
