@@ -35,7 +35,11 @@ EXTRA_TESTS_verifiers-v1 := tests/test_verifiers_v1.py
 EXTRA_TESTS_gem := tests/test_adapters.py -k gem
 EXTRA_TESTS_trl := tests/test_adapters.py -k trl
 EXTRA_FIRST_trl := "$(TORCH_SPEC)"
-LLM_EXTRAS := openenv verifiers-v1 gem trl
+# TRL's GRPOTrainer through OpenEnv: two GRPO steps of examples/trl_openenv.py, its server and
+# client in a loopback-only namespace
+EXTRA_TESTS_trl-openenv := tests/test_trl_openenv.py
+EXTRA_FIRST_trl-openenv := "$(TORCH_SPEC)"
+LLM_EXTRAS := openenv verifiers-v1 gem trl trl-openenv
 
 .venv-%/.installed: pyproject.toml
 	test -x .venv-$*/bin/python || $(PYTHON) -m venv .venv-$*

@@ -122,6 +122,7 @@ def _parsers() -> dict[str, Any]:
         "routine_envs": lambda argv: cli.parse(core.tree(), argv)[1],
         "routine_envs.bench": at("bench"),
         "examples.trl_grpo": _trl_recipe_parser,
+        "examples.trl_openenv": _trl_openenv_recipe_parser,
     }
 
 
@@ -130,6 +131,13 @@ def _trl_recipe_parser(argv: list[str]) -> Any:
     from examples import trl_grpo
 
     return trl_grpo.parse_args(argv)
+
+
+def _trl_openenv_recipe_parser(argv: list[str]) -> Any:
+    """The TRL-through-OpenEnv recipe's settings (the same generator)."""
+    from examples import trl_openenv
+
+    return trl_openenv.parse_args(argv)
 
 
 OTHER_TOOLS = {
