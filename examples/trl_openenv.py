@@ -44,7 +44,7 @@ import numpy as np
 from baselines.lib import cli
 from examples import trl_grpo
 from routine_envs.adapters.annotations import AnnotationLog
-from routine_envs.adapters.trl import RoutineToolEnv, _tool_method, routine_return
+from routine_envs.adapters.trl import RoutineToolEnv, routine_return, tool_method
 from routine_envs.text import make_text_env
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -191,7 +191,7 @@ def served_environment_class(url: str, env_id: str, **kwargs: Any) -> type[Serve
     """What ``GRPOTrainer(environment_factory=...)`` takes: a class playing ``env_id`` on the
     OpenEnv server at ``url``, one public method per tool of its text view."""
     view = make_text_env(env_id, **kwargs).view
-    methods: dict[str, Any] = {tool.name: _tool_method(tool) for tool in view.tools}
+    methods: dict[str, Any] = {tool.name: tool_method(tool) for tool in view.tools}
     attributes = {"_url": url, "_env_id": env_id, "_kwargs": dict(kwargs), "__doc__": view.task}
     return type("Served" + env_id.replace("-", "") + "Env", (ServedToolEnv,), attributes | methods)
 

@@ -98,7 +98,12 @@ class RoutineToolEnv:
         return text + ("\nThe episode is over." if self._done else "")
 
 
-def _tool_method(tool: Tool) -> Callable[..., str]:
+def tool_method(tool: Tool) -> Callable[..., str]:
+    """One tool as the public method TRL reads a tool from: its name, signature, annotations
+    and a Google-style docstring (TRL builds the tool's schema from them); the method passes
+    its arguments to ``self._call(tool name, arguments)``, which a subclass of
+    :class:`RoutineToolEnv` (in process) or the OpenEnv recipe's served class defines."""
+
     def method(self: RoutineToolEnv, **arguments: Any) -> str:
         return self._call(tool.name, arguments)
 
@@ -130,7 +135,7 @@ def environment_class(env_id: str, **kwargs: Any) -> type[RoutineToolEnv]:
     """A class whose instances play ``env_id`` (made with ``kwargs``: env keyword arguments
     and ``invalid_penalty``/``max_turns``) through one public method per tool."""
     view = make_text_env(env_id, **kwargs).view
-    methods: dict[str, Any] = {tool.name: _tool_method(tool) for tool in view.tools}
+    methods: dict[str, Any] = {tool.name: tool_method(tool) for tool in view.tools}
     clash = {"reset", "get_reward"} & set(methods)
     if clash:
         raise ValueError(f"env_id {env_id!r} has tools named like TRL's own methods: {clash}")
