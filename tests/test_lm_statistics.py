@@ -118,3 +118,11 @@ def test_curve_band_carries_a_stopped_run_forward() -> None:
     assert [b["step"] for b in band] == [0, 1, 2]
     assert band[2]["mean"] == pytest.approx(0.8) and band[2]["runs"] == 2
     assert all(b["low"] <= b["mean"] <= b["high"] for b in band)
+
+
+def test_snr_rows_say_the_noise_is_sampled() -> None:
+    from tests.test_lm_analysis import snr_row
+
+    rows = analysis.snr_rows([snr_row(n, 2.0, 2.0) for n in (0, 1)])
+    episodes = snr_row(0, 2.0, 2.0)["episodes"]
+    assert {r["noise"] for r in rows} == {f"sampled ({episodes} episodes)"}

@@ -379,12 +379,15 @@ DILUTE_RHO = 0.25
 
 def snr_rows(records: Iterable[Row]) -> list[Row]:
     """One row per density value (``snr.csv``), densest first: the columns of
-    :data:`SNR_COLUMNS` (the density named by its keyword), then each estimator's."""
+    :data:`SNR_COLUMNS` (the density named by its keyword), ``noise`` (how the SNR's noise
+    was measured: sampled, from ``episodes`` episodes; the gradient is exact), then each
+    estimator's."""
     records = sorted(current(records), key=lambda r: -r["rho"])
     column = density_column(records)
     rows = []
     for r in records:
         row = {column if c == "density_value" else c: r.get(c) for c in SNR_COLUMNS}
+        row["noise"] = f"sampled ({r['episodes']} episodes)"  # the gradient is exact
         for name in r["estimators"]:
             row.update({f.format(name): r[f.format(name)] for f in ESTIMATE_FIELDS})
         rows.append(row)

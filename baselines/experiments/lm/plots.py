@@ -173,7 +173,8 @@ def plot_snr(rows: list[dict[str, Any]], summary: dict[str, Any], path: Path) ->
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=7)
     fig.suptitle(
-        f"Exact gradient SNR of a {summary['parameters']:,}-parameter LM policy on "
+        f"Gradient SNR (exact gradient, noise sampled from {summary['episodes']:,} episodes) of a "
+        f"{summary['parameters']:,}-parameter LM policy on "
         f"{summary['env_id']} (one floor), through its table of canonical replies",
         fontsize=9,
     )
