@@ -122,10 +122,20 @@ def plot_dilution(rows: list[dict[str, Any]], summary: dict[str, Any], path: Pat
     ax.set_xlabel("decision density rho = 1/(1+L)")
     ax.set_ylabel(f"GRPO steps to exact success >= {summary['target']}")
     ax.set_title(
-        f"Token-level dilution, LM policy, {summary['env_id']} ({summary['runs']} runs; "
-        f"budget {summary['steps']} steps; bars: 95% bootstrap CI of the median)",
-        fontsize=8,
+        f"Token-level dilution, LM policy, {summary['env_id']}\n({summary['runs']} runs; "
+        f"budget {summary['steps']} steps; bars: 95% bootstrap CI of the median over seeds)",
+        fontsize=9,
     )
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    rhos = sorted({r["rho"] for r in rows})
+    ax.set_xticks(rhos, [f"{r:.3g}" for r in rhos])
+    low, high = ax.get_ylim()
+    nice = [t for t in (5, 8, 10, 12, 14, 16, 18, 20, 25, 30, 40, 50, 70, 100, 150, 200, 300, 500)]
+    ax.set_yticks([t for t in nice if low <= t <= high])
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(ScalarFormatter())
+        axis.set_minor_formatter(NullFormatter())
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7)
     fig.tight_layout()
