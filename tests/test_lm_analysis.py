@@ -187,6 +187,7 @@ def test_curve_rows_and_train_summary() -> None:
         "seed": 1,
         "steps_to_target": None,
         "final_exact_success": 0.4,
+        "final_sampled_success": None,
         "cpu_seconds": 1.0,
     }
 

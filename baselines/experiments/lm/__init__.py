@@ -1,6 +1,7 @@
 """A small causal LM trained by GRPO on the text envs (``python -m baselines lm``):
 ``train`` (learning curves), ``dilution`` (GRPO steps to target against rho per estimator)
-and ``snr`` (the exact gradient SNR and bias of the LM policy at initialisation). Their rows of
+and ``snr`` (the SNR and bias of the LM policy's gradient at initialisation: exact gradient,
+noise sampled from episodes). Their rows of
 the command tree are here."""
 
 from routine_envs.cli import Command, Group
@@ -27,7 +28,7 @@ COMMANDS = (
             ),
             Command(
                 "snr",
-                "the exact gradient SNR and bias of the LM policy at initialisation against rho",
+                "SNR and bias at initialisation against rho: exact gradient, sampled noise",
                 "baselines.experiments.lm.exact_snr:SNRSettings",
                 "baselines.experiments.lm.exact_snr:main",
             ),

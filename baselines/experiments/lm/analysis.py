@@ -10,12 +10,17 @@ it is tested on small hand-written tables; the commands write them (CSV, JSON) a
 
 A run that does not reach the target within its ``steps`` is censored: the steps-to-target
 tables count it as ``steps`` (a lower bound of its true value), so a median over runs of which
-at most half reached the target is itself only a lower bound (``median_is_lower_bound``).
+at most half reached the target is itself only a lower bound (``median_is_lower_bound``), and
+a cell where no run reached it is ``"censored"``: never printed as a measurement
+(:func:`format_steps`).
+
+Intervals are percentile bootstraps over the seeds (``scipy.stats.bootstrap``,
+:data:`BOOTSTRAP_RESAMPLES` resamples, random state :data:`BOOTSTRAP_SEED`, 95 %).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -25,6 +30,70 @@ from baselines.lib.curves import density_column
 from routine_envs import snr
 
 Row = dict[str, Any]
+
+BOOTSTRAP_RESAMPLES = 9999
+"""Resamples of every bootstrap interval."""
+BOOTSTRAP_SEED = 0
+"""Random state of every bootstrap interval (so the tables are a function of the records)."""
+CONFIDENCE = 0.95
+
+
+def bootstrap_interval(
+    statistic: Any, *samples: Sequence[float], seed: int = BOOTSTRAP_SEED
+) -> tuple[float, float, float]:
+    """``statistic(*samples)`` and its 95 % percentile-bootstrap interval over the samples
+    (each resampled on its own: independent runs). Samples without spread give a zero-width
+    interval (the bootstrap distribution is a point); a sample of one value likewise."""
+    from scipy import stats
+
+    arrays = [np.asarray(x, dtype=float) for x in samples]
+    value = float(statistic(*arrays))
+    if all(len(a) < 2 or np.all(a == a[0]) for a in arrays):
+        return value, value, value
+    result = stats.bootstrap(
+        tuple(arrays),
+        lambda *xs: statistic(*xs),
+        n_resamples=BOOTSTRAP_RESAMPLES,
+        confidence_level=CONFIDENCE,
+        method="percentile",
+        vectorized=False,
+        paired=False,
+        random_state=np.random.default_rng(seed),
+    )
+    ci = result.confidence_interval
+    return value, float(ci.low), float(ci.high)
+
+
+def median_ratio(a: np.ndarray, b: np.ndarray) -> float:
+    """``median(a) / median(b)``."""
+    return float(np.median(a) / np.median(b))
+
+
+def format_steps(row: Row) -> str:
+    """A cell of steps to target as printed: ``"censored"`` when no run reached the target,
+    ``">= m"`` when the median is only a lower bound (at most half reached), else ``"m (lo-hi)"``
+    with ``">= budget"`` as the upper end when the interval reaches censored runs; then the
+    runs that reached the target (``k/n``)."""
+    reached, runs, budget = row["reached"], row["runs"], row["budget"]
+    if reached == 0:
+        return f"censored (0/{runs} reached in {budget})"
+    if row["median_is_lower_bound"]:
+        return f">= {row['median_steps']:g} ({reached}/{runs} reached)"
+    high = row["median_high"]
+    top = f">= {budget}" if high >= budget and reached < runs else f"{high:g}"
+    return f"{row['median_steps']:g} ({row['median_low']:g} to {top}; {reached}/{runs})"
+
+
+def format_ratio(row: Row) -> str:
+    """A ratio of median steps to the oracle's as printed: ``"censored"`` when the cell or the
+    oracle's has no measured median, ``">= r"`` when only the cell's median is a bound (then the
+    ratio is one too), else ``"r (lo-hi)"``."""
+    ratio = row.get("ratio_to_oracle")
+    if ratio is None:
+        return "censored"
+    if row["median_is_lower_bound"]:
+        return f">= {ratio:.2f}"
+    return f"{ratio:.2f} ({row['ratio_low']:.2f}-{row['ratio_high']:.2f})"
 
 
 def current(records: Iterable[Row]) -> list[Row]:
@@ -45,8 +114,16 @@ CURVE_COLUMNS = (
     "total_cpu_seconds",
     "loss",
     "clip_fraction",
+    "sampled_success",
+    "sampled_success_low",
+    "sampled_success_high",
+    "sampled_episodes",
+    "sampled_invalid_fraction",
 )
-"""The columns of ``curve.csv``."""
+"""The columns of ``curve.csv``: ``exact_success`` is the canonical policy table's (the model
+renormalised over canonical replies) on the exact model; ``sampled_success`` is success as
+the model samples (episodes played at its temperature, replies read by the env as written;
+Clopper-Pearson interval), every few steps."""
 
 
 def curve_rows(records: Iterable[Row]) -> list[Row]:
@@ -63,6 +140,7 @@ def curve_rows(records: Iterable[Row]) -> list[Row]:
                 "canonical_mass": r.get("initial_canonical_mass"),
                 "cpu_seconds": 0.0,
                 "total_cpu_seconds": r["warm_start_cpu_seconds"],
+                **(r.get("initial_sampled") or {}),
             }
         )
         for row in r["curve"]:
@@ -73,13 +151,50 @@ def curve_rows(records: Iterable[Row]) -> list[Row]:
     return rows
 
 
-TRAIN_TABLE_COLUMNS = ("seed", "steps_to_target", "final_exact_success", "cpu_seconds")
+def curve_band(rows: Iterable[Row], column: str) -> list[Row]:
+    """The mean over seeds of ``column`` at every step where it was measured, with its
+    bootstrap interval (:func:`bootstrap_interval`): ``rows`` are :func:`curve_rows`' (step 0
+    included). A run that stopped (it reached the target) keeps its last value at later steps
+    (its model no longer changes); a step counts the runs measured at or before it."""
+    by_seed: dict[Any, dict[int, float]] = {}
+    for r in rows:
+        if r.get(column) is not None:
+            by_seed.setdefault(r["seed"], {})[int(r["step"])] = float(r[column])
+    steps = sorted({s for values in by_seed.values() for s in values})
+    band = []
+    for step in steps:
+        values = []
+        for mine in by_seed.values():
+            known = [s for s in mine if s <= step]
+            if known:
+                values.append(mine[max(known)])
+        mean, low, high = bootstrap_interval(np.mean, values)
+        band.append(
+            {
+                "step": step,
+                "column": column,
+                "runs": len(values),
+                "mean": mean,
+                "low": low,
+                "high": high,
+            }
+        )
+    return band
+
+
+TRAIN_TABLE_COLUMNS = (
+    "seed",
+    "steps_to_target",
+    "final_exact_success",
+    "final_sampled_success",
+    "cpu_seconds",
+)
 
 
 def train_table(records: Iterable[Row]) -> list[Row]:
     """One row per run: its seed, steps to target (``None``: not reached), final exact success
-    and CPU seconds."""
-    return [{c: r[c] for c in TRAIN_TABLE_COLUMNS} for r in records]
+    (canonical table), final success as sampled and CPU seconds."""
+    return [{c: r.get(c) for c in TRAIN_TABLE_COLUMNS} for r in records]
 
 
 def train_summary(records: Iterable[Row]) -> Row:
@@ -95,6 +210,7 @@ def train_summary(records: Iterable[Row]) -> Row:
         "density_kwarg": first["density_kwarg"],
         "density_value": first["density_value"],
         "rho": first["rho"],
+        **({"chance": first["chance"]} if first.get("chance") is not None else {}),
         "estimator": first["estimator"],
         "target": first["target"],
         "parameters": first["parameters"],
@@ -103,8 +219,11 @@ def train_summary(records: Iterable[Row]) -> Row:
         "steps_to_target": [r["steps_to_target"] for r in records],
         "initial_exact_success": [r["initial_exact_success"] for r in records],
         "final_exact_success": [r["final_exact_success"] for r in records],
+        "final_sampled_success": [r.get("final_sampled_success") for r in records],
+        "steps_to_target_cell": format_steps(steps_cell(records)),
         "cpu_seconds": [round(r["cpu_seconds"], 1) for r in records],
         "median_cpu_seconds": float(np.median([r["cpu_seconds"] for r in records])),
+        "bootstrap": {"resamples": BOOTSTRAP_RESAMPLES, "random_state": BOOTSTRAP_SEED},
     }
 
 
@@ -135,32 +254,58 @@ def dilution_runs(records: Iterable[Row]) -> list[Row]:
     ]
 
 
-def dilution_table(records: Iterable[Row]) -> list[Row]:
-    """Per (estimator, density value), sorted: the runs, how many reached the target, the
-    median, least and most steps to target (censored runs counted as ``steps``), whether the
-    median is only a lower bound (at most half the runs reached the target) and the median
-    CPU seconds."""
+def steps_cell(runs: Sequence[Row]) -> Row:
+    """Steps to target of one cell's runs (censored runs counted as their ``steps``): runs,
+    how many reached the target and how many did not (``failed``), the budget, the median
+    with its bootstrap interval (:func:`bootstrap_interval`), whether the median is only a
+    lower bound (at most half reached), least and most; ``display`` as :func:`format_steps`."""
+    steps = [steps_or_bound(r) for r in runs]
+    reached = sum(r["steps_to_target"] is not None for r in runs)
+    median, low, high = bootstrap_interval(np.median, steps)
+    row = {
+        "runs": len(runs),
+        "reached": reached,
+        "failed": len(runs) - reached,
+        "budget": int(max(r["steps"] for r in runs)),
+        "median_steps": median,
+        "median_low": low,
+        "median_high": high,
+        "median_is_lower_bound": 2 * reached <= len(runs),
+        "min_steps": int(min(steps)),
+        "max_steps": int(max(steps)),
+    }
+    row["display"] = format_steps(row)
+    return row
+
+
+def dilution_table(records: Iterable[Row], reference: str = "oracle") -> list[Row]:
+    """Per (estimator, density value), sorted: :func:`steps_cell`'s columns, the median CPU
+    seconds, and the ratio of the median steps to ``reference``'s at the same density with its
+    bootstrap interval (both cells resampled; ``None`` where either median is not measured:
+    the reference's a bound, or no run of the cell reached), ``ratio_display`` as
+    :func:`format_ratio`."""
     records = current(records)
     column = density_column(records)
+    cells: dict[tuple[str, Any], list[Row]] = {}
+    for r in records:
+        cells.setdefault((r["estimator"], r["density_value"]), []).append(r)
     rows = []
-    for estimator, value in sorted({(r["estimator"], r["density_value"]) for r in records}):
-        runs = [r for r in records if (r["estimator"], r["density_value"]) == (estimator, value)]
-        steps = [steps_or_bound(r) for r in runs]
-        reached = sum(r["steps_to_target"] is not None for r in runs)
-        rows.append(
-            {
-                "estimator": estimator,
-                column: value,
-                "rho": runs[0]["rho"],
-                "runs": len(runs),
-                "reached": reached,
-                "median_steps": float(np.median(steps)),
-                "median_is_lower_bound": 2 * reached <= len(runs),
-                "min_steps": int(min(steps)),
-                "max_steps": int(max(steps)),
-                "median_cpu_seconds": float(np.median([r["cpu_seconds"] for r in runs])),
-            }
-        )
+    for (estimator, value), runs in sorted(cells.items()):
+        row = {"estimator": estimator, column: value, "rho": runs[0]["rho"], **steps_cell(runs)}
+        row["median_cpu_seconds"] = float(np.median([r["cpu_seconds"] for r in runs]))
+        row.update(ratio_to_oracle=None, ratio_low=None, ratio_high=None)
+        ref = cells.get((reference, value))
+        if (
+            ref is not None
+            and row["reached"]
+            and 2 * sum(r["steps_to_target"] is not None for r in ref) > len(ref)
+        ):
+            ratio, low, high = bootstrap_interval(
+                median_ratio, [steps_or_bound(r) for r in runs], [steps_or_bound(r) for r in ref]
+            )
+            row.update(ratio_to_oracle=ratio, ratio_low=low, ratio_high=high)
+        row["ratio_display"] = format_ratio(row)
+        rows.append(row)
     return rows
 
 
@@ -234,12 +379,15 @@ DILUTE_RHO = 0.25
 
 def snr_rows(records: Iterable[Row]) -> list[Row]:
     """One row per density value (``snr.csv``), densest first: the columns of
-    :data:`SNR_COLUMNS` (the density named by its keyword), then each estimator's."""
+    :data:`SNR_COLUMNS` (the density named by its keyword), ``noise`` (how the SNR's noise
+    was measured: sampled, from ``episodes`` episodes; the gradient is exact), then each
+    estimator's."""
     records = sorted(current(records), key=lambda r: -r["rho"])
     column = density_column(records)
     rows = []
     for r in records:
         row = {column if c == "density_value" else c: r.get(c) for c in SNR_COLUMNS}
+        row["noise"] = f"sampled ({r['episodes']} episodes)"  # the gradient is exact
         for name in r["estimators"]:
             row.update({f.format(name): r[f.format(name)] for f in ESTIMATE_FIELDS})
         rows.append(row)

@@ -1,5 +1,8 @@
-"""``python -m baselines.lm snr``: the exact gradient SNR and bias of a language-model policy
-at initialisation, against rho, scored with the lab's estimators.
+"""``python -m baselines.lm snr``: the gradient SNR and bias of a language-model policy at
+initialisation, against rho, scored with the lab's estimators: **exact gradient, sampled
+noise**. The exact ``grad J`` comes from the exact model; each estimator's mean and covariance
+(so its SNR and bias) are estimated from ``--episodes`` episodes sampled under the policy table
+(the noise is sampled, not enumerated), with a bootstrap interval.
 
 The LM reads the current observation only (``window=1``: the context is a function of the
 state, so the policy is Markov and its table over the exact model is the policy it plays; see
@@ -41,7 +44,8 @@ DEFAULT_ESTIMATORS = ["oracle", "trajectory_exact", "trajectory_mc", "routine_ma
 
 @dataclass
 class SNRSettings:
-    """Exact gradient SNR and bias of an LM policy at initialisation against rho."""
+    """SNR and bias of an LM policy's gradient at initialisation against rho (exact gradient,
+    noise sampled from --episodes episodes)."""
 
     env_id: str = field(default="DilutedDoors-v1", metadata={"help": "text env id"})
     env_kwargs: dict = field(
@@ -56,7 +60,10 @@ class SNRSettings:
         default_factory=lambda: list(DEFAULT_ESTIMATORS),
         metadata={"help": "estimators (build_estimator specs; trajectory_exact: baseline J)"},
     )
-    episodes: int = field(default=40_000, metadata={"help": "episodes per L", "min": 80})
+    episodes: int = field(
+        default=40_000,
+        metadata={"help": "episodes sampled per L (the noise is estimated from them)", "min": 80},
+    )
     group_size: int = field(default=8, metadata={"help": "episodes per group", "min": 2})
     warm_start_steps: int = field(
         default=60,

@@ -1,5 +1,6 @@
 """The records of the LM experiments: one GRPO run (``train`` and ``dilution``,
-:class:`LMRunRecord`) and one density value of the exact SNR (``snr``, :class:`SNRRecord`).
+:class:`LMRunRecord`) and one density value of the SNR (``snr``, :class:`SNRRecord`;
+exact gradient, sampled noise).
 
 Both name the env's density by its keyword and value (``density_kwarg``, ``density_value``: the
 keyword of the env id's registry entry, ``routine_length`` for Diluted Doors) as every record of
@@ -134,7 +135,8 @@ cosine to the exact gradient), ``{}`` the estimator's name."""
 
 @dataclass(kw_only=True)
 class SNRRecord(_FlatRecord):
-    """One density value of the exact SNR of an LM policy at initialisation (``lm snr``).
+    """One density value of the SNR of an LM policy at initialisation (``lm snr``): exact
+    gradient, noise sampled from ``episodes`` episodes.
 
     Attributes:
         env_id, env_kwargs, estimators, episodes, group_size, warm_start_steps, dim,

@@ -5,10 +5,11 @@ from the seed, an optional supervised warm start on the canonical replies (all o
 weighted: the format is learned, the policy stays at chance), then GRPO steps
 (:class:`~baselines.lib.lm.grpo.GRPOTrainer`) until the exact success probability of the
 model's policy reaches ``--target`` or ``--steps`` run out. Writes ``curve.csv`` (every step of
-every seed: batch success, exact success, CPU seconds, ...), ``curve.png`` and
-``summary.json`` into ``--out`` (:mod:`baselines.experiments.lm.analysis`); the runs are
-resumable (``results.jsonl``, the records :class:`~baselines.experiments.lm.records.
-LMRunRecord`).
+every seed: batch success, exact success of the canonical table, success as the model samples
+every few steps, CPU seconds, ...), ``curve_band.csv`` (mean over seeds with a bootstrap
+interval per step), ``curve.png`` and ``summary.json`` into ``--out``
+(:mod:`baselines.experiments.lm.analysis`); the runs are resumable (``results.jsonl``, the
+records :class:`~baselines.experiments.lm.records.LMRunRecord`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,11 @@ from baselines.lib.runner import run_resumable
 from baselines.lib.tables import format_table, write_csv
 
 ENV_ID = "DilutedDoors-v1"
+SAMPLE_EVERY = 10
+"""Steps between two measurements of success as the model samples (and at step 0 and the
+last step)."""
+SAMPLE_EPISODES = 64
+"""Episodes per measurement of success as the model samples (Clopper-Pearson interval)."""
 
 
 @dataclass
@@ -119,6 +125,7 @@ def run(job: dict[str, Any]) -> LMRunRecord:
     """Train one model; its record: the job, the env's density, the curve (one row per step),
     ``steps_to_target`` (``None`` when not reached), the initial and final exact success, CPU
     seconds."""
+    import numpy as np
     import torch
 
     from baselines.lib.lm import GRPOConfig, GRPOTrainer, build_policy, warm_start
@@ -155,7 +162,13 @@ def run(job: dict[str, Any]) -> LMRunRecord:
     )
     trainer = GRPOTrainer(policy, factory, job["estimator"], config, seed=job["seed"])
     initial = trainer.evaluate()
-    curve = trainer.train(job["steps"], target=job["target"])
+    initial_sampled = trainer.sampled(SAMPLE_EPISODES)
+    curve = trainer.train(
+        job["steps"],
+        target=job["target"],
+        sample_every=SAMPLE_EVERY,
+        sample_episodes=SAMPLE_EPISODES,
+    )
     reached = [r["step"] for r in curve if r.get("exact_success", r["success"]) >= job["target"]]
     density_kwarg, density_value = density_of(job["env_id"], job["env_kwargs"])
     return LMRunRecord.from_row(
@@ -164,12 +177,22 @@ def run(job: dict[str, Any]) -> LMRunRecord:
             "density_kwarg": density_kwarg,
             "density_value": density_value,
             "rho": float(probe.unwrapped.decision_density),
+            "chance": float(
+                probe.unwrapped.success_probability(
+                    np.full((probe.unwrapped.num_states, probe.view.num_actions), 1.0)
+                    / probe.view.num_actions
+                )
+            ),
             "parameters": policy.model.num_parameters,
             "vocab_size": policy.tokenizer.vocab_size,
             "warm_start_loss": losses[-1] if losses else None,
             "warm_start_cpu_seconds": warm_cpu,
             "initial_exact_success": initial.get("exact_success"),
             "initial_canonical_mass": initial.get("canonical_mass"),
+            "initial_sampled": initial_sampled,
+            "final_sampled_success": next(
+                (r["sampled_success"] for r in reversed(curve) if "sampled_success" in r), None
+            ),
             "final_exact_success": curve[-1].get("exact_success") if curve else None,
             "steps_to_target": reached[0] if reached else None,
             "steps_run": len(curve),
@@ -190,9 +213,11 @@ def analyse(records: list[dict[str, Any]], settings: TrainSettings) -> dict[str,
     rows = analysis.curve_rows(records)
     columns = analysis.CURVE_COLUMNS
     write_csv(out / "curve.csv", [{c: row.get(c) for c in columns} for row in rows])
+    bands = {c: analysis.curve_band(rows, c) for c in ("exact_success", "sampled_success")}
+    write_csv(out / "curve_band.csv", [b for band in bands.values() for b in band])
     summary = analysis.train_summary(records)
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
-    plots.plot_curves(rows, summary, out / "curve.png")
+    plots.plot_curves(rows, summary, out / "curve.png", bands)
     return summary
 
 

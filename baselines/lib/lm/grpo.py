@@ -37,7 +37,13 @@ import torch
 
 from baselines.lib.lm.critic import TurnCritic
 from baselines.lib.lm.policy import LMPolicy, canonical_mass, pad_left, table_from_logits
-from baselines.lib.lm.rollout import EnvFactory, PlayedEpisode, mdp_batch, play_groups
+from baselines.lib.lm.rollout import (
+    EnvFactory,
+    PlayedEpisode,
+    mdp_batch,
+    play_groups,
+    sampled_success,
+)
 from baselines.lib.lm.tokenizer import observation_texts
 from routine_envs import credit
 from routine_envs.sampler import ModelSampler
@@ -188,6 +194,7 @@ class GRPOTrainer:
         self.factory = factory
         self.config = config
         self.env = factory()
+        self.seed = int(seed)
         self.rng = np.random.default_rng(seed)
         self.generator = torch.Generator().manual_seed(seed)
         self.optimizer = torch.optim.Adam(policy.model.parameters(), lr=config.learning_rate)
@@ -236,6 +243,21 @@ class GRPOTrainer:
             "exact_success": float(self.env.unwrapped.success_probability(table)),
             "canonical_mass": float(canonical_mass(values).mean()),
         }
+
+    def sampled(self, episodes: int) -> dict[str, float]:
+        """Success as the model samples now (:func:`~baselines.lib.lm.rollout.sampled_success`:
+        ``episodes`` episodes at the training temperature, replies read by the env as written),
+        on random numbers of its own drawn from the trainer's seed and step."""
+        seed = int(np.random.SeedSequence([self.seed, self.steps]).generate_state(1)[0])
+        self.policy.model.eval()
+        return sampled_success(
+            self.policy,
+            self.factory,
+            episodes,
+            seed,
+            self.config.max_reply_tokens,
+            self.config.temperature,
+        )
 
     # ----------------------------------------------------------------------- one step
     def step(self) -> dict[str, Any]:
@@ -301,22 +323,32 @@ class GRPOTrainer:
         target: float | None = None,
         eval_every: int = 1,
         log: Callable[[dict[str, Any]], None] | None = None,
+        sample_every: int = 0,
+        sample_episodes: int = 64,
     ) -> list[dict[str, Any]]:
         """Up to ``steps`` steps; with ``target``, stop once the exact success probability
         (``window == 1``) or else the batch's success rate reaches it. Each row has the step's
-        statistics and, every ``eval_every`` steps, :meth:`evaluate`'s."""
-        if steps < 0 or eval_every < 1:
-            raise ValueError(f"steps must be >= 0 and eval_every >= 1, got {steps}, {eval_every}")
+        statistics and, every ``eval_every`` steps, :meth:`evaluate`'s; with ``sample_every``,
+        every ``sample_every`` steps and at the last step also :meth:`sampled`'s (success as the
+        model samples, ``sample_episodes`` episodes)."""
+        if steps < 0 or eval_every < 1 or sample_every < 0:
+            raise ValueError(
+                f"steps and sample_every must be >= 0 and eval_every >= 1, got {steps}, "
+                f"{sample_every}, {eval_every}"
+            )
         rows = []
-        for _ in range(steps):
+        for k in range(steps):
             row = self.step()
             if self.steps % eval_every == 0 or target is not None:
                 row.update(self.evaluate())
+            reached = row.get("exact_success", row["success"])
+            done = target is not None and reached >= target
+            if sample_every and (self.steps % sample_every == 0 or done or k == steps - 1):
+                row.update(self.sampled(sample_episodes))
             rows.append(row)
             if log is not None:
                 log(row)
-            reached = row.get("exact_success", row["success"])
-            if target is not None and reached >= target:
+            if done:
                 break
         return rows
 

@@ -125,6 +125,54 @@ def mdp_batch(episodes: Sequence[PlayedEpisode]) -> tuple[EpisodeBatch | None, l
     return EpisodeBatch.from_episodes(records), rows
 
 
+# ------------------------------------------------------------- success as sampled
+def binomial_interval(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Clopper-Pearson (exact) interval of a success probability from ``successes`` of
+    ``trials`` Bernoulli draws (``scipy.stats.binomtest``)."""
+    from scipy import stats
+
+    if not 0 <= successes <= trials or trials < 1:
+        raise ValueError(f"need 0 <= successes <= trials and trials >= 1, got {successes}/{trials}")
+    ci = stats.binomtest(int(successes), int(trials)).proportion_ci(confidence, method="exact")
+    return float(ci.low), float(ci.high)
+
+
+def sampled_success(
+    policy: LMPolicy,
+    factory: EnvFactory,
+    episodes: int,
+    seed: int,
+    max_reply_tokens: int,
+    temperature: float = 1.0,
+) -> dict[str, float]:
+    """Success as the model samples: ``episodes`` independent episodes (each its own start,
+    drawn from ``seed``) played by ``policy`` at ``temperature``, every reply given to the env
+    as written (a non-canonical reply counts as what the env's parser makes of it: an action or
+    an invalid turn), on a generator of its own (the training's random state is untouched).
+
+    Returns:
+        ``sampled_success`` (fraction of the episodes that succeeded), its 95 % Clopper-Pearson
+        interval ``sampled_success_low`` / ``_high``, ``sampled_episodes`` and
+        ``sampled_invalid_fraction`` (invalid turns over all turns).
+    """
+    if episodes < 1:
+        raise ValueError(f"episodes must be >= 1, got {episodes}")
+    rng = np.random.default_rng(seed)
+    generator = torch.Generator().manual_seed(int(seed))
+    starts = rng.integers(2**31 - 1, size=episodes)
+    played = play_groups(policy, factory, starts, 1, generator, max_reply_tokens, temperature)
+    wins = sum(p.success for p in played)
+    low, high = binomial_interval(wins, episodes)
+    turns = [t for p in played for t in p.turns]
+    return {
+        "sampled_success": wins / episodes,
+        "sampled_success_low": low,
+        "sampled_success_high": high,
+        "sampled_episodes": float(episodes),
+        "sampled_invalid_fraction": float(np.mean([not t.valid for t in turns])),
+    }
+
+
 # ----------------------------------------------------------------------- warm start
 def canonical_contexts(
     policy: LMPolicy, factory: EnvFactory, episodes: int, rng: np.random.Generator
@@ -185,9 +233,11 @@ __all__ = [
     "EnvFactory",
     "PlayedEpisode",
     "Turn",
+    "binomial_interval",
     "canonical_contexts",
     "mdp_batch",
     "pad_left",
     "play_groups",
+    "sampled_success",
     "warm_start",
 ]
