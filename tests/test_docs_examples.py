@@ -151,6 +151,9 @@ OTHER_TOOLS = {
     "tests/test_contract_leaks.py runs the same probes",
     ("python", "-m", "routine_envs.adapters.openenv"): "needs the openenv extra: "
     "tests/test_openenv.py parses the docs' serving commands with the server's own flags",
+    ("python", "computing/lm-clue/table.py"): "reads a folder of computed lm dilution "
+    "records (computing/lm-clue/README.md); its statistics are analysis.py's, tested in "
+    "tests/test_lm_analysis.py",
     ("python", "cleanrl/ppo.py"): "cleanrl's script, not in this repository: "
     "tests/test_integrations.py runs it where a checkout is given",
 }
