@@ -241,12 +241,40 @@ def right_door(factory: Any) -> int:
 
 
 # ------------------------------------------------------------------------- training
+def grpo_config(settings: Any, budget: int, turns: int, reward_funcs: int) -> Any:
+    """TRL's ``GRPOConfig`` of a recipe (``settings``: its ``out``, ``num_generations``,
+    ``learning_rate``, ``steps``, ``seed`` and ``temperature``): one batch is one group, at
+    most ``budget`` completion tokens and ``turns + 1`` tool-calling iterations, on the CPU,
+    no checkpoints or reports; every one of the ``reward_funcs`` reward functions has weight 0
+    (they only log: the environment's ``get_reward`` is the reward)."""
+    from trl import GRPOConfig
+
+    return GRPOConfig(
+        output_dir=str(settings.out / "trainer"),
+        per_device_train_batch_size=settings.num_generations,
+        num_generations=settings.num_generations,
+        max_completion_length=budget,
+        max_tool_calling_iterations=turns + 1,
+        learning_rate=settings.learning_rate,
+        max_steps=settings.steps,
+        logging_steps=1,
+        report_to="none",
+        save_strategy="no",
+        use_cpu=True,
+        bf16=False,
+        seed=settings.seed,
+        reward_weights=[0.0] * reward_funcs,
+        temperature=settings.temperature,
+        disable_tqdm=True,
+    )
+
+
 def run(settings: RecipeSettings) -> dict[str, Any]:
     """Build, warm-start and train; write the curve; the summary."""
     import torch
     from datasets import Dataset
     from transformers import TrainerCallback
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     from routine_envs.adapters.trl import environment_factory, routine_return
 
@@ -297,24 +325,8 @@ def run(settings: RecipeSettings) -> dict[str, Any]:
     dataset = Dataset.from_list(
         [{"prompt": [{"role": "user", "content": INSTRUCTION}], "seed": i} for i in range(4096)]
     )
-    config = GRPOConfig(
-        output_dir=str(settings.out / "trainer"),
-        per_device_train_batch_size=settings.num_generations,
-        num_generations=settings.num_generations,
-        max_completion_length=budget,
-        max_tool_calling_iterations=turns + 1,
-        learning_rate=settings.learning_rate,
-        max_steps=settings.steps,
-        logging_steps=1,
-        report_to="none",
-        save_strategy="no",
-        use_cpu=True,
-        bf16=False,
-        seed=settings.seed,
-        reward_weights=[0.0],  # routine_return only logs: the env's get_reward is the reward
-        temperature=settings.temperature,
-        disable_tqdm=True,
-    )
+    # routine_return only logs: the env's get_reward is the reward
+    config = grpo_config(settings, budget, turns, reward_funcs=1)
     trainer = GRPOTrainer(
         model=model,
         processing_class=tokenizer,

@@ -220,7 +220,7 @@ def _train(settings: OpenEnvRecipeSettings, url: str) -> dict[str, Any]:
     import torch
     from datasets import Dataset
     from transformers import TrainerCallback
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     from routine_envs.adapters.trl import environment_factory
 
@@ -281,24 +281,8 @@ def _train(settings: OpenEnvRecipeSettings, url: str) -> dict[str, Any]:
             for i in range(4096)
         ]
     )
-    config = GRPOConfig(
-        output_dir=str(settings.out / "trainer"),
-        per_device_train_batch_size=settings.num_generations,
-        num_generations=settings.num_generations,
-        max_completion_length=budget,
-        max_tool_calling_iterations=turns + 1,
-        learning_rate=settings.learning_rate,
-        max_steps=settings.steps,
-        logging_steps=1,
-        report_to="none",
-        save_strategy="no",
-        use_cpu=True,
-        bf16=False,
-        seed=settings.seed,
-        reward_weights=[0.0, 0.0],  # both only observe: the served return is the reward
-        temperature=settings.temperature,
-        disable_tqdm=True,
-    )
+    # both reward functions only observe: the served return is the reward
+    config = trl_grpo.grpo_config(settings, budget, turns, reward_funcs=2)
     trainer = GRPOTrainer(
         model=model,
         processing_class=tokenizer,
