@@ -338,6 +338,28 @@ def test_training_cost_table_from_measurements():
     assert batched["update_of_peak"] == pytest.approx(0.2)
 
 
+def test_training_cost_table_gives_wall_steps_per_second_and_the_wall_ratio():
+    """Wall time (what a device other than the CPU is measured in): steps per second of the
+    whole batch, the median over rounds, and the ratio to SB3 round by round; rows measured
+    without wall time have neither."""
+    measurements = [
+        {"trainer": "sb3", "method": "ppo", "runs": 1, "repeat": k, "cpu_per_step": 1e-4,
+         "split": {}, "wall_per_step": w}
+        for k, w in enumerate((1e-4, 3e-4))
+    ] + [
+        {"trainer": "batched", "method": "ppo", "runs": 8, "repeat": k, "cpu_per_step": 1e-5,
+         "split": {}, "update_flops": 1e9, "wall_per_step": w}
+        for k, w in enumerate((2e-6, 6e-6))
+    ]  # fmt: skip
+    sb3, batched = cost_analysis.cost_table(measurements, peak=1e10)
+    assert sb3["steps_per_s"] == pytest.approx(1 / 2e-4)  # median of 1e-4 and 3e-4
+    assert batched["steps_per_s"] == pytest.approx(1 / 4e-6)
+    assert batched["wall_x_sb3"] == pytest.approx(50.0)  # 50 in both rounds
+    no_wall = [{k: v for k, v in m.items() if k != "wall_per_step"} for m in measurements]
+    assert all("steps_per_s" not in r and "wall_x_sb3" not in r
+               for r in cost_analysis.cost_table(no_wall, peak=1e10))  # fmt: skip
+
+
 def test_measured_costs_take_the_largest_batch_and_merge_into_the_file():
     rows = [
         {"trainer": "sb3 PPO", "method": "ppo", "runs": 1, "cpu_s_per_1e6": 80.0},

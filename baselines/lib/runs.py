@@ -32,9 +32,11 @@ from baselines.lib.runner import Batching
 from baselines.lib.scoring import DEFAULT_EVALUATION, check_evaluation
 from baselines.lib.specs import MethodSpec, parse_method
 from baselines.lib.trainers import (
+    DEFAULT_DEVICE,
     DEFAULT_TRAINER,
     TRAINER_MODULES,
     RunResult,
+    check_device,
     check_trainer,
     trainer_of,
 )
@@ -83,6 +85,9 @@ class Run:
             (:data:`~baselines.lib.scoring.EVALUATIONS`: ``schedule``, the grid of
             ``eval_every``; ``updates``, after every update, steps to target without
             interpolation).
+        device: where its tensors live (``cpu``, ``cuda``...: a torch device,
+            :func:`~baselines.lib.trainers.check_device`); another device computes other
+            bits, so it is keyed unless it is :data:`~baselines.lib.trainers.DEFAULT_DEVICE`.
         context: what the run is part of, in row order (``density_kwarg``, ``density_value``,
             ``rho``, a team's fields, ``config``, ``protocol``, ``tier``, ``setting``):
             recorded in its row; of it only the protocol version and tier are keyed
@@ -102,6 +107,7 @@ class Run:
     eval_episodes: int = DEFAULT_EVAL_EPISODES
     context: dict[str, Any] = field(default_factory=dict)
     evaluation: str = DEFAULT_EVALUATION
+    device: str = DEFAULT_DEVICE
 
     @classmethod
     def of(
@@ -119,6 +125,7 @@ class Run:
         eval_episodes: int = DEFAULT_EVAL_EPISODES,
         context: Mapping[str, Any] | None = None,
         evaluation: str = DEFAULT_EVALUATION,
+        device: str = DEFAULT_DEVICE,
     ) -> Run:
         """One run, checked (``ValueError`` naming the first bad setting as its flag): the
         method parsed once, the hyperparameters read from ``config`` (else the env's
@@ -130,6 +137,7 @@ class Run:
         check_env_kwargs(env_id, dict(env_kwargs or {}))
         check_trainer(trainer)
         check_evaluation(evaluation)
+        check_device(device)
         spec = method if isinstance(method, MethodSpec) else parse_method(method)
         if seed < 0:
             raise ValueError(f"--seed {seed}: must be >= 0")
@@ -160,6 +168,7 @@ class Run:
             eval_episodes=eval_episodes,
             context={"config": None if config is None else str(config), **dict(context or {})},
             evaluation=evaluation,
+            device=device,
         )
 
     @property
@@ -213,6 +222,8 @@ class Run:
             row["eval_episodes"] = self.eval_episodes
         if self.evaluation != DEFAULT_EVALUATION:
             row["evaluation"] = self.evaluation
+        if self.device != DEFAULT_DEVICE:
+            row["device"] = self.device
         return {**row, **{k: self.context[k] for k in late[1:] if k in self.context}}
 
     def describe(self) -> str:
@@ -226,10 +237,10 @@ def key(run: Run | Mapping[str, Any]) -> str:
     text, seed, budget, schedule, target, hyperparameters, estimator identity, versions), the
     protocol version and tier of a benchmark run, the trainer unless it is
     :data:`~baselines.lib.trainers.DEFAULT_TRAINER`, the sampled evaluation's episodes and the
-    evaluation mode unless they are the defaults (so runs keep the keys they had before any of
-    them was recorded). The
-    estimator's code enters by its fingerprint (:func:`routine_envs.plugins.code_fingerprint`:
-    a docstring, comment or layout edit keeps every key); the protocol by its version only (its
+    evaluation mode and the device unless they are the defaults (so runs keep the keys they had
+    before any of them was recorded). The estimator's code enters by its fingerprint
+    (:func:`routine_envs.plugins.code_fingerprint`: a docstring, comment or layout edit keeps
+    every key); the protocol by its version only (its
     file hash is recorded: a released file never changes)."""
     row = run.row() if isinstance(run, Run) else run
     fields_ = {name: row[name] for name in KEY_FIELDS}
@@ -243,6 +254,8 @@ def key(run: Run | Mapping[str, Any]) -> str:
         fields_["eval_episodes"] = row["eval_episodes"]
     if (row.get("evaluation") or DEFAULT_EVALUATION) != DEFAULT_EVALUATION:
         fields_["evaluation"] = row["evaluation"]
+    if (row.get("device") or DEFAULT_DEVICE) != DEFAULT_DEVICE:
+        fields_["device"] = row["device"]
     return json.dumps(fields_, sort_keys=True)
 
 
@@ -431,6 +444,7 @@ def plan(
     hyperparameters: Mapping[str, dict[str, Any]] | None = None,
     context: Mapping[str, Any] | None = None,
     evaluation: str = DEFAULT_EVALUATION,
+    device: str = DEFAULT_DEVICE,
 ) -> list[Run]:
     """One run per density value x method x seed, checked before any training; the env is built
     once per value (bad kwargs fail here). The budget in steps is ``max(budget_episodes *
@@ -441,13 +455,15 @@ def plan(
     given per method text in ``hyperparameters``; what ``trainer`` cannot train is refused here,
     one line naming ``--trainer`` (a method whose code is not imported,
     :attr:`MethodSpec.estimator` ``None``, is planned as data and not checked). ``context`` is
-    added to every run's (a benchmark's protocol, tier and setting)."""
+    added to every run's (a benchmark's protocol, tier and setting); ``device``: where every
+    run's tensors live (:attr:`Run.device`)."""
     import gymnasium as gym
 
     from baselines.lib.config import load_hyperparameters
 
     check_trainer(trainer)
     check_evaluation(evaluation)
+    check_device(device)
     given = dict(hyperparameters or {})
     hypers = {
         m.text: given[m.text] if m.text in given else load_hyperparameters(env_id, m, config)
@@ -489,6 +505,7 @@ def plan(
                     versions,
                     context=shared,
                     evaluation=evaluation,
+                    device=device,
                 )
                 if seed == seeds[0] and method.resolved:
                     check(run)

@@ -189,7 +189,7 @@ def build(run: Any) -> tuple[Any, gym.Env]:
     env_kwargs = {"render_mode": None, **run.env_kwargs}
     venv = make_vec_env(run.env_id, n_envs=n_envs, seed=run.seed, env_kwargs=env_kwargs)
     masked = has_action_masks(eval_env)
-    common = dict(seed=run.seed, device="cpu", verbose=0, **params)
+    common = dict(seed=run.seed, device=run.device, verbose=0, **params)
     if run.method.turn_level:
         if masked:
             from sb3_contrib import MaskablePPO

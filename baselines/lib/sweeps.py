@@ -15,7 +15,13 @@ from baselines.lib.backend import BackendArgs
 from baselines.lib.runs import Run, plan
 from baselines.lib.specs import parse_method
 from baselines.lib.stats import STATISTICS
-from baselines.lib.trainers import DEFAULT_TRAINER, TRAINERS, check_trainer
+from baselines.lib.trainers import (
+    DEFAULT_DEVICE,
+    DEFAULT_TRAINER,
+    TRAINERS,
+    check_device,
+    check_trainer,
+)
 
 
 # ------------------------------------------------------------------------- a sweep
@@ -84,6 +90,14 @@ class SweepArgs(BackendArgs):
             "choices": list(TRAINERS),
         },
     )
+    device: str = field(
+        default=DEFAULT_DEVICE,
+        metadata={
+            "help": "torch device of the runs' networks (cpu, cuda, cuda:1...; "
+            "docs/batched.md, 'On a GPU'); another device computes other bits, so it is "
+            "recorded and keyed unless it is cpu"
+        },
+    )
 
 
 def check_lists(args: SweepArgs) -> None:
@@ -105,6 +119,7 @@ def check_sweep(args: SweepArgs, density_kwarg: str) -> None:
 
     check_lists(args)
     check_trainer(args.trainer)
+    check_device(args.device)
     if args.statistic not in STATISTICS:
         raise ValueError(f"--statistic {args.statistic}: must be one of {sorted(STATISTICS)}")
     if any(seed < 0 for seed in args.seeds):
@@ -140,6 +155,7 @@ def runs_of(args: SweepArgs, density_kwarg: str, extra: Any = None) -> list[Run]
         args.config,
         extra,
         args.trainer,
+        device=args.device,
     )
 
 

@@ -31,6 +31,30 @@ def check_trainer(trainer: str) -> None:
         raise ValueError(f"--trainer must be one of {list(TRAINERS)}, got {trainer!r}")
 
 
+DEFAULT_DEVICE = "cpu"
+"""Where a run's tensors live unless it names a device (every shipped run: the CPU)."""
+
+
+def check_device(device: str) -> None:
+    """``ValueError`` naming ``--device`` unless ``device`` is a torch device this machine has
+    (``cpu``, ``cuda``, ``cuda:1``, ``mps``...; parsed by ``torch.device``)."""
+    import torch
+
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(f"--device {device!r}: not a torch device ({exc})") from None
+    if parsed.type == "cpu":
+        return
+    backend = getattr(torch, parsed.type, None)
+    available = getattr(backend, "is_available", None)
+    if available is None or not available():
+        raise ValueError(f"--device {device}: torch {torch.__version__} has no {parsed.type} here")
+    count = getattr(backend, "device_count", lambda: 1)()
+    if parsed.index is not None and parsed.index >= count:
+        raise ValueError(f"--device {device}: this machine has {count} {parsed.type} device(s)")
+
+
 def check_feedable(estimator: Any, env: Any, provides: frozenset[str], trainer: str) -> None:
     """``ValueError`` (one line) when ``trainer`` cannot feed ``estimator`` on ``env`` (a
     Gymnasium env): ``info`` keys it needs that the env does not give at ``reset``, or batch

@@ -4,11 +4,15 @@ measurements (tested on made-up numbers), and the functions that print it.
 A measurement is one (trainer, method, runs R) in one round (``repeat``): its CPU seconds per
 environment step (``cpu_per_step``), the same per phase (``split``: ``rollout``, ``update``,
 for the batched trainer also ``setup`` and ``evaluation``) and, for the batched trainer, the
-matrix FLOPs per CPU second of its updates (``update_flops``). The table has one row per
+matrix FLOPs per CPU second of its updates (``update_flops``), and where measured the wall
+seconds per step (``wall_per_step``: for the batched trainer the batch's, every run's steps).
+The table has one row per
 (trainer, method, R), in order of first measurement: CPU seconds per 10^6 steps (the median over
 rounds) and their spread ((max - min) / median), each phase's share of the time, the ratio SB3 /
 batched of the same method (the median of each round's own ratio, with its least and greatest),
-and the update's arithmetic rate against the machine's peak.
+the update's arithmetic rate against the machine's peak, and the steps per second of wall
+time (the median over rounds; for the batched trainer, of all R runs together) with the wall
+ratio to SB3 (the figure on a device other than the CPU, whose time CPU time does not count).
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ def cost_table(measurements: Iterable[Row], peak: float) -> list[Row]:
         groups.setdefault((m["trainer"], m["method"], m["runs"]), []).append(m)
     sb3 = {(m["method"], m.get("repeat", 0)): m["cpu_per_step"] for m in measurements
            if m["trainer"] == "sb3"}  # fmt: skip
+    sb3_wall = {(m["method"], m.get("repeat", 0)): m["wall_per_step"] for m in measurements
+                if m["trainer"] == "sb3" and "wall_per_step" in m}  # fmt: skip
     rows = []
     for (trainer, method, runs), mine in groups.items():
         cpu = [m["cpu_per_step"] for m in mine]
@@ -57,6 +63,9 @@ def cost_table(measurements: Iterable[Row], peak: float) -> list[Row]:
             shares = [m["split"][phase] / m["cpu_per_step"] for m in mine if phase in m["split"]]
             if shares:
                 row[f"{phase}_share"] = statistics.median(shares)
+        walls = [m["wall_per_step"] for m in mine if "wall_per_step" in m]
+        if len(walls) == len(mine):
+            row["steps_per_s"] = 1.0 / statistics.median(walls)
         if trainer != "sb3":
             ratios = [sb3[method, m.get("repeat", 0)] / m["cpu_per_step"] for m in mine]
             rate = statistics.median(m["update_flops"] for m in mine)
@@ -67,6 +76,11 @@ def cost_table(measurements: Iterable[Row], peak: float) -> list[Row]:
                 "update_gflops": rate / 1e9,
                 "update_of_peak": rate / peak,
             }
+            if "steps_per_s" in row and all((method, m.get("repeat", 0)) in sb3_wall for m in mine):
+                # one run's wall seconds per step on SB3 over the batch's per step of all runs
+                row["wall_x_sb3"] = statistics.median(
+                    sb3_wall[method, m.get("repeat", 0)] / m["wall_per_step"] for m in mine
+                )
         rows.append(row)
     return rows
 
@@ -124,26 +138,32 @@ def print_tier_costs(rows: list[Row], settings: Any) -> None:
 
 def print_cost(rows: list[Row], settings: Any, peak: float) -> None:
     """Print the settings, the peak and the table of :func:`cost_table`."""
+    device = settings.device
     print(
         f"{settings.env_id} {settings.env_kwargs}, {settings.steps:,} steps per run, "
         f"{settings.repeats} rounds (SB3 and batched interleaved; medians, spread = "
         f"(max - min) / median); CPU time, one thread; float32 matmul peak "
-        f"{peak / 1e9:.1f} GFLOP/s ({settings.matmul_size}^2)"
+        f"{peak / 1e9:.1f} GFLOP/s ({settings.matmul_size}^2); batched trainer on {device}"
+        + ("" if device == "cpu" else " (CPU time counts the host only: read steps/s, wall)")
     )
     print(
         f"{'trainer':<28} {'method':<14} {'R':>3} {'CPU s/1e6':>10} {'spread':>7} "
         f"{'setup':>6} {'rollout':>8} {'eval':>6} {'update':>7} {'x SB3 [min, max]':>20} "
-        f"{'update GFLOP/s':>15} {'of peak':>8}"
+        f"{'update GFLOP/s':>15} {'of peak':>8} {'steps/s':>9} {'wall x SB3':>10}"
     )
     for row in rows:
         shares = " ".join(
             f"{row[f'{p}_share']:>{w}.0%}" if f"{p}_share" in row else f"{'-':>{w}}"
             for p, w in zip(PHASES, (6, 8, 6, 7), strict=True)
         )
-        extra = ""
+        extra = f" {'':>20} {'':>15} {'':>8}"
         if "x_sb3" in row:
             ratio = f"{row['x_sb3']:.1f} [{row['x_sb3_low']:.1f}, {row['x_sb3_high']:.1f}]"
             extra = f" {ratio:>20} {row['update_gflops']:>15.1f} {row['update_of_peak']:>8.0%}"
+        if "steps_per_s" in row:
+            extra += f" {row['steps_per_s']:>9,.0f}"
+        if "wall_x_sb3" in row:
+            extra += f" {row['wall_x_sb3']:>10.1f}"
         print(
             f"{row['trainer']:<28} {row['method']:<14} {row['runs']:>3} "
             f"{row['cpu_s_per_1e6']:>10,.1f} {row['spread']:>7.0%} {shares}{extra}"

@@ -41,9 +41,10 @@ from baselines.lib.runs import Run, check, replace
 
 def sb3_cpu_per_step(
     method: str, env_id: str, env_kwargs: dict[str, Any], steps: int, config: Any, seed: int = 0
-) -> tuple[float, dict[str, float]]:
-    """CPU seconds per environment step of one SB3 ``learn(steps)`` (no evaluation), and per
-    phase: ``rollout`` (``collect_rollouts``) and ``update`` (``train``)."""
+) -> tuple[float, dict[str, float], float]:
+    """CPU seconds per environment step of one SB3 ``learn(steps)`` (no evaluation), the same
+    per phase: ``rollout`` (``collect_rollouts``) and ``update`` (``train``), and wall seconds
+    per step."""
     run = Run.of(env_id, method, env_kwargs, seed, config=config)
     check(run)
     algo, _ = sb3_trainer.build(run)
@@ -62,10 +63,11 @@ def sb3_cpu_per_step(
     # SB3's learn() calls these two by attribute: this instance's timed versions
     algo.collect_rollouts = timed("rollout", algo.collect_rollouts)
     algo.train = timed("update", algo.train)
-    start = time.process_time()
+    start, wall = time.process_time(), time.perf_counter()
     algo.learn(steps)
     steps_done = algo.num_timesteps
-    return (time.process_time() - start) / steps_done, {k: v / steps_done for k, v in split.items()}
+    cpu, wall = time.process_time() - start, time.perf_counter() - wall
+    return cpu / steps_done, {k: v / steps_done for k, v in split.items()}, wall / steps_done
 
 
 def batched_cpu_per_step(
@@ -76,20 +78,24 @@ def batched_cpu_per_step(
     runs: int,
     hyper: dict[str, Any],
     seed: int = 0,
-) -> tuple[float, dict[str, float], float]:
-    """CPU seconds per environment step of one run when ``runs`` train at once, the same per
-    phase (:data:`~baselines.lib.batched.trainer.PHASES`), and the matrix FLOPs per CPU second
-    of the updates."""
+    device: str = "cpu",
+) -> tuple[float, dict[str, float], float, float]:
+    """CPU seconds per environment step of one run when ``runs`` train at once on ``device``,
+    the same per phase (:data:`~baselines.lib.batched.trainer.PHASES`), the matrix FLOPs per
+    CPU second of the updates, and wall seconds per step of the batch (every run's steps: on a
+    device other than the CPU, what its time is measured in)."""
     from baselines.lib.batched import train
 
     specs = [
         Run.of(env_id, method, env_kwargs, seed + r, steps, steps, 0.9, "batched",
-               hyperparameters=hyper)
+               hyperparameters=hyper, device=device)
         for r in range(runs)
     ]  # fmt: skip
-    start = time.process_time()
-    results = train(specs)
-    cpu = time.process_time() - start
+    start, wall = time.process_time(), time.perf_counter()
+    # one batch of all R (not split at DEFAULT_MAX_BATCH); its last evaluation reads the
+    # policies back, so a device's queued work is done when it returns
+    results = train(specs, max_batch=runs)
+    cpu, wall = time.process_time() - start, time.perf_counter() - wall
     steps_done = sum(r.steps_trained for r in results)
     split: dict[str, float] = {}
     for result in results:
@@ -97,7 +103,7 @@ def batched_cpu_per_step(
             split[phase] = split.get(phase, 0.0) + seconds / steps_done
     update = split.get("update", 0.0) * steps_done
     rate = sum(r.update_flops for r in results) / update if update > 0 else 0.0
-    return cpu / steps_done, split, rate
+    return cpu / steps_done, split, rate, wall / steps_done
 
 
 def matmul_flops(size: int) -> float:
@@ -141,6 +147,14 @@ class BenchArgs:
         default="rb1", metadata={"help": "protocol whose hyperparameters to use ('' for none)"}
     )
     matmul_size: int = field(default=2048, metadata={"help": "matrix size of the peak", "min": 64})
+    device: str = field(
+        default="cpu",
+        metadata={
+            "help": "torch device of the batched trainer's runs (e.g. cuda; SB3 stays on the "
+            "CPU): compare them by the steps per second column (wall time), as CPU time does "
+            "not count the device's"
+        },
+    )
     costs: str = field(
         default="",
         metadata={
@@ -201,21 +215,22 @@ def main(args: BenchArgs) -> list[dict[str, Any]]:
     measurements: list[dict[str, Any]] = []
     for k in range(args.repeats):  # rounds: SB3 and every R of each method, interleaved
         for method in args.methods:
-            cpu, split = sb3_cpu_per_step(
+            cpu, split, wall = sb3_cpu_per_step(
                 method, args.env_id, args.env_kwargs, args.steps, config, seed=k
             )
             measurements.append(
                 {"trainer": "sb3", "method": method, "runs": 1, "repeat": k,
-                 "cpu_per_step": cpu, "split": split}
+                 "cpu_per_step": cpu, "split": split, "wall_per_step": wall}
             )  # fmt: skip
             for r in args.runs:
-                cpu, split, rate = batched_cpu_per_step(
+                cpu, split, rate, wall = batched_cpu_per_step(
                     method, args.env_id, args.env_kwargs, args.steps, r, hypers[method],
-                    seed=100 * k,
+                    seed=100 * k, device=args.device,
                 )  # fmt: skip
                 measurements.append(
                     {"trainer": "batched", "method": method, "runs": r, "repeat": k,
-                     "cpu_per_step": cpu, "split": split, "update_flops": rate}
+                     "cpu_per_step": cpu, "split": split, "update_flops": rate,
+                     "wall_per_step": wall}
                 )  # fmt: skip
     rows = analysis.cost_table(measurements, peak)
     analysis.print_cost(rows, args, peak)

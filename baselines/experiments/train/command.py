@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from baselines.lib.runs import Run, check
-from baselines.lib.trainers import DEFAULT_TRAINER, TRAINERS, RunResult
+from baselines.lib.trainers import DEFAULT_DEVICE, DEFAULT_TRAINER, TRAINERS, RunResult
 from routine_envs.cli import check_output_folder
 
 
@@ -61,6 +61,14 @@ class TrainArgs:
             "choices": list(TRAINERS),
         },
     )
+    device: str = field(
+        default=DEFAULT_DEVICE,
+        metadata={
+            "help": "torch device of the runs' networks (cpu, cuda, cuda:1...; "
+            "docs/batched.md, 'On a GPU'); another device computes other bits, so it is "
+            "recorded and keyed unless it is cpu"
+        },
+    )
 
 
 def run_of(args: TrainArgs) -> Run:
@@ -76,6 +84,7 @@ def run_of(args: TrainArgs) -> Run:
         trainer=args.trainer,
         config=args.config,
         eval_episodes=args.eval_episodes,
+        device=args.device,
     )
     check(run)
     return run

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from baselines.lib.batched import mlp
+from baselines.lib.batched.device import to_device, to_host
 from baselines.lib.batched.tabular import MASKED_LOGIT, StateTable, table_policy
 
 
@@ -77,6 +78,7 @@ class RolloutPolicy:
         entropies: bool,
     ) -> None:
         self.active, self.config_of, self.layout = active, config_of, layout
+        self.theta_device = theta.device
         self.critic, self.entropies = critic, entropies
         self.parts: dict[int, _Part] = {}
         configs = config_of[active]
@@ -109,7 +111,7 @@ class RolloutPolicy:
         net = part.nets[name]
         if len(rows) == part.hi - part.lo:  # every run of the part (rows are sorted)
             return net
-        return net.rows(torch.from_numpy(rows))
+        return net.rows(to_device(rows, net.weights[0].device))
 
     def act(
         self,
@@ -142,25 +144,26 @@ class RolloutPolicy:
                 if entropy is not None:
                     entropy[where] = a["entropy"].reshape(-1)[flat].reshape(-1, n)
                 continue
-            with torch.no_grad():
-                x = torch.from_numpy(obs[where])
+            with torch.no_grad():  # a step's crossings: its observations in, its outputs out
+                device = self.theta_device
+                x = to_device(obs[where], device)
                 logits = self._net(part, "pi", rows)(x)
                 if masks is not None:
-                    logits = logits.masked_fill(~torch.from_numpy(masks[where]), MASKED_LOGIT)
+                    logits = logits.masked_fill(~to_device(masks[where], device), MASKED_LOGIT)
                 log_p = torch.log_softmax(logits, dim=-1)
                 p = torch.exp(log_p)
-                chosen = sample_actions(p.numpy(), u[where])
+                chosen = sample_actions(to_host(p), u[where])
                 actions[where] = chosen
-                log_prob[where] = log_p.gather(2, torch.from_numpy(chosen)[..., None])[
-                    ..., 0
-                ].numpy()
+                log_prob[where] = to_host(
+                    log_p.gather(2, to_device(chosen, device)[..., None])[..., 0]
+                )
                 if values is not None:
-                    values[where] = self._net(part, "vf", rows)(x)[..., 0].numpy()
+                    values[where] = to_host(self._net(part, "vf", rows)(x)[..., 0])
                 if entropy is not None:
                     plogp = p * log_p
                     if masks is not None:
-                        plogp = torch.where(torch.from_numpy(masks[where]), plogp, 0.0)
-                    entropy[where] = (-plogp.sum(-1)).numpy()
+                        plogp = torch.where(to_device(masks[where], device), plogp, 0.0)
+                    entropy[where] = to_host(-plogp.sum(-1))
         return actions, log_prob, values, entropy
 
     def values(
@@ -177,9 +180,9 @@ class RolloutPolicy:
                 flat = rows[:, None] * size + part.table.rows(state_ids[where])
                 out[where] = part.arrays["values"].reshape(-1)[flat]
                 continue
-            x = torch.from_numpy(np.ascontiguousarray(obs[where], dtype=np.float32))
+            x = to_device(np.ascontiguousarray(obs[where], dtype=np.float32), self.theta_device)
             with torch.no_grad():
-                out[where] = self._net(part, "vf", rows)(x)[..., 0].numpy()
+                out[where] = to_host(self._net(part, "vf", rows)(x)[..., 0])
         return out
 
     def decision_probs(self, runs: np.ndarray) -> np.ndarray | None:

@@ -13,6 +13,7 @@ import numpy as np
 
 from baselines.lib.envs import check_env_kwargs, make_env
 from baselines.lib.scoring import EVALUATIONS
+from baselines.lib.trainers import DEFAULT_DEVICE, check_device
 
 DEFAULT_MAX_BATCH = 64
 """Runs trained in one batch at most (more are split into batches of this size)."""
@@ -31,9 +32,9 @@ def _spaces(env_id: str, kwargs_json: str) -> tuple[str, str]:
 
 def batch_key(run: Any) -> str:
     """What runs of one batch must share: the env id, the method spec, the resolved
-    hyperparameters and the observation and action spaces (canonical JSON). ``env_kwargs``
-    (densities, observation modes of the same shape), seeds, budgets and evaluation schedules
-    may differ within a batch."""
+    hyperparameters, the observation and action spaces and the device (canonical JSON).
+    ``env_kwargs`` (densities, observation modes of the same shape), seeds, budgets and
+    evaluation schedules may differ within a batch."""
     spaces = _spaces(run.env_id, json.dumps(run.env_kwargs, sort_keys=True))
     return json.dumps(
         {
@@ -41,6 +42,7 @@ def batch_key(run: Any) -> str:
             "method": run.method.text,
             "hyper": run.trained_with,
             "spaces": spaces,
+            "device": run.device,
         },
         sort_keys=True,
         default=str,
@@ -66,9 +68,16 @@ def check(run: Any) -> None:
     trainer cannot train ``run`` (a :class:`~baselines.lib.runs.Run`), before anything is
     built: a hyperparameter it does not implement, an environment without an exact model, with
     non-Discrete actions or a non-flat observation, an estimator needing env snapshots
-    (``source: branch``) or info keys the env lacks. The Transformer policy's own limits
+    (``source: branch``) or info keys the env lacks, a device this machine lacks or a
+    Transformer policy off the CPU. The Transformer policy's own limits
     (environments whose states repeat) are checked when its batch is built."""
     check_env_kwargs(run.env_id, run.env_kwargs)
+    check_device(run.device)
+    if run.device != DEFAULT_DEVICE and run.trained_with.get("policy", "mlp") != "mlp":
+        raise ValueError(
+            f"--device {run.device}: the batched trainer's Transformer policy runs on the CPU "
+            "only (its MLP policy runs on any torch device)"
+        )
     _check_supported(
         run.env_id,
         json.dumps(run.env_kwargs, sort_keys=True),

@@ -38,7 +38,14 @@ class FlopCounter:
 
 
 FLOPS = FlopCounter()
-_ONE = torch.ones(())
+_ONES: dict[torch.device, torch.Tensor] = {}
+
+
+def _one(device: torch.device) -> torch.Tensor:
+    """The scalar 1 on ``device`` (made once per device)."""
+    if device not in _ONES:
+        _ONES[device] = torch.ones((), device=device)
+    return _ONES[device]
 
 
 class Workspace:
@@ -47,16 +54,17 @@ class Workspace:
     megabyte per 16 runs' activations) that doubles an element-wise kernel's time (measured
     with the profiler on rb1's Doors, R = 40). The kernels are the allocating ones' ``out=``
     forms, so the numbers are the same. ``key`` names a use; a use's array lives until the
-    next call with that key."""
+    next call with that key. The arrays are on ``device``."""
 
-    def __init__(self) -> None:
+    def __init__(self, device: torch.device | str = "cpu") -> None:
+        self.device = torch.device(device)
         self._arrays: dict[tuple[Any, ...], torch.Tensor] = {}
 
     def array(self, key: tuple[Any, ...], shape: tuple[int, ...]) -> torch.Tensor:
         """An uninitialised float32 array of ``shape`` for ``key`` (the last one if it fits)."""
         found = self._arrays.get(key)
         if found is None or tuple(found.shape) != tuple(shape):
-            found = torch.empty(shape)
+            found = torch.empty(shape, device=self.device)
             self._arrays[key] = found
         return found
 
@@ -192,18 +200,22 @@ def bias(theta: torch.Tensor, layer: Layer) -> torch.Tensor:
 
 def init_parameters(layout: MLPLayout, generator: torch.Generator) -> torch.Tensor:
     """One run's parameters ``(P,)``: SB3's orthogonal initialisation (``nn.init.orthogonal_``
-    of the ``(out, in)`` weight with the layer's gain), zero biases, zero padding."""
-    theta = torch.zeros(1, layout.size)
+    of the ``(out, in)`` weight with the layer's gain), zero biases, zero padding; on the CPU
+    (``generator`` is a CPU generator: a run starts from the same parameters on any device)."""
+    theta = torch.zeros(1, layout.size, device="cpu")
     for layer in layout.layers:
-        w = torch.empty(layer.fan_out, layer.fan_in)
+        w = torch.empty(layer.fan_out, layer.fan_in, device="cpu")
         torch.nn.init.orthogonal_(w, gain=layer.gain, generator=generator)
         weight(theta, layer)[0].copy_(w.T)
     return theta[0]
 
 
 def tanh_(x: torch.Tensor) -> torch.Tensor:
-    """In-place ``tanh`` by numpy's vectorised float32 kernel (several times faster than
-    ``torch.tanh`` on CPU here, and, like it, the same value for an element wherever it sits)."""
+    """In-place ``tanh``: on the CPU by numpy's vectorised float32 kernel (several times faster
+    than ``torch.tanh`` there, and, like it, the same value for an element wherever it sits);
+    elsewhere by torch's, on the device."""
+    if x.device.type != "cpu":
+        return x.tanh_()
     np.tanh(x.numpy(), out=x.numpy())
     return x
 
@@ -304,11 +316,11 @@ def backward(
             w_t = weight(theta, layer).transpose(1, 2)
             if work is None:
                 d = d * w_t if layer.fan_out == 1 else torch.bmm(d, w_t)
-                d.mul_(torch.addcmul(_ONE, h, h, value=-1.0))  # tanh' = 1 - h**2
+                d.mul_(torch.addcmul(_one(h.device), h, h, value=-1.0))  # tanh' = 1 - h**2
             else:
                 buffer = work.array((*tag, "d", k), (runs, rows, layer.fan_in))
                 if layer.fan_out == 1:
                     d = torch.mul(d, w_t, out=buffer)
                 else:
                     d = torch.bmm(d, w_t, out=buffer)
-                d.mul_(torch.addcmul(_ONE, h, h, value=-1.0, out=h))  # h used up
+                d.mul_(torch.addcmul(_one(h.device), h, h, value=-1.0, out=h))  # h used up

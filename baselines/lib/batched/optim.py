@@ -49,7 +49,7 @@ class StackedAdam:
     def select(self, rows: np.ndarray) -> None:
         """Keep only the runs ``rows`` (the others left the batch); ``theta`` must be replaced
         by the caller the same way (:meth:`bind`)."""
-        index = torch.as_tensor(rows, dtype=torch.long)
+        index = torch.as_tensor(rows, dtype=torch.long, device=self.theta.device)
         self.exp_avg = self.exp_avg.index_select(0, index)
         self.exp_avg_sq = self.exp_avg_sq.index_select(0, index)
         self.steps = self.steps[rows]
@@ -70,12 +70,17 @@ class StackedAdam:
             self.steps[rows] += 1
             steps = self.steps[rows]
         # bias corrections in float64 per run (torch computes them as Python floats)
-        step_size = torch.as_tensor(self.lr / (1.0 - beta1**steps), dtype=torch.float32)[:, None]
-        correction2_sqrt = torch.as_tensor(np.sqrt(1.0 - beta2**steps), dtype=torch.float32)
+        device = self.theta.device
+        step_size = torch.as_tensor(
+            self.lr / (1.0 - beta1**steps), dtype=torch.float32, device=device
+        )[:, None]
+        correction2_sqrt = torch.as_tensor(
+            np.sqrt(1.0 - beta2**steps), dtype=torch.float32, device=device
+        )
         if rows is None:
             m, v, p, g = self.exp_avg, self.exp_avg_sq, self.theta, grad
         else:
-            index = torch.as_tensor(rows, dtype=torch.long)
+            index = torch.as_tensor(rows, dtype=torch.long, device=device)
             m, v = self.exp_avg[index], self.exp_avg_sq[index]
             p, g = self.theta[index], grad[index]
         # two scratch arrays of the step's shape, kept between steps: the same kernels as

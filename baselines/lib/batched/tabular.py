@@ -18,12 +18,14 @@ the other runs of a batch, so runs stay bit-identical alone and in a batch.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from baselines.lib.batched import mlp
+from baselines.lib.batched.device import to_host
 
 TABLE_ALIGN = 32
 """Rows of a state table are padded to a multiple of this (element-wise kernels then see
@@ -75,6 +77,13 @@ class StateTable:
             masks=None if table_masks is None else torch.from_numpy(table_masks),
         )
 
+    def on(self, device: torch.device) -> StateTable:
+        """The table with its network inputs on ``device`` (itself where they are)."""
+        if self.obs.device == device:
+            return self
+        masks = None if self.masks is None else self.masks.to(device)
+        return dataclasses.replace(self, obs=self.obs.to(device), masks=masks)
+
     def rows(self, state_ids: np.ndarray) -> np.ndarray:
         """The table rows of ``state_ids`` (any shape); ``RuntimeError`` for a state id that
         is not a decision state (a step can only be taken at one)."""
@@ -93,8 +102,9 @@ def table_inputs(table: StateTable, runs: int) -> torch.Tensor:
 def table_policy(
     theta: torch.Tensor, layout: mlp.MLPLayout, table: StateTable, values: bool, entropy: bool
 ) -> dict[str, np.ndarray]:
-    """The policy of the runs ``theta`` ``(R, P)`` on every row of ``table``: ``log_p`` and
-    ``p`` ``(R, K_pad, A)`` float32, and when asked ``values`` and ``entropy`` ``(R, K_pad)``."""
+    """The policy of the runs ``theta`` ``(R, P)`` on every row of ``table`` (on ``theta``'s
+    device), on the host: ``log_p`` and ``p`` ``(R, K_pad, A)`` float32, and when asked
+    ``values`` and ``entropy`` ``(R, K_pad)``."""
     x = table_inputs(table, theta.shape[0])
     out: dict[str, np.ndarray] = {}
     with torch.no_grad():
@@ -103,12 +113,12 @@ def table_policy(
             logits = logits.masked_fill(~table.masks, MASKED_LOGIT)
         log_p = torch.log_softmax(logits, dim=-1)
         p = torch.exp(log_p)
-        out["log_p"], out["p"] = log_p.numpy(), p.numpy()
+        out["log_p"], out["p"] = to_host(log_p), to_host(p)
         if values:
-            out["values"] = mlp.forward(theta, layout.net("vf"), x)[0][..., 0].numpy()
+            out["values"] = to_host(mlp.forward(theta, layout.net("vf"), x)[0][..., 0])
         if entropy:
             plogp = p * log_p
             if table.masks is not None:
                 plogp = torch.where(table.masks, plogp, 0.0)
-            out["entropy"] = (-plogp.sum(-1)).numpy()
+            out["entropy"] = to_host(-plogp.sum(-1))
     return out

@@ -22,6 +22,7 @@ import torch
 
 from baselines.lib.batched import mlp
 from baselines.lib.batched.acting import RolloutPolicy, config_segments
+from baselines.lib.batched.device import to_device, to_host
 from baselines.lib.batched.envs import EnvConfig, build_configs
 from baselines.lib.batched.optim import StackedAdam
 from baselines.lib.batched.rollouts import Stepper, collect_groups, collect_steps
@@ -100,6 +101,10 @@ class BatchedTrainer:
             raise ValueError(f"one batch trains one method, got {sorted(methods)}")
         self.method = runs[0].method
         self.turn_level = self.method.turn_level
+        devices = {r.device for r in runs}
+        if len(devices) != 1:
+            raise ValueError(f"one batch lives on one device, got {sorted(devices)}")
+        self.device = torch.device(devices.pop())
         # runs ordered by configuration: each configuration's sub-envs are contiguous
         order = sorted(range(len(runs)), key=lambda i: _config_sort_key(runs, i))
         self.order = np.array(order, dtype=np.int64)
@@ -122,7 +127,7 @@ class BatchedTrainer:
                 self.estimators.append(self._build_estimator(self.method.estimator, j))
             trains_critic = bool(self.estimators[0].trains_critic)
         self.trains_critic = trains_critic
-        self.theta = self._init_policy()
+        self.theta = self._init_policy().to(self.device)
         self.optimizer = StackedAdam(self.theta, s.learning_rate, eps=1e-5)
         self.loss = LossSettings(
             clip_range=s.clip_range,
@@ -140,7 +145,7 @@ class BatchedTrainer:
         self.collect_tables: list[StateTable | None] = []
         self.update_tables: list[StateTable | None] = []
         for config in configs:
-            table = config.state_table() if self.policy_name == "mlp" else None
+            table = config.state_table().on(self.device) if self.policy_name == "mlp" else None
             small = table is not None and table.size <= s.n_steps * s.n_envs
             self.collect_tables.append(table if small else None)
             fits = table is not None and table.size <= self.loss.rows
@@ -199,11 +204,11 @@ class BatchedTrainer:
             segments.append(Segment(lo, hi, table))
             if table is not None:
                 tabular = True
-                ids = data.state_ids.view(len(runs), -1)[lo:hi].numpy()
+                ids = to_host(data.state_ids.view(len(runs), -1)[lo:hi])
                 real = np.arange(data.stride)[None, :] < data.sizes[lo:hi, None]
                 rows[lo:hi] = np.where(real, table.row_of[ids], 0)
         if tabular:
-            data.table_rows = torch.from_numpy(rows.reshape(-1))
+            data.table_rows = to_device(rows.reshape(-1), self.device)
         update(
             self.theta,
             self.optimizer,
@@ -274,7 +279,7 @@ class BatchedTrainer:
         if len(runs) == len(self.active) and np.array_equal(runs, self.active):
             return self.theta
         pos = np.searchsorted(self.active, runs)
-        return self.theta.index_select(0, torch.from_numpy(pos))
+        return self.theta.index_select(0, to_device(pos, self.device))
 
     def act(
         self,
@@ -315,13 +320,13 @@ class BatchedTrainer:
         for lo in range(0, len(runs), EVAL_CHUNK):
             chunk = runs[lo : lo + EVAL_CHUNK]
             k = len(chunk)
-            x = torch.from_numpy(np.repeat(observations[None], k, axis=0))
+            x = to_device(np.repeat(observations[None], k, axis=0), self.device)
             with torch.no_grad():
                 logits, _ = mlp.forward(self._rows(chunk), self.layout.net("pi"), x)
                 if masks is not None:
-                    m = torch.from_numpy(masks)
+                    m = to_device(masks, self.device)
                     logits = logits.masked_fill(~m, MASKED_LOGIT)
-                out.append(torch.softmax(logits, dim=-1).numpy())
+                out.append(to_host(torch.softmax(logits, dim=-1)))
         return np.concatenate(out)
 
     def policy_tables(self, runs: np.ndarray) -> list[np.ndarray]:
@@ -405,6 +410,7 @@ class BatchedTrainer:
                 list(ro.returns),
                 None if ro.masks is None else list(ro.masks),
                 list(ro.state_ids),
+                device=self.device,
             )
         else:
             data = self._episode_rollout(runs)
@@ -458,8 +464,9 @@ class BatchedTrainer:
             returns.append(np.asarray(ret))
             masks.append(ro.masks)
             ids.append(batch.state_ids)
+        masks_ = masks if self.masked else None
         return RolloutData.from_runs(
-            obs, actions, log_probs, advantages, returns, masks if self.masked else None, ids
+            obs, actions, log_probs, advantages, returns, masks_, ids, device=self.device
         )
 
     def _retire(self) -> np.ndarray:
@@ -479,7 +486,7 @@ class BatchedTrainer:
                     st.timesteps.append(st.points[len(st.timesteps)])
                     st.success.append(value)
         self.active = self.active[rows]
-        self.theta = self.theta.index_select(0, torch.from_numpy(rows))
+        self.theta = self.theta.index_select(0, to_device(rows, self.device))
         self.optimizer.select(rows)
         self.optimizer.bind(self.theta)
         live_configs = set(self.config_of[self.active].tolist())

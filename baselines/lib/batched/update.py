@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from baselines.lib.batched import mlp
+from baselines.lib.batched.device import to_device
 from baselines.lib.batched.optim import StackedAdam, clip_by_global_norm
 from baselines.lib.batched.tabular import MASKED_LOGIT, StateTable, table_inputs
 
@@ -72,8 +73,11 @@ class RolloutData:
         returns: list[np.ndarray],
         masks: list[np.ndarray] | None,
         state_ids: list[np.ndarray] | None = None,
+        device: torch.device | str = "cpu",
     ) -> RolloutData:
-        """Pad per-run arrays (run ``r``: ``(N_r, ...)``) into one :class:`RolloutData`."""
+        """Pad per-run arrays (run ``r``: ``(N_r, ...)``) into one :class:`RolloutData` on
+        ``device``."""
+        device = torch.device(device)
         sizes = np.array([len(a) for a in actions], dtype=np.int64)
         stride = int(sizes.max()) + 1
         runs = len(sizes)
@@ -86,14 +90,14 @@ class RolloutData:
             return out.reshape(runs * stride, *parts[0].shape[1:])
 
         return cls(
-            obs=torch.from_numpy(pad(obs, np.float32)),
-            actions=torch.from_numpy(pad(actions, np.int64)),
-            old_log_prob=torch.from_numpy(pad(log_probs, np.float32)),
-            advantages=torch.from_numpy(pad(advantages, np.float32)),
-            returns=torch.from_numpy(pad(returns, np.float32)),
-            masks=None if masks is None else torch.from_numpy(pad(masks, bool, True)),
+            obs=to_device(pad(obs, np.float32), device),
+            actions=to_device(pad(actions, np.int64), device),
+            old_log_prob=to_device(pad(log_probs, np.float32), device),
+            advantages=to_device(pad(advantages, np.float32), device),
+            returns=to_device(pad(returns, np.float32), device),
+            masks=None if masks is None else to_device(pad(masks, bool, True), device),
             sizes=sizes,
-            state_ids=None if state_ids is None else torch.from_numpy(pad(state_ids, np.int64)),
+            state_ids=None if state_ids is None else to_device(pad(state_ids, np.int64), device),
         )
 
 
@@ -155,7 +159,7 @@ def update(
     pi, vf = layout.net("pi"), layout.net("vf")
     grad = torch.zeros_like(theta)
     parts = segments or [Segment(0, runs)]
-    work = mlp.Workspace()  # the minibatch steps' arrays, reused (kept in cache)
+    work = mlp.Workspace(theta.device)  # the minibatch steps' arrays, reused (kept in cache)
     for _ in range(settings.n_epochs):
         batches = [
             minibatches(int(n), settings, g) for n, g in zip(data.sizes, shufflers, strict=True)
@@ -227,10 +231,10 @@ def normalised_advantages(
     over the real steps, ``+ 1e-8``; none for a minibatch of one step."""
     mean = adv.sum(1, keepdim=True) / n
     centred = torch.where(valid, adv - mean, 0.0)
-    dof = torch.from_numpy(np.maximum(taken - 1, 1).astype(np.float32))[:, None]
+    dof = to_device(np.maximum(taken - 1, 1).astype(np.float32), adv.device)[:, None]
     std = torch.sqrt((centred * centred).sum(1, keepdim=True) / dof)
     normalised = centred / (std + 1e-8)
-    several = torch.from_numpy(taken > 1)[:, None]
+    several = to_device(taken > 1, adv.device)[:, None]
     return torch.where(several, normalised, adv)  # SB3: no normalisation for one step
 
 
@@ -248,13 +252,13 @@ def minibatch_gradient(
     """The gradient of SB3 PPO's loss on one padded minibatch of every run (``index``
     ``(R, rows)`` into ``data``'s flat rows, the first ``taken[r]`` real), into ``grad``."""
     runs, rows = index.shape
-    flat = torch.from_numpy(index.reshape(-1))
+    flat = to_device(index.reshape(-1), theta.device)
     x = data.obs.index_select(0, flat).view(runs, rows, -1)
     actions = data.actions.index_select(0, flat).view(runs, rows, 1)
     old = data.old_log_prob.index_select(0, flat).view(runs, rows)
     adv = data.advantages.index_select(0, flat).view(runs, rows)
-    valid = torch.from_numpy(np.arange(rows)[None, :] < taken[:, None])
-    n = torch.from_numpy(np.maximum(taken, 1).astype(np.float32))[:, None]
+    valid = to_device(np.arange(rows)[None, :] < taken[:, None], theta.device)
+    n = to_device(np.maximum(taken, 1).astype(np.float32), theta.device)[:, None]
     weight = valid / n  # d mean / d element, (R, rows)
 
     if settings.normalize_advantage:
@@ -309,13 +313,13 @@ def table_minibatch_gradient(
     steps."""
     runs, rows = index.shape
     size, num_actions = table.size, layout.num_actions
-    flat = torch.from_numpy(index.reshape(-1))
+    flat = to_device(index.reshape(-1), theta.device)
     state = data.table_rows.index_select(0, flat).view(runs, rows)
     actions = data.actions.index_select(0, flat).view(runs, rows)
     old = data.old_log_prob.index_select(0, flat).view(runs, rows)
     adv = data.advantages.index_select(0, flat).view(runs, rows)
-    valid = torch.from_numpy(np.arange(rows)[None, :] < taken[:, None])
-    n = torch.from_numpy(np.maximum(taken, 1).astype(np.float32))[:, None]
+    valid = to_device(np.arange(rows)[None, :] < taken[:, None], theta.device)
+    n = to_device(np.maximum(taken, 1).astype(np.float32), theta.device)[:, None]
     weight = valid / n  # d mean / d step, (R, rows)
     if settings.normalize_advantage:
         adv = normalised_advantages(adv, valid, taken, n)
@@ -335,9 +339,10 @@ def table_minibatch_gradient(
     unclipped = adv * ratio <= adv * clipped
     d_log_p_a = -(adv * ratio) * unclipped * weight  # d policy loss / d log pi(a), per step
     # the per-step terms summed per state: sum_i d_i onehot(a_i), and the state's weight
-    per_pair = torch.zeros(runs, size * num_actions).scatter_add_(1, pair, d_log_p_a)
+    device = theta.device
+    per_pair = torch.zeros(runs, size * num_actions, device=device).scatter_add_(1, pair, d_log_p_a)
     per_pair = per_pair.view(runs, size, num_actions)
-    per_state = torch.zeros(runs, size).scatter_add_(1, state, weight)
+    per_state = torch.zeros(runs, size, device=device).scatter_add_(1, state, weight)
     p_log_p = p * log_p if masks is None else torch.where(masks, p * log_p, 0.0)
     entropy = -p_log_p.sum(-1, keepdim=True)
     log_p_safe = log_p if masks is None else torch.where(masks, log_p, 0.0)
@@ -348,7 +353,7 @@ def table_minibatch_gradient(
 
     if vf and settings.vf_coef != 0.0:
         returns = data.returns.index_select(0, flat).view(runs, rows)
-        target = torch.zeros(runs, size).scatter_add_(1, state, weight * returns)
+        target = torch.zeros(runs, size, device=device).scatter_add_(1, state, weight * returns)
         values, vf_inputs = chunked_forward(theta, vf, x, work)
         d_values = (values[..., 0] * per_state - target) * (2.0 * settings.vf_coef)
         chunked_backward(theta, grad, vf, vf_inputs, d_values[..., None], work)
