@@ -16,11 +16,11 @@ from baselines.lib.runs import Run, plan
 from baselines.lib.specs import parse_method
 from baselines.lib.stats import STATISTICS
 from baselines.lib.trainers import (
-    DEFAULT_DEVICE,
     DEFAULT_TRAINER,
     TRAINERS,
     check_device,
     check_trainer,
+    device_field,
 )
 
 
@@ -90,14 +90,7 @@ class SweepArgs(BackendArgs):
             "choices": list(TRAINERS),
         },
     )
-    device: str = field(
-        default=DEFAULT_DEVICE,
-        metadata={
-            "help": "torch device of the runs' networks (cpu, cuda, cuda:1...; "
-            "docs/batched.md, 'On a GPU'); another device computes other bits, so it is "
-            "recorded and keyed unless it is cpu"
-        },
-    )
+    device: str = device_field()
 
 
 def check_lists(args: SweepArgs) -> None:

@@ -55,6 +55,18 @@ def check_device(device: str) -> None:
         raise ValueError(f"--device {device}: this machine has {count} {parsed.type} device(s)")
 
 
+def device_field() -> Any:
+    """The ``--device`` setting of a command that trains runs (a settings dataclass field)."""
+    return field(
+        default=DEFAULT_DEVICE,
+        metadata={
+            "help": "torch device of the runs' networks (cpu, cuda, cuda:1...; "
+            "docs/batched.md, 'On a GPU'); another device computes other bits, so it is "
+            "recorded and keyed unless it is cpu"
+        },
+    )
+
+
 def check_feedable(estimator: Any, env: Any, provides: frozenset[str], trainer: str) -> None:
     """``ValueError`` (one line) when ``trainer`` cannot feed ``estimator`` on ``env`` (a
     Gymnasium env): ``info`` keys it needs that the env does not give at ``reset``, or batch

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from baselines.lib.runs import Run, check
-from baselines.lib.trainers import DEFAULT_DEVICE, DEFAULT_TRAINER, TRAINERS, RunResult
+from baselines.lib.trainers import DEFAULT_TRAINER, TRAINERS, RunResult, device_field
 from routine_envs.cli import check_output_folder
 
 
@@ -61,14 +61,7 @@ class TrainArgs:
             "choices": list(TRAINERS),
         },
     )
-    device: str = field(
-        default=DEFAULT_DEVICE,
-        metadata={
-            "help": "torch device of the runs' networks (cpu, cuda, cuda:1...; "
-            "docs/batched.md, 'On a GPU'); another device computes other bits, so it is "
-            "recorded and keyed unless it is cpu"
-        },
-    )
+    device: str = device_field()
 
 
 def run_of(args: TrainArgs) -> Run:
