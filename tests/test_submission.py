@@ -489,6 +489,80 @@ def test_every_edit_of_the_tuned_column_is_refused(tuned_folder, tmp_path, name)
     assert all("\n" not in p and len(p) < 600 for p in verdict.problems)
 
 
+def forge_rows(path: Path, change, keys) -> None:
+    """Rewrite the results file ``path`` with ``change`` applied to the rows of ``keys``."""
+    lines = []
+    for line in path.read_text().splitlines():
+        row = json.loads(line)
+        if row["key"] in keys:
+            change(row)
+        lines.append(json.dumps(row) + "\n")
+    path.write_text("".join(lines))
+
+
+def raise_curve(row):
+    row["success"] = [min(1.0, x + 0.05) for x in row["success"]]
+
+
+def test_reruns_draw_from_every_column_and_catch_an_invented_search_row(tuned_folder, tmp_path):
+    """Spot reruns draw from the search's and the tuned runs' rows as from the default ones
+    (each run once): a genuine bundle's rerun that draws a search run matches. A search row
+    whose curve was invented, its choice recomputed by ``tune`` and bundled by ``submit``,
+    passes every check of the column's structure and choice; the rerun that draws it refuses
+    it."""
+    import shutil
+
+    members = members_of(tuned_bundle(tuned_folder))
+    pool = verification.rerun_pool(members)
+    search = {r["key"] for r in submission.rows_of(members, "tuning/results.jsonl")}
+    keys = {r["key"] for r in rows(members)} | search
+    keys |= {r["key"] for r in submission.rows_of(members, "tuned/results.jsonl")}
+    assert sorted(r["key"] for r in pool) == sorted(keys)  # every run, once
+
+    def drawn(pool, seed):
+        return {r["key"] for r in verification.chosen_runs(pool, 1, seed)}
+
+    seed = next(s for s in range(10_000) if drawn(pool, s) <= search)
+    verdict = verification.verify(tuned_bundle(tuned_folder), rerun=1, rerun_seed=seed)
+    assert verdict.verified, verdict.problems
+    assert len(verdict.reruns) == 1
+
+    out = tmp_path / "out"
+    shutil.copytree(tuned_folder, out)
+    forge_rows(out / "rb3" / "smoke" / "trajectory_mc+tuning" / "results.jsonl", raise_curve,
+               drawn(pool, seed))  # fmt: skip
+    common = ["--protocol", "rb3", "--tier", "smoke", "--out", str(out), "--method",
+              "trajectory_mc"]  # fmt: skip
+    commands.main(["benchmark", "tune", *common, "--workers", "1", "--no-progress"])
+    commands.main(["benchmark", "submit", *common, "--no-lab"])
+    forged = tuned_bundle(out)
+    assert verification.verify(forged).verified  # its structure and its choice hold
+    forged_pool = verification.rerun_pool(members_of(forged))
+    seed = next(s for s in range(10_000) if drawn(forged_pool, s) == drawn(pool, seed))
+    verdict = verification.verify(forged, rerun=1, rerun_seed=seed)
+    assert not verdict.verified
+    assert any(p.startswith("a rerun differs from its row") for p in verdict.problems)
+
+
+def test_a_tuned_row_that_is_a_default_run_must_be_its_row(tuned_folder, tmp_path):
+    """Where the choice is the default (smoke's), the tuned runs are the default runs: a tuned
+    row with a default run's key and other numbers, bundled by ``submit`` (the tuned entry
+    rebuilt to match), is refused."""
+    import shutil
+
+    out = tmp_path / "out"
+    shutil.copytree(tuned_folder, out)
+    tuned = out / "rb3" / "smoke" / "trajectory_mc+tuned" / "results.jsonl"
+    first = json.loads(tuned.read_text().splitlines()[0])["key"]
+    assert first in {r["key"] for r in rows(members_of(tuned_bundle(out)))}
+    forge_rows(tuned, raise_curve, {first})
+    commands.main(["benchmark", "submit", "--protocol", "rb3", "--tier", "smoke", "--out",
+                   str(out), "--method", "trajectory_mc", "--no-lab"])  # fmt: skip
+    verdict = verification.verify(tuned_bundle(out))
+    assert not verdict.verified
+    assert any("is a default run (its key) with other numbers" in p for p in verdict.problems)
+
+
 def test_submit_refuses_a_search_with_runs_missing_or_a_stale_choice(
     tuned_folder, tmp_path, capsys
 ):

@@ -18,7 +18,7 @@ the headline of the tuned runs). The verifier checks the search is exactly the p
 recomputes the choice from its rows and compares ``TUNED.json`` whole, checks the tuned rows
 are exactly the runs that choice plans, and rebuilds the ``tuned`` entry (compared with the
 rest of ``SUBMISSION.json``: :func:`~.verification.check_tuned_column`). Spot reruns
-(``--rerun``) draw from the default column only.
+(``--rerun``) draw from every column's rows (:func:`~.verification.rerun_pool`).
 """
 
 from __future__ import annotations

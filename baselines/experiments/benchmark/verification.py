@@ -16,7 +16,9 @@ hash that is itself checked:
   planned one, the choice recomputed from its rows, the tuned rows exactly that choice's runs;
 - ``SUBMISSION.json``: rebuilt from the rows and the rebuilt card and compared whole;
 - with ``--rerun K`` (and only then: it runs the submitter's code), K runs chosen by the
-  reviewer's seed are trained again in a subprocess and compared with their rows bit for bit,
+  reviewer's seed among every column's rows (the default runs, and where the bundle has a
+  tuned column the search's and the tuned runs: :func:`rerun_pool`, each row as likely) are
+  trained again in a subprocess and compared with their rows bit for bit,
   but that a float may differ by rounding (:data:`RERUN_ROUNDING`, said per run): the batched
   trainer's exact evaluation of CodeFix rounds the success curve differently when it evaluates
   40 runs at once than one alone (an ulp or two, measured), so a run trained alone in a rerun
@@ -372,7 +374,29 @@ def check_tuned_column(
     checked += [f"{tuned_column.RUNS}: {line}" for line in found]
     if problems:
         return checked, [f"{tuned_column.RUNS}: {line}" for line in problems], None
+    problems = shared_runs_agree(submission.rows_of(members), runs)
+    if problems:
+        return checked, [f"{tuned_column.RUNS}: {line}" for line in problems], None
     return checked, [], tuned_column.summary(protocol, tier, choice, len(search), runs, planned)
+
+
+def shared_runs_agree(defaults: Sequence[Record], tuned: Sequence[Record]) -> list[str]:
+    """Where a family's choice is the default, its tuned runs are the default runs (their
+    keys): each such tuned row must be its default row (timings aside). Problems, one line
+    each (at most 3)."""
+    by_key = {row["key"]: row for row in defaults}
+    problems = []
+    for row in tuned:
+        default = by_key.get(row["key"])
+        if default is None:
+            continue
+        mine = {k: v for k, v in row.items() if k not in TIMING}
+        theirs = {k: v for k, v in default.items() if k not in TIMING}
+        if submission.compare(mine, theirs):
+            problems.append(
+                f"run {short_id(row['key'])} is a default run (its key) with other numbers"
+            )
+    return problems[:3]
 
 
 def declared_failures(members: Mapping[str, bytes]) -> dict[tuple[str, int, int], str]:
@@ -624,8 +648,22 @@ def verify(
     if rebuilt and not problems:
         check_manifest(protocol, fields_, records, members, rebuilt, verdict, tuned)
     if rerun and verdict.verified:
-        rerun_rows(bundle, members, fields_, records, rerun, rerun_seed, rerun_timeout, verdict)
+        pool = rerun_pool(members)
+        rerun_rows(bundle, members, fields_, pool, rerun, rerun_seed, rerun_timeout, verdict)
     return verdict
+
+
+def rerun_pool(members: Mapping[str, bytes]) -> list[Record]:
+    """The rows spot reruns draw from, each run once: the default column's and, where the
+    bundle has a tuned column, the search's and the tuned runs' (a forger could invent any of
+    them; the choice is rebuilt from the search's rows, but only a rerun tests a row's
+    numbers)."""
+    pool = {row["key"]: row for row in submission.rows_of(members)}
+    if all(name in members for name in tuned_column.MEMBERS):
+        for name in (tuned_column.SEARCH, tuned_column.RUNS):  # a tuned run that is a default
+            for row in submission.rows_of(members, name):  # run is its row: once in the pool
+                pool.setdefault(row["key"], row)
+    return list(pool.values())
 
 
 def check_manifest(
@@ -696,8 +734,9 @@ def rerun_rows(
     timeout: float,
     verdict: Verdict,
 ) -> None:
-    """Train ``k`` chosen runs again, each in a subprocess with the bundle's method source on
-    its path, and compare each row with the bundle's bit for bit (but :data:`TIMING`)."""
+    """Train ``k`` runs chosen among ``records`` again, in a subprocess with the bundle's method
+    source on its path, and compare each row with the bundle's bit for bit (but
+    :data:`TIMING`)."""
     chosen = chosen_runs(records, k, seed)
     spec = plugins.parse_spec(fields_["method"], "method")
     with tempfile.TemporaryDirectory() as folder:
@@ -711,9 +750,10 @@ def rerun_rows(
             target.write_bytes(members[sources[0]])
             path_entries.append(str(source_root))
         jobs_file = root / "runs.json"
-        jobs_file.write_text(
-            json.dumps({"fields": dict(fields_), "keys": [r["key"] for r in chosen]})
-        )
+        job: dict[str, Any] = {"fields": dict(fields_), "keys": [r["key"] for r in chosen]}
+        if tuned_column.CHOICE in members:  # checked to be the search's choice by now
+            job["chosen"] = submission.json_member(members, tuned_column.CHOICE)["chosen"]
+        jobs_file.write_text(json.dumps(job))
         env = dict(os.environ)
         package_root = str(Path(__file__).resolve().parents[3])
         env["PYTHONPATH"] = os.pathsep.join([*path_entries, package_root])
