@@ -200,8 +200,8 @@ def test_exact_gradient_of_the_lm_policy() -> None:
 
 def test_exact_snr_of_the_lm_policy_orders_the_estimators(tmp_path: Path) -> None:
     """``python -m baselines lm snr`` on two short corridors: the perfect critic's SNR over
-    the trajectory advantage's is 1 without routine turns and grows with them, and the exact
-    gradient the estimators are scored against is the oracle's."""
+    the trajectory advantage's is 1 without routine turns and grows with them, sampled and
+    exact, and the exact gradient the estimators are scored against is the oracle's."""
     from baselines import commands
 
     out = tmp_path / "snr"
@@ -213,8 +213,15 @@ def test_exact_snr_of_the_lm_policy_orders_the_estimators(tmp_path: Path) -> Non
     assert rows[0]["ratio"] == pytest.approx(1.0, abs=1e-9)
     assert rows[3]["ratio"] > 1.8
     assert rows[3]["logit_gradient_error"] < 1e-12
+    # the ratio's two estimators' noise, exact: unbiased, 1 without routine turns, and within
+    # the sampled interval's reach (800 episodes: a wide one)
+    assert rows[3]["exact_mean_error"] < 1e-12
+    assert rows[0]["ratio_exact"] == pytest.approx(1.0, abs=1e-9)
+    assert abs(rows[3]["ratio_exact"] / rows[3]["ratio"] - 1) < 0.25
     summary = json.loads((out / "summary.json").read_text())
     assert summary["slope"] < -0.3 and (out / "snr.png").stat().st_size > 0
+    assert summary["exact_slope"] < -0.3
+    assert "also exact" in (out / "snr.csv").read_text()
 
 
 # ------------------------------------------------------------------------------- smoke

@@ -126,3 +126,18 @@ def test_snr_rows_say_the_noise_is_sampled() -> None:
     rows = analysis.snr_rows([snr_row(n, 2.0, 2.0) for n in (0, 1)])
     episodes = snr_row(0, 2.0, 2.0)["episodes"]
     assert {r["noise"] for r in rows} == {f"sampled ({episodes} episodes)"}
+    assert (
+        "ratio_exact"
+        not in analysis.snr_table([snr_row(n, 2.0, 2.0) for n in (0, 1)], ["oracle"])[0]
+    )  # records made before the exact noise: no such column
+
+
+def test_snr_rows_carry_the_exact_noise_where_measured() -> None:
+    from tests.test_lm_analysis import snr_row
+
+    exact = {"ratio_exact": 1.5, "snr_oracle_exact": 3.0, "snr_trajectory_exact_exact": 2.0}
+    records = [{**snr_row(n, 2.0, 2.0), **exact} for n in (0, 1)]
+    rows = analysis.snr_rows(records)
+    assert all(r["noise"].endswith("; oracle and trajectory_exact also exact") for r in rows)
+    assert all(r["ratio_exact"] == 1.5 and r["snr_oracle_exact"] == 3.0 for r in rows)
+    assert analysis.snr_table(records, ["oracle"])[0]["ratio_exact"] == 1.5

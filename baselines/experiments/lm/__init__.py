@@ -28,7 +28,7 @@ COMMANDS = (
             ),
             Command(
                 "snr",
-                "SNR and bias at initialisation against rho: exact gradient, sampled noise",
+                "SNR and bias at initialisation against rho: exact gradient, sampled + exact noise",
                 "baselines.experiments.lm.exact_snr:SNRSettings",
                 "baselines.experiments.lm.exact_snr:main",
             ),

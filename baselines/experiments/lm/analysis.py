@@ -388,15 +388,25 @@ def snr_rows(records: Iterable[Row]) -> list[Row]:
     for r in records:
         row = {column if c == "density_value" else c: r.get(c) for c in SNR_COLUMNS}
         row["noise"] = f"sampled ({r['episodes']} episodes)"  # the gradient is exact
+        if "ratio_exact" in r:  # measured with the exact noise of the ratio's two estimators
+            row["noise"] += "; oracle and trajectory_exact also exact"
+            row["ratio_exact"] = r["ratio_exact"]
+            for name in EXACT_NOISE:
+                row[f"snr_{name}_exact"] = r[f"snr_{name}_exact"]
         for name in r["estimators"]:
             row.update({f.format(name): r[f.format(name)] for f in ESTIMATE_FIELDS})
         rows.append(row)
     return rows
 
 
+EXACT_NOISE = ("oracle", "trajectory_exact")
+"""The estimators whose noise ``lm snr`` also computes exactly (:mod:`routine_envs.exact_noise`)."""
+
+
 def loglog_slope(rows: list[Row], y: str) -> float | None:
-    """The slope of log ``y`` against log rho over ``rows`` (``None``: fewer than two)."""
-    if len(rows) < 2:
+    """The slope of log ``y`` against log rho over ``rows`` (``None``: fewer than two, or a row
+    without ``y``)."""
+    if len(rows) < 2 or any(r.get(y) is None for r in rows):
         return None
     return snr.fit_loglog([r["rho"] for r in rows], [r[y] for r in rows])[0]
 
@@ -417,6 +427,8 @@ def snr_summary(records: Iterable[Row]) -> Row:
         "ratio_of": ["oracle", "trajectory_exact"],
         "slope": slope,
         "r2": r2,
+        "exact_slope": loglog_slope(rows, "ratio_exact"),
+        "exact_slope_rho_at_most_0.25": loglog_slope(dilute, "ratio_exact"),
         "tabular_slope": loglog_slope(rows, "tabular_ratio"),
         "slope_rho_at_most_0.25": loglog_slope(dilute, "ratio"),
         "tabular_slope_rho_at_most_0.25": loglog_slope(dilute, "tabular_ratio"),
@@ -431,8 +443,11 @@ def snr_summary(records: Iterable[Row]) -> Row:
 def snr_table(records: Iterable[Row], estimators: list[str]) -> list[Row]:
     """The printed table: per density value (densest first) the ratio, the closed form and
     each of ``estimators``' SNR and relative bias."""
-    columns = ["rho", "J", "ratio", "ratio_low", "ratio_high", "tabular_ratio"]
+    columns = ["rho", "J", "ratio", "ratio_low", "ratio_high", "ratio_exact", "tabular_ratio"]
     columns += [f"snr_{n}" for n in estimators] + [f"{n}_relative_bias" for n in estimators]
     records = current(records)
     density = density_column(records)
-    return [{density: r[density], **{c: r[c] for c in columns}} for r in snr_rows(records)]
+    rows = snr_rows(records)
+    if any("ratio_exact" not in r for r in rows):  # records made before the exact noise
+        columns.remove("ratio_exact")
+    return [{density: r[density], **{c: r[c] for c in columns}} for r in rows]

@@ -1,8 +1,11 @@
 """``python -m baselines.lm snr``: the gradient SNR and bias of a language-model policy at
 initialisation, against rho, scored with the lab's estimators: **exact gradient, sampled
-noise**. The exact ``grad J`` comes from the exact model; each estimator's mean and covariance
-(so its SNR and bias) are estimated from ``--episodes`` episodes sampled under the policy table
-(the noise is sampled, not enumerated), with a bootstrap interval.
+noise, and for the ratio's two estimators exact noise too**. The exact ``grad J`` comes from
+the exact model; each estimator's mean and covariance (so its SNR and bias) are estimated from
+``--episodes`` episodes sampled under the policy table, with a bootstrap interval; the perfect
+critic's and the trajectory advantage's (exact baseline) covariances are also computed exactly,
+by dynamic programming on the exact model (:mod:`routine_envs.exact_noise`), so their SNRs and
+ratio have an exact value beside the sampled one.
 
 The LM reads the current observation only (``window=1``: the context is a function of the
 state, so the policy is Markov and its table over the exact model is the policy it plays; see
@@ -35,7 +38,7 @@ from baselines.experiments.lm.records import SNRRecord, density_of, upgrade
 from baselines.lib import cli
 from baselines.lib.runner import run_resumable
 from baselines.lib.tables import format_table, write_csv
-from routine_envs import snr
+from routine_envs import exact_noise, snr
 
 #: the estimators measured (name -> build_estimator spec); "trajectory_exact" has the exact
 #: baseline J, as the tabular closed form.
@@ -155,6 +158,14 @@ def run(job: dict[str, Any]) -> SNRRecord:
         chunk_groups=512,
     )
     ratio, low, high = comparison.ratios[("oracle", "trajectory_exact")]
+    # the same two estimators' noise, exact (one group: the mean over group_size episodes)
+    model, metric = base.model(), grad.jacobian @ grad.jacobian.T
+    exact = {
+        "oracle": exact_noise.perfect_critic_moments(
+            model, table, base.oracle(probs).advantage, metric
+        ),
+        "trajectory_exact": exact_noise.trajectory_moments(model, table, grad.objective, metric),
+    }
     density_kwarg, length = density_of(job["env_id"], job["env_kwargs"])
     record: dict[str, Any] = {
         **job,
@@ -176,6 +187,12 @@ def run(job: dict[str, Any]) -> SNRRecord:
         "ratio": ratio,
         "ratio_low": low,
         "ratio_high": high,
+        "ratio_exact": exact["oracle"].snr(job["group_size"])
+        / exact["trajectory_exact"].snr(job["group_size"]),
+        # the exact noise's check: both estimators' exact means are grad J
+        "exact_mean_error": max(
+            float(np.abs(m.mean - grad.logit_gradient).max()) for m in exact.values()
+        ),
         "tabular_ratio": snr.uniform_doors_snr(
             int(base.num_floors), int(base.num_doors), int(length)
         )["ratio"],
@@ -187,6 +204,8 @@ def run(job: dict[str, Any]) -> SNRRecord:
         record[f"snr_{name}_high"] = result.snr_high
         record[f"{name}_relative_bias"] = result.relative_bias
         record[f"{name}_cosine"] = result.cosine
+    for name, moments in exact.items():
+        record[f"snr_{name}_exact"] = moments.snr(job["group_size"])
     record["cpu_seconds"] = time.process_time() - start
     return SNRRecord.from_row(record)
 

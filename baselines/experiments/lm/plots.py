@@ -146,7 +146,8 @@ def plot_dilution(rows: list[dict[str, Any]], summary: dict[str, Any], path: Pat
 def plot_snr(rows: list[dict[str, Any]], summary: dict[str, Any], path: Path) -> None:
     """Exact-model SNR of each estimator for the LM policy (left) and the ratio of the
     perfect critic's SNR over the trajectory advantage's, with the tabular closed form
-    (right), against rho."""
+    (right), against rho; where the rows have them, the exact-noise values of the ratio's two
+    estimators as crosses."""
     plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     rho = np.array([r["rho"] for r in rows])
@@ -157,6 +158,10 @@ def plot_snr(rows: list[dict[str, Any]], summary: dict[str, Any], path: Path) ->
         axes[0].errorbar(
             rho, y, yerr=[y - lo, hi - y], marker="o", capsize=3, color=f"C{i}", label=name
         )
+        if all(f"snr_{name}_exact" in r for r in rows):
+            first = not any(h.get_label().startswith("exact") for h in axes[0].lines)
+            label = "exact noise (oracle, trajectory_exact)" if first else None
+            axes[0].plot(rho, [r[f"snr_{name}_exact"] for r in rows], "kx", ms=7, label=label)
     axes[0].set_ylabel("gradient SNR (one group, LM parameters)")
     ratio = np.array([r["ratio"] for r in rows])
     err = [ratio - [r["ratio_low"] for r in rows], [r["ratio_high"] for r in rows] - ratio]
@@ -166,8 +171,11 @@ def plot_snr(rows: list[dict[str, Any]], summary: dict[str, Any], path: Path) ->
         yerr=err,
         marker="o",
         capsize=3,
-        label=f"LM at init (slope {summary['slope']:.3f}, R^2 {summary['r2']:.3f})",
+        label=f"LM at init, sampled noise (slope {summary['slope']:.3f}, R^2 {summary['r2']:.3f})",
     )
+    if summary.get("exact_slope") is not None:
+        exact_label = f"LM at init, exact noise (slope {summary['exact_slope']:.3f})"
+        axes[1].plot(rho, [r["ratio_exact"] for r in rows], "rx", ms=8, label=exact_label)
     axes[1].plot(
         rho,
         [r["tabular_ratio"] for r in rows],
@@ -183,9 +191,10 @@ def plot_snr(rows: list[dict[str, Any]], summary: dict[str, Any], path: Path) ->
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=7)
     fig.suptitle(
-        f"Gradient SNR (exact gradient, noise sampled from {summary['episodes']:,} episodes) of a "
-        f"{summary['parameters']:,}-parameter LM policy on "
-        f"{summary['env_id']} (one floor), through its table of canonical replies",
+        f"Gradient SNR of a {summary['parameters']:,}-parameter LM policy on "
+        f"{summary['env_id']} (one floor), through its table of canonical replies\n"
+        f"exact gradient; noise sampled from {summary['episodes']:,} episodes, and exact (x) "
+        "for oracle and trajectory_exact",
         fontsize=9,
     )
     fig.tight_layout()

@@ -1,6 +1,6 @@
 """The records of the LM experiments: one GRPO run (``train`` and ``dilution``,
 :class:`LMRunRecord`) and one density value of the SNR (``snr``, :class:`SNRRecord`;
-exact gradient, sampled noise).
+exact gradient; sampled noise, exact for the ratio's two estimators).
 
 Both name the env's density by its keyword and value (``density_kwarg``, ``density_value``: the
 keyword of the env id's registry entry, ``routine_length`` for Diluted Doors) as every record of

@@ -1,0 +1,177 @@
+"""The exact noise of the perfect critic and of the trajectory advantage
+(:mod:`routine_envs.exact_noise`) against brute force: every episode enumerated with its
+probability, on a deterministic env, a stochastic one, and a hand-built model with rewards on
+the way and a state reached by two paths; under a random policy, shared rows and a metric that
+is not the identity. At the uniform policy its ratio is the lab's closed form."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import routine_envs
+from routine_envs import exact_noise, snr
+from routine_envs.oracle import model_from_arrays
+
+gym.register_envs(routine_envs)
+
+
+def episodes(model, probs):
+    """Every episode ``(probability, [(state, action)], return)`` of the model under
+    ``probs``, by depth-first search (models without cycles)."""
+    out = []
+
+    def walk(s, p, steps, ret):
+        for i in np.flatnonzero(model.state == s):
+            q = p * probs[s, model.action[i]] * model.prob[i]
+            if q == 0:
+                continue
+            path, r = [*steps, (s, int(model.action[i]))], ret + model.reward[i]
+            if model.terminated[i]:
+                out.append((q, path, r))
+            else:
+                walk(int(model.next_state[i]), q, path, r)
+
+    for s0 in np.flatnonzero(model.initial):
+        walk(int(s0), model.initial[s0], [], 0.0)
+    return out
+
+
+def brute_force(model, policy, weight, metric):
+    """``E[g]`` and ``E[g^T M g]`` with ``g = sum_t weight(path, t, return) v_t``."""
+    probs = policy.probs()
+    num_actions = probs.shape[1]
+    mean, second = np.zeros(policy.num_params), 0.0
+    for p, path, ret in episodes(model, probs):
+        g = np.zeros(policy.num_params)
+        for t, (s, a) in enumerate(path):
+            v = -probs[s].copy()
+            v[a] += 1.0
+            row = policy.row_of_state[s]
+            g[row * num_actions : (row + 1) * num_actions] += weight(path, t, ret) * v
+        mean += p * g
+        second += p * g @ metric @ g
+    return mean, second
+
+
+def hand_built():
+    """0 -a0-> 1 (reward 0.5) or 2 (stochastic under a1); 1 and 2 both lead to 3; 3 ends with
+    reward 1 under a0, 0 under a1 (a state reached by two paths, rewards on the way)."""
+    columns = np.array(
+        [  # state, action, prob, next, reward, terminated
+            (0, 0, 1.0, 1, 0.5, 0),
+            (0, 1, 0.3, 1, 0.0, 0),
+            (0, 1, 0.7, 2, -0.2, 0),
+            (1, 0, 1.0, 3, 0.0, 0),
+            (1, 1, 1.0, 3, 0.1, 0),
+            (2, 0, 1.0, 3, 0.0, 0),
+            (2, 1, 0.5, 3, 0.0, 0),
+            (2, 1, 0.5, 4, 0.0, 1),
+            (3, 0, 1.0, 4, 1.0, 1),
+            (3, 1, 1.0, 4, 0.0, 1),
+        ]
+    )
+    cols = [columns[:, k] for k in range(6)]
+    cols = [cols[0].astype(int), cols[1].astype(int), cols[2], cols[3].astype(int), cols[4],
+            cols[5].astype(bool)]  # fmt: skip
+    return model_from_arrays(5, 2, 0, cols, lambda i: i)
+
+
+CASES = {
+    "Doors, per state": lambda: (gym.make("DilutedDoors-v1", num_floors=2, routine_length=1), None),
+    "ClueDoors (stochastic), per state": lambda: (
+        gym.make("ClueDoors-v0", num_floors=2, num_doors=2, routine_length=1),
+        None,
+    ),
+    "Doors, rows shared by floor": lambda: (
+        gym.make("DilutedDoors-v1", num_floors=2, routine_length=2),
+        "floors",
+    ),
+    "hand-built, rewards on the way": lambda: (None, None),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_moments_equal_every_episode_enumerated(case):
+    env, rows = CASES[case]()
+    model = hand_built() if env is None else env.unwrapped.model()
+    rng = np.random.default_rng(3)
+    if rows == "floors":
+        row_of = snr.floor_rows(env.unwrapped)
+        policy = snr.TabularSoftmax.shared(row_of, model.num_actions)
+        policy.logits = rng.normal(size=policy.logits.shape)
+    else:
+        policy = snr.TabularSoftmax.per_state(
+            model.num_states, model.num_actions, rng.normal(size=(model.num_states, 2))
+            if env is None else rng.normal(size=(model.num_states, model.num_actions))
+        )  # fmt: skip
+    basis = rng.normal(size=(policy.num_params, policy.num_params + 3))
+    metric = basis @ basis.T / policy.num_params  # positive definite, not the identity
+    advantage = rng.normal(size=(model.num_states, model.num_actions))  # any per-(s, a) weight
+    baseline = 0.37
+
+    exact = exact_noise.perfect_critic_moments(model, policy, advantage, metric)
+    mean, second = brute_force(model, policy, lambda path, t, ret: advantage[path[t]], metric)
+    np.testing.assert_allclose(exact.mean, mean, rtol=1e-10, atol=1e-12)
+    assert exact.second == pytest.approx(second, rel=1e-10)
+
+    exact = exact_noise.trajectory_moments(model, policy, baseline, metric)
+    mean, second = brute_force(model, policy, lambda path, t, ret: ret - baseline, metric)
+    np.testing.assert_allclose(exact.mean, mean, rtol=1e-10, atol=1e-12)
+    assert exact.second == pytest.approx(second, rel=1e-10)
+    assert exact.mean_norm2 == pytest.approx(mean @ metric @ mean, rel=1e-10)
+
+
+def test_both_means_are_the_exact_gradient_and_the_uniform_ratio_is_the_closed_form():
+    """With the oracle's advantage and the baseline ``J`` both estimators are unbiased; at the
+    uniform policy the ratio of their SNRs is :func:`routine_envs.snr.uniform_doors_snr`'s
+    (3 floors x 3 doors, and the 2 x 2 layout that gives the paper's 17.4, at rho 1/51)."""
+    for floors, doors in ((3, 3), (2, 2)):
+        env = gym.make("DilutedDoors-v1", num_floors=floors, num_doors=doors,
+                       routine_length=50).unwrapped  # fmt: skip
+        model = env.model()
+        policy = snr.TabularSoftmax.per_state(env.num_states, model.num_actions)
+        probs = policy.probs()
+        oracle = env.oracle(probs)
+        grad = snr.exact_policy_gradient(env, policy)
+        critic = exact_noise.perfect_critic_moments(model, policy, oracle.advantage)
+        trajectory = exact_noise.trajectory_moments(model, policy, float(model.initial @ oracle.v))
+        np.testing.assert_allclose(critic.mean, grad, atol=1e-14)
+        np.testing.assert_allclose(trajectory.mean, grad, atol=1e-14)
+        closed = snr.uniform_doors_snr(floors, doors, 50)["ratio"]
+        assert critic.snr() / trajectory.snr() == pytest.approx(closed, rel=1e-10)
+        assert critic.snr(8) == pytest.approx(critic.snr() * np.sqrt(8))
+
+
+def test_the_sampled_lab_agrees_with_the_exact_noise():
+    """The lab's sampled SNR (20,000 groups of 8, a random policy) brackets the exact one:
+    the same quantity, the group's gradient the mean of its episodes'."""
+    from routine_envs import credit
+    from routine_envs.sampler import ModelSampler
+
+    env = gym.make("DilutedDoors-v1", num_floors=2, routine_length=2).unwrapped
+    model = env.model()
+    rng = np.random.default_rng(0)
+    policy = snr.TabularSoftmax.per_state(
+        env.num_states, model.num_actions, rng.normal(size=(env.num_states, model.num_actions))
+    )
+    probs = policy.probs()
+    oracle = env.oracle(probs)
+    value = float(model.initial @ oracle.v)
+    sampler = ModelSampler(env)
+    context = credit.EstimatorContext(env=env, policy_table=probs, gamma=1.0, sampler=sampler,
+                                      seed=0)  # fmt: skip
+    estimators = {
+        "oracle": credit.build_estimator("oracle", context),
+        "trajectory_exact": credit.TrajectoryMC(baseline=value),
+    }
+    measured = snr.measure_snr(env, policy, estimators, num_groups=20_000, group_size=8,
+                               seed=0, sampler=sampler)  # fmt: skip
+    exact = {
+        "oracle": exact_noise.perfect_critic_moments(model, policy, oracle.advantage),
+        "trajectory_exact": exact_noise.trajectory_moments(model, policy, value),
+    }
+    for name, moments in exact.items():
+        result = measured.results[name]
+        assert result.gradient_snr_low <= moments.snr(8) <= result.gradient_snr_high, name
