@@ -5,7 +5,9 @@ The SNR lab (:func:`routine_envs.snr.measure_snr`) estimates each estimator's co
 sampled episodes. For the two estimators its headline ratio compares, the covariance follows
 from the model by dynamic programming over states, however many episodes there are:
 
-- the **perfect critic** (``oracle``): ``g = sum_t A(s_t, a_t) v_t``;
+- the **perfect critic** (``oracle``): ``g = sum_t A(s_t, a_t) v_t``, and the noisy one
+  (``oracle`` with ``sigma``): ``A(s_t, a_t) + sigma eps_t``, ``eps_t`` independent standard
+  normal, which adds ``sigma^2 E[sum_t v_t^T M v_t]`` to ``E[g^T M g]``;
 - the **trajectory advantage with the exact baseline** (``trajectory_exact``):
   ``g = (R - b) sum_t v_t`` with ``b`` a constant (the lab uses ``J``);
 
@@ -134,17 +136,22 @@ def perfect_critic_moments(
     policy: TabularSoftmax,
     advantage: np.ndarray,
     metric: np.ndarray | None = None,
+    sigma: float = 0.0,
 ) -> ExactMoments:
-    """:class:`ExactMoments` of ``g = sum_t A(s_t, a_t) v_t`` (``advantage`` ``A`` of shape
-    ``(num_states, num_actions)``, e.g. the oracle's exact advantage of ``policy``)."""
+    """:class:`ExactMoments` of ``g = sum_t (A(s_t, a_t) + sigma eps_t) v_t`` (``advantage``
+    ``A`` of shape ``(num_states, num_actions)``, e.g. the oracle's exact advantage of
+    ``policy``; ``eps_t`` independent standard normal: a critic of error variance
+    ``sigma^2``)."""
     rec = _Recursion(model, policy, metric)
     a = np.asarray(advantage, dtype=np.float64)[rec.s, rec.a]
     w_local = a[:, None] * rec.score_local
     first = rec.solve(rec.dense(w_local))  # Y(s) = E[G | s] = sum w (w + Y(s')), (S, D)
     # Z(s) = E[G^T M G | s] = sum w (w M w + 2 w M Y(s') + Z(s'))
-    second = rec.solve(a * a * rec.vmv + 2.0 * a * rec.against(first))
+    second = rec.start(rec.solve(a * a * rec.vmv + 2.0 * a * rec.against(first)))
+    if sigma:  # the noise's own term: sigma^2 E[sum_t v_t M v_t] (its cross terms vanish)
+        second += sigma**2 * rec.start(rec.solve(rec.vmv))
     mean = rec.start(first)
-    return ExactMoments(mean, float(rec.start(second)), float(mean @ rec.metric @ mean))
+    return ExactMoments(mean, float(second), float(mean @ rec.metric @ mean))
 
 
 def trajectory_moments(

@@ -6,6 +6,8 @@ is not the identity. At the uniform policy its ratio is the lab's closed form.""
 
 from __future__ import annotations
 
+import json
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -38,20 +40,24 @@ def episodes(model, probs):
     return out
 
 
-def brute_force(model, policy, weight, metric):
-    """``E[g]`` and ``E[g^T M g]`` with ``g = sum_t weight(path, t, return) v_t``."""
+def brute_force(model, policy, weight, metric, sigma=0.0):
+    """``E[g]`` and ``E[g^T M g]`` with ``g = sum_t (weight(path, t, return) + sigma eps_t)
+    v_t`` (``eps_t`` independent standard normal: its part of the second moment is
+    ``sigma^2 sum_t v_t^T M v_t`` in each episode)."""
     probs = policy.probs()
     num_actions = probs.shape[1]
     mean, second = np.zeros(policy.num_params), 0.0
     for p, path, ret in episodes(model, probs):
-        g = np.zeros(policy.num_params)
+        g, noise = np.zeros(policy.num_params), 0.0
         for t, (s, a) in enumerate(path):
-            v = -probs[s].copy()
-            v[a] += 1.0
+            v = np.zeros(policy.num_params)
             row = policy.row_of_state[s]
-            g[row * num_actions : (row + 1) * num_actions] += weight(path, t, ret) * v
+            v[row * num_actions : (row + 1) * num_actions] = -probs[s]
+            v[row * num_actions + a] += 1.0
+            g += weight(path, t, ret) * v
+            noise += sigma**2 * v @ metric @ v
         mean += p * g
-        second += p * g @ metric @ g
+        second += p * (g @ metric @ g + noise)
     return mean, second
 
 
@@ -111,10 +117,13 @@ def test_moments_equal_every_episode_enumerated(case):
     advantage = rng.normal(size=(model.num_states, model.num_actions))  # any per-(s, a) weight
     baseline = 0.37
 
-    exact = exact_noise.perfect_critic_moments(model, policy, advantage, metric)
-    mean, second = brute_force(model, policy, lambda path, t, ret: advantage[path[t]], metric)
-    np.testing.assert_allclose(exact.mean, mean, rtol=1e-10, atol=1e-12)
-    assert exact.second == pytest.approx(second, rel=1e-10)
+    for sigma in (0.0, 0.7):  # the perfect critic, and a noisy one
+        exact = exact_noise.perfect_critic_moments(model, policy, advantage, metric, sigma)
+        mean, second = brute_force(
+            model, policy, lambda path, t, ret: advantage[path[t]], metric, sigma
+        )
+        np.testing.assert_allclose(exact.mean, mean, rtol=1e-10, atol=1e-12)
+        assert exact.second == pytest.approx(second, rel=1e-10)
 
     exact = exact_noise.trajectory_moments(model, policy, baseline, metric)
     mean, second = brute_force(model, policy, lambda path, t, ret: ret - baseline, metric)
@@ -175,3 +184,25 @@ def test_the_sampled_lab_agrees_with_the_exact_noise():
     for name, moments in exact.items():
         result = measured.results[name]
         assert result.gradient_snr_low <= moments.snr(8) <= result.gradient_snr_high, name
+
+
+def test_the_lab_prints_the_exact_noise_beside_the_sampled_one(tmp_path, capsys):
+    """``snr_lab measure`` (a mixture policy, rho 1/6): the perfect critic, a noisy one and the
+    trajectory advantage with the exact baseline have an exact SNR per episode inside the
+    sampled interval; an estimator without one has none, and the table says so."""
+    from baselines.commands import settings_of
+    from baselines.experiments.snr_lab import measure
+
+    args = settings_of("snr_lab measure", [
+        "--routine-lengths", "5", "--estimators", "trajectory_exact", "oracle", "oracle:1",
+        "trajectory_mc", "--policy", 'mixture{"eps": 0.3}', "--episodes", "4000",
+        "--workers", "1", "--out", str(tmp_path / "lab"),
+    ])  # fmt: skip
+    measure.main(args)
+    (record,) = [json.loads(line) for line in (tmp_path / "lab" / "results.jsonl").open()]
+    results = {r["estimator"]: r for r in record["results"]}
+    for name in ("trajectory_exact", "oracle", "oracle:1"):
+        r = results[name]
+        assert r["snr_low"] <= r["snr_exact"] <= r["snr_high"], name
+    assert results["trajectory_mc"]["snr_exact"] is None
+    assert "SNR per episode, exact noise" in capsys.readouterr().out

@@ -60,6 +60,10 @@ def estimate_rows(rows: list[dict[str, Any]], density_kwarg: str) -> list[dict[s
         for row, r in zip(table, rows, strict=True):  # the exact value where one is known
             closed = r.get("relative_bias_closed_form")
             row["relative bias, closed form"] = "-" if closed is None else f"{closed:.4g}"
+    if any(r.get("snr_exact") is not None for r in rows):
+        for row, r in zip(table, rows, strict=True):  # oracle, trajectory_exact: exact noise
+            exact = r.get("snr_exact")
+            row["SNR per episode, exact noise"] = "-" if exact is None else f"{exact:.4g}"
     return table
 
 

@@ -158,6 +158,7 @@ def measure_setting(setting: dict[str, Any]) -> dict[str, Any]:
         if metric is None:
             closed = closed_form_bias(estimators[name], env, policy, setting["group_size"])
         row.update(closed or dict.fromkeys(CLOSED_FORM_FIELDS))
+        row["snr_exact"] = exact_snr(name, env, policy, values.advantage, j, metric, std_r)
         rows.append(row)
     reference = setting["reference"]
     ratios = {f"{a}/{b}": list(v) for (a, b), v in comparison.ratios.items() if b == reference}
@@ -175,6 +176,37 @@ def measure_setting(setting: dict[str, Any]) -> dict[str, Any]:
         "ratios": ratios,
         "seconds": time.perf_counter() - start,
     }
+
+
+EXACT_NOISE = ("oracle", "trajectory_exact")
+"""Lab label kinds whose noise has an exact value (:mod:`routine_envs.exact_noise`): the
+perfect critic (``oracle``, and the noisy ``oracle:C``) and the trajectory advantage with the
+exact baseline ``J``."""
+
+
+def exact_snr(
+    label: str,
+    env: Any,
+    policy: snr.TabularSoftmax,
+    advantage: np.ndarray,
+    j: float,
+    metric: np.ndarray | None,
+    std_r: float,
+) -> float | None:
+    """The exact SNR per episode of the estimator ``label`` (of a kind of :data:`EXACT_NOISE`,
+    else ``None``): its noise by dynamic programming on the exact model, no sampling
+    (``oracle:C``: sigma ``C std_r``, as the lab builds it)."""
+    from routine_envs import exact_noise
+
+    kind, _, arg = label.partition(":")
+    if kind == "oracle":
+        sigma = float(arg or 0) * std_r
+        moments = exact_noise.perfect_critic_moments(env.model(), policy, advantage, metric, sigma)
+    elif label == "trajectory_exact":
+        moments = exact_noise.trajectory_moments(env.model(), policy, j, metric)
+    else:
+        return None
+    return moments.snr()
 
 
 def tree_row(
@@ -222,6 +254,7 @@ def tree_row(
         leaves_per_group=scheme.group_size,
         mean_leaf_length=mean_length,
         **dict.fromkeys(CLOSED_FORM_FIELDS),
+        snr_exact=None,
     )
     return row
 
