@@ -97,25 +97,33 @@ def cost(refs: Path, out: Path, tier: str) -> None:
     total = {"default": 0.0, "search": 0.0, "tuned": 0.0}
     print("| method | default | search | tuned | runs (default / search / tuned, copied) |")
     print("|---|---|---|---|---|")
+    missing = []
     for path in defaults(refs):
         slug = path.name.removesuffix(".jsonl")
         default = rows(path)
         keys = {r["key"] for r in default}
-        search = rows(out / "rb3" / tier / f"{slug}+tuning" / "results.jsonl")
+        search_file = out / "rb3" / tier / f"{slug}+tuning" / "results.jsonl"
+        search = rows(search_file) if search_file.is_file() else None
         tuned_ = rows(refs / f"{slug}+tuned.jsonl")
         copied = sum(r["key"] in keys for r in tuned_)
         parts = (
             sum(r["cpu_time"] for r in default),
-            sum(r["cpu_time"] for r in search),
+            None if search is None else sum(r["cpu_time"] for r in search),
             sum(r["cpu_time"] for r in tuned_ if r["key"] not in keys),
         )
         for name, seconds in zip(total, parts, strict=True):
-            total[name] += seconds
-        minutes = " | ".join(f"{p / 60:.1f} min" for p in parts)
-        counts = f"{len(default)} / {len(search)} / {len(tuned_)}, {copied}"
+            total[name] += seconds or 0.0
+        if search is None:  # not kept: never printed as 0
+            missing.append(mark(path))
+        minutes = " | ".join("not kept" if p is None else f"{p / 60:.1f} min" for p in parts)
+        searched = "-" if search is None else len(search)
+        counts = f"{len(default)} / {searched} / {len(tuned_)}, {copied}"
         print(f"| {mark(path)} | {minutes} | {counts} |")
     hours = {k: round(v / 3600, 3) for k, v in total.items()}
     print(f"\nCPU-hours: {hours}; in all {sum(total.values()) / 3600:.2f}")
+    if missing:
+        print(f"(search not kept for {len(missing)} methods, left out of the search total: "
+              f"{', '.join(missing)})")  # fmt: skip
 
 
 if __name__ == "__main__":
