@@ -16,9 +16,10 @@ where ``v_t = d log pi(a_t | s_t) / d logits`` (``onehot(a_t) - pi(. | s_t)`` in
 ``E[g]`` and ``E[g^T M g]`` (``M`` a metric on the logits: the identity, or ``J J^T`` to
 measure a network's gradient ``J^T g``) obey backward recursions from each state: the first
 moment is a vector per state, the second a scalar per state (``g^T M g`` expands into the
-step's term, the step against the rest's first moment, and the rest's own), each solved as one
-linear system ``(I - P_pi) X = b`` over the model's states (acyclic or not). With ``R`` the
-recursions carry ``R``'s powers 0, 1, 2 as well.
+step's term, the step against the rest's first moment, and the rest's own), each solved by one
+backward sweep over the model's states, successors first (``(I - P_pi) X = b``; solved densely
+where the model has cycles other than self-loops). With ``R`` the recursions carry ``R``'s
+powers 0, 1, 2 as well. Numpy only: the lab's core has no other dependency.
 
 For a batch of ``n`` independent episodes (the lab's group, its gradient the mean over the
 group), ``Cov = (E[g g^T] - E[g] E[g]^T) / n``.
@@ -62,69 +63,109 @@ class ExactMoments:
 
 
 class _Recursion:
-    """The model's transitions under a policy, and the linear solves of the recursions."""
+    """The model's transitions under a policy, and the backward sweep that solves a recursion
+    ``X(s) = b(s) + sum_i w_i X(s'_i)`` (``i`` over ``s``'s transitions that go on).
+
+    ``X`` is a scalar or a vector ``(D,)`` per state. The sweep visits the states successors
+    first (a reverse topological order of the transitions that go on; a self-loop divides by
+    ``1 - w``), one small product per state; a model with longer cycles is solved densely."""
 
     def __init__(self, model: TabularModel, policy: TabularSoftmax, metric: np.ndarray | None):
         probs = policy.probs()
         self.num_params = policy.num_params
+        self.num_states = model.num_states
         num_actions = probs.shape[1]
         self.s, self.a = model.state, model.action
         self.next = model.next_state
         self.go = ~model.terminated  # the episode goes on from the next state
         self.weight = probs[self.s, self.a] * model.prob  # P(a, s' | s) per transition
         self.reward = model.reward
-        n = model.num_states
-        # (I - P_pi) over the states: transitions that go on carry their next state's value
-        system = np.eye(n)
-        np.add.at(system, (self.s[self.go], self.next[self.go]), -self.weight[self.go])
-        self.solve_matrix = system
         self.initial = model.initial
-        self.metric = np.eye(self.num_params) if metric is None else np.asarray(metric, float)
-        # the score v of every transition, (T, D): onehot(a) - pi(. | s) in the row of s
-        rows = policy.row_of_state[self.s]
-        self.rows, self.num_actions = rows, num_actions
+        self.metric = None if metric is None else np.asarray(metric, dtype=np.float64)
+        # the score v of every transition: onehot(a) - pi(. | s) in the row of s, (T, A)
         score = -probs[self.s]
         score[np.arange(len(self.s)), self.a] += 1.0
-        self.score_local = score  # (T, A): the nonzero block of v
-        self.offset = rows * num_actions  # where the block starts in (D,)
-        # v^T M v per transition, from M's diagonal blocks
-        block = np.arange(num_actions)
-        m_blocks = self.metric[
-            (self.offset[:, None] + block)[:, :, None], (self.offset[:, None] + block)[:, None, :]
-        ]  # (T, A, A)
-        self.vmv = np.einsum("ti,tij,tj->t", score, m_blocks, score)
+        self.score_local = score
+        self.cols = (policy.row_of_state[self.s] * num_actions)[:, None] + np.arange(num_actions)
+        if self.metric is None:
+            self.vmv = np.einsum("ta,ta->t", score, score)
+        else:  # v^T M v from M's diagonal blocks
+            blocks = self.metric[self.cols[:, :, None], self.cols[:, None, :]]  # (T, A, A)
+            self.vmv = np.einsum("ti,tij,tj->t", score, blocks, score)
+        self._sweep()
 
-    def dense(self, local: np.ndarray) -> np.ndarray:
-        """Per-transition block vectors ``(T, A)`` as ``(T, D)``."""
-        out = np.zeros((len(self.s), self.num_params))
-        cols = self.offset[:, None] + np.arange(self.num_actions)
-        out[np.arange(len(self.s))[:, None], cols] = local
-        return out
+    def _sweep(self) -> None:
+        """The order of the backward sweep (``None``: cycles, solved densely)."""
+        n = self.num_states
+        on = np.flatnonzero(self.go & (self.next != self.s))  # edges s -> s' (no self-loops)
+        loop = self.go & (self.next == self.s)
+        self.stay = np.bincount(self.s[loop], weights=self.weight[loop], minlength=n)
+        by_source = on[np.argsort(self.s[on], kind="stable")]
+        starts = np.searchsorted(self.s[by_source], np.arange(n + 1))
+        self.out = [by_source[starts[k] : starts[k + 1]] for k in range(n)]
+        waiting = np.bincount(self.s[on], minlength=n)  # successors not yet solved
+        by_target = on[np.argsort(self.next[on], kind="stable")]
+        tstarts = np.searchsorted(self.next[by_target], np.arange(n + 1))
+        ready = list(np.flatnonzero(waiting == 0))
+        order = []
+        while ready:
+            k = ready.pop()
+            order.append(k)
+            for i in by_target[tstarts[k] : tstarts[k + 1]]:
+                source = self.s[i]
+                waiting[source] -= 1
+                if waiting[source] == 0:
+                    ready.append(source)
+        self.order = order if len(order) == n else None
+
+    def _solve(self, b: np.ndarray) -> np.ndarray:
+        """``X = b + P_pi X`` for ``b`` of shape ``(S,)`` or ``(S, D)``."""
+        if self.order is None:  # cycles: (I - P_pi) X = b, densely
+            system = np.eye(self.num_states)
+            keep = self.go
+            np.add.at(system, (self.s[keep], self.next[keep]), -self.weight[keep])
+            return np.linalg.solve(system, b)
+        x = np.zeros_like(b)
+        for k in self.order:
+            edges = self.out[k]
+            total = b[k] + self.weight[edges] @ x[self.next[edges]] if len(edges) else b[k]
+            x[k] = total / (1.0 - self.stay[k]) if self.stay[k] else total
+        return x
+
+    def scalar(self, per_transition: np.ndarray) -> np.ndarray:
+        """``X(s) = sum_i w_i (c_i + X(s'_i))`` for a scalar ``c`` per transition ``(T,)``."""
+        b = np.bincount(self.s, weights=self.weight * per_transition, minlength=self.num_states)
+        return self._solve(b)
+
+    def vector(
+        self, score_coefficient: np.ndarray, carried: list[tuple[np.ndarray, np.ndarray]] = ()
+    ) -> np.ndarray:
+        """``X(s) = sum_i w_i (c_i v_i + sum_k d_ki Y_k(s'_i) + X(s'_i))``, shape ``(S, D)``:
+        ``c`` ``(T,)`` scales each transition's score, ``carried`` holds pairs ``(d_k (T,),
+        Y_k (S, D))`` of vectors already solved, taken at the next state."""
+        b = np.zeros((self.num_states, self.num_params))
+        coefficient = (self.weight * score_coefficient)[:, None] * self.score_local
+        np.add.at(b, (np.repeat(self.s, self.cols.shape[1]), self.cols.ravel()),
+                  coefficient.ravel())  # fmt: skip
+        for d, y in carried:
+            on = np.flatnonzero(self.go & (d != 0))
+            np.add.at(b, self.s[on], (self.weight[on] * d[on])[:, None] * y[self.next[on]])
+        return self._solve(b)
+
+    def after(self, per_state: np.ndarray) -> np.ndarray:
+        """A scalar per state at each transition's next state (0 where the episode ends)."""
+        return np.where(self.go, per_state[self.next], 0.0)
 
     def against(self, per_state: np.ndarray) -> np.ndarray:
         """``v_i^T M X(s'_i)`` per transition for vectors ``X`` per state ``(S, D)`` (0 where
         the episode ends at the transition)."""
-        mx = per_state @ self.metric  # (S, D)
-        cols = self.offset[:, None] + np.arange(self.num_actions)
-        picked = mx[self.next[:, None], cols]  # (T, A)
+        mx = per_state if self.metric is None else per_state @ self.metric
+        picked = mx[self.next[:, None], self.cols]  # (T, A)
         return np.where(self.go, np.einsum("ta,ta->t", self.score_local, picked), 0.0)
 
-    def after(self, per_state: np.ndarray, terminal_value: float = 0.0) -> np.ndarray:
-        """The next state's value per transition (``terminal_value`` where the episode ends)."""
-        if per_state.ndim == 1:
-            return np.where(self.go, per_state[self.next], terminal_value)
-        return np.where(self.go[:, None], per_state[self.next], terminal_value)
-
-    def solve(self, per_transition: np.ndarray) -> np.ndarray:
-        """``X = b + P_pi X`` with ``b(s) = sum_i w_i per_transition_i`` over ``s``'s
-        transitions (a scalar ``(T,)`` or a vector ``(T, D)`` per transition)."""
-        shape = (self.solve_matrix.shape[0], *per_transition.shape[1:])
-        b = np.zeros(shape)
-        weighted = per_transition * (
-            self.weight if per_transition.ndim == 1 else self.weight[:, None]
-        )
-        np.add.at(b, self.s, weighted)
-        return np.linalg.solve(self.solve_matrix, b)
+    def norm2(self, x: np.ndarray) -> float:
+        """``x^T M x``."""
+        return float(x @ x if self.metric is None else x @ self.metric @ x)
 
     def start(self, per_state: np.ndarray) -> np.ndarray:
         """The expectation over the initial distribution."""
@@ -144,14 +185,13 @@ def perfect_critic_moments(
     ``sigma^2``)."""
     rec = _Recursion(model, policy, metric)
     a = np.asarray(advantage, dtype=np.float64)[rec.s, rec.a]
-    w_local = a[:, None] * rec.score_local
-    first = rec.solve(rec.dense(w_local))  # Y(s) = E[G | s] = sum w (w + Y(s')), (S, D)
-    # Z(s) = E[G^T M G | s] = sum w (w M w + 2 w M Y(s') + Z(s'))
-    second = rec.start(rec.solve(a * a * rec.vmv + 2.0 * a * rec.against(first)))
+    first = rec.vector(a)  # Y(s) = E[G | s] = sum w (a v + Y(s')), (S, D)
+    # Z(s) = E[G^T M G | s] = sum w (a^2 v M v + 2 a v M Y(s') + Z(s'))
+    second = rec.start(rec.scalar(a * a * rec.vmv + 2.0 * a * rec.against(first)))
     if sigma:  # the noise's own term: sigma^2 E[sum_t v_t M v_t] (its cross terms vanish)
-        second += sigma**2 * rec.start(rec.solve(rec.vmv))
+        second += sigma**2 * rec.start(rec.scalar(rec.vmv))
     mean = rec.start(first)
-    return ExactMoments(mean, float(second), float(mean @ rec.metric @ mean))
+    return ExactMoments(mean, float(second), rec.norm2(mean))
 
 
 def trajectory_moments(
@@ -165,23 +205,21 @@ def trajectory_moments(
     rec = _Recursion(model, policy, metric)
     r = rec.reward
     # E[R^j | s] for j = 1, 2 (j = 0: 1)
-    w1 = rec.solve(r)  # W1(s) = sum w (r + W1(s'))
+    w1 = rec.scalar(r)  # W1(s) = sum w (r + W1(s'))
     w1n = rec.after(w1)
-    w2 = rec.solve(r * r + 2.0 * r * w1n)
+    w2 = rec.scalar(r * r + 2.0 * r * w1n)
     w2n = rec.after(w2)
-    v = rec.dense(rec.score_local)  # (T, D)
     # E[R^j V | s] for j = 1, 2; E[V | s] = 0 (each step's score has mean 0 under the policy),
     # so U1 = sum w (r v + v W1' + U1') and U2 = sum w (r^2 v + 2 r (v W1' + U1') + v W2' + U2')
-    u1 = rec.solve(v * (r + w1n)[:, None])
-    u1n = rec.after(u1)
-    u2 = rec.solve(v * (r * r + 2.0 * r * w1n + w2n)[:, None] + 2.0 * r[:, None] * u1n)
+    u1 = rec.vector(r + w1n)
+    u2 = rec.vector(r * r + 2.0 * r * w1n + w2n, [(2.0 * r, u1)])
     # E[R^j V^T M V | s], from v^T M v and v^T M U_j(s') per transition
     vm1, vm2 = rec.against(u1), rec.against(u2)
-    t0 = rec.solve(rec.vmv)
+    t0 = rec.scalar(rec.vmv)
     t0n = rec.after(t0)
-    t1 = rec.solve(r * (rec.vmv + t0n) + rec.vmv * w1n + 2.0 * vm1)
+    t1 = rec.scalar(r * (rec.vmv + t0n) + rec.vmv * w1n + 2.0 * vm1)
     t1n = rec.after(t1)
-    t2 = rec.solve(
+    t2 = rec.scalar(
         r * r * (rec.vmv + t0n)
         + 2.0 * r * (rec.vmv * w1n + 2.0 * vm1 + t1n)
         + rec.vmv * w2n + 2.0 * vm2
@@ -189,4 +227,4 @@ def trajectory_moments(
     b = float(baseline)
     mean = rec.start(u1)  # E[(R - b) V] = E[R V]
     second = rec.start(t2) - 2.0 * b * rec.start(t1) + b * b * rec.start(t0)
-    return ExactMoments(mean, float(second), float(mean @ rec.metric @ mean))
+    return ExactMoments(mean, float(second), rec.norm2(mean))

@@ -26,8 +26,9 @@ def _runs(hyper_extra: dict | None = None) -> list[Run]:
     for method in ("ppo", "trajectory_mc", "gigpo"):
         for kwargs in (DOORS, {"num_floors": 1, "routine_length": 0}):
             run = run_spec("DilutedDoors-v1", kwargs, method, seed=1, budget=2048, eval_every=512)
-            if hyper_extra:
-                run = dataclasses.replace(run, hyperparameters={**run.trained_with, **hyper_extra})
+            if hyper_extra:  # rollouts of 16 steps: 32 of them are enough
+                hyper = {**run.trained_with, **hyper_extra}
+                run = dataclasses.replace(run, hyperparameters=hyper, budget=512, eval_every=128)
             runs.append(run)
     runs.append(run_spec("CodeFix-v1", None, "ppo", seed=0, budget=1024, eval_every=512))
     return runs

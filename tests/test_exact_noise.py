@@ -21,13 +21,14 @@ gym.register_envs(routine_envs)
 
 def episodes(model, probs):
     """Every episode ``(probability, [(state, action)], return)`` of the model under
-    ``probs``, by depth-first search (models without cycles)."""
+    ``probs``, by depth-first search (models whose only cycles are self-loops: episodes of
+    probability below 1e-30 are left out: far below the tolerance)."""
     out = []
 
     def walk(s, p, steps, ret):
         for i in np.flatnonzero(model.state == s):
             q = p * probs[s, model.action[i]] * model.prob[i]
-            if q == 0:
+            if q < 1e-30:
                 continue
             path, r = [*steps, (s, int(model.action[i]))], ret + model.reward[i]
             if model.terminated[i]:
@@ -63,7 +64,8 @@ def brute_force(model, policy, weight, metric, sigma=0.0):
 
 def hand_built():
     """0 -a0-> 1 (reward 0.5) or 2 (stochastic under a1); 1 and 2 both lead to 3; 3 ends with
-    reward 1 under a0, 0 under a1 (a state reached by two paths, rewards on the way)."""
+    reward 1 under a0, 0 under a1 (a state reached by two paths, rewards on the way); at 2,
+    a0 stays with probability 0.4 (a self-loop, paying 0.05 each time)."""
     columns = np.array(
         [  # state, action, prob, next, reward, terminated
             (0, 0, 1.0, 1, 0.5, 0),
@@ -71,7 +73,8 @@ def hand_built():
             (0, 1, 0.7, 2, -0.2, 0),
             (1, 0, 1.0, 3, 0.0, 0),
             (1, 1, 1.0, 3, 0.1, 0),
-            (2, 0, 1.0, 3, 0.0, 0),
+            (2, 0, 0.4, 2, 0.05, 0),
+            (2, 0, 0.6, 3, 0.0, 0),
             (2, 1, 0.5, 3, 0.0, 0),
             (2, 1, 0.5, 4, 0.0, 1),
             (3, 0, 1.0, 4, 1.0, 1),
@@ -206,3 +209,31 @@ def test_the_lab_prints_the_exact_noise_beside_the_sampled_one(tmp_path, capsys)
         assert r["snr_low"] <= r["snr_exact"] <= r["snr_high"], name
     assert results["trajectory_mc"]["snr_exact"] is None
     assert "SNR per episode, exact noise" in capsys.readouterr().out
+
+
+def test_the_dense_solve_of_a_model_with_cycles_is_the_sweep(monkeypatch):
+    """A model with cycles longer than a self-loop is solved densely, ``(I - P_pi) X = b``:
+    forced on models the backward sweep solves, it gives the same moments."""
+    from routine_envs.exact_noise import _Recursion
+
+    env = gym.make("ClueDoors-v0", num_floors=2, num_doors=2, routine_length=1).unwrapped
+    model = env.model()
+    rng = np.random.default_rng(5)
+    policy = snr.TabularSoftmax.per_state(
+        env.num_states, model.num_actions, rng.normal(size=(env.num_states, model.num_actions))
+    )
+    advantage = rng.normal(size=(env.num_states, model.num_actions))
+    swept = (exact_noise.perfect_critic_moments(model, policy, advantage, sigma=0.3),
+             exact_noise.trajectory_moments(model, policy, 0.2))  # fmt: skip
+    sweep = _Recursion._sweep
+
+    def no_order(self):
+        sweep(self)
+        self.order = None
+
+    monkeypatch.setattr(_Recursion, "_sweep", no_order)
+    dense = (exact_noise.perfect_critic_moments(model, policy, advantage, sigma=0.3),
+             exact_noise.trajectory_moments(model, policy, 0.2))  # fmt: skip
+    for a, b in zip(swept, dense, strict=True):
+        np.testing.assert_allclose(a.mean, b.mean, rtol=1e-10, atol=1e-13)
+        assert a.second == pytest.approx(b.second, rel=1e-10)
