@@ -21,8 +21,9 @@ backward sweep over the model's states, successors first (``(I - P_pi) X = b``; 
 where the model has cycles other than self-loops). With ``R`` the recursions carry ``R``'s
 powers 0, 1, 2 as well. Numpy only: the lab's core has no other dependency.
 
-For a batch of ``n`` independent episodes (the lab's group, its gradient the mean over the
-group), ``Cov = (E[g g^T] - E[g] E[g]^T) / n``.
+For a batch of ``n`` independent episodes (its gradient the mean over them),
+``Cov = (E[g g^T] - E[g] E[g]^T) / n``; the lab's groups share their initial state, which adds
+the spread of the mean between initial states (:meth:`ExactMoments.group_snr`).
 """
 
 from __future__ import annotations
@@ -43,11 +44,14 @@ class ExactMoments:
         mean: ``E[g]``, shape ``(policy.num_params,)`` (row-major ``(row, action)``).
         second: ``E[g^T M g]``.
         mean_norm2: ``E[g]^T M E[g]``.
+        start_norm2: ``E_s0[m(s0)^T M m(s0)]`` with ``m(s0) = E[g | s0]`` the mean from each
+            initial state (``mean_norm2`` where the start is one state).
     """
 
     mean: np.ndarray
     second: float
     mean_norm2: float
+    start_norm2: float
 
     @property
     def variance(self) -> float:
@@ -60,6 +64,21 @@ class ExactMoments:
         if self.variance <= 0:
             return float("inf")
         return float(np.sqrt(self.mean_norm2 * episodes / self.variance))
+
+    def group_snr(self, group_size: int) -> float:
+        """The SNR of the mean over a group of ``group_size`` episodes that share their initial
+        state (the lab's groups, :meth:`routine_envs.sampler.ModelSampler.sample`): its
+        covariance is ``E_s0[Cov(g | s0)] / n + Cov_s0(m(s0))``."""
+        within = self.second - self.start_norm2
+        between = self.start_norm2 - self.mean_norm2
+        variance = within / group_size + between
+        if variance <= 0:
+            return float("inf")
+        return float(np.sqrt(self.mean_norm2 / variance))
+
+
+MAX_VECTOR_ENTRIES = 20_000_000
+"""The largest ``states x parameters`` array of first moments kept (160 MB of float64)."""
 
 
 class _Recursion:
@@ -93,6 +112,15 @@ class _Recursion:
             blocks = self.metric[self.cols[:, :, None], self.cols[:, None, :]]  # (T, A, A)
             self.vmv = np.einsum("ti,tij,tj->t", score, blocks, score)
         self._sweep()
+        # own blocks only: with the identity metric, a row per state and no cycle but
+        # self-loops, two steps of an episode share parameters only when they are at the same
+        # state (a self-loop), so a state's first moments are needed only on its own row:
+        # (S, A) numbers instead of (S, D)
+        rows = policy.row_of_state[model.decision_states]
+        self.own = bool(
+            self.metric is None and self.order is not None and len(np.unique(rows)) == len(rows)
+        )
+        self.loop = self.go & (self.next == self.s)
 
     def _sweep(self) -> None:
         """The order of the backward sweep (``None``: cycles, solved densely)."""
@@ -140,9 +168,24 @@ class _Recursion:
     def vector(
         self, score_coefficient: np.ndarray, carried: list[tuple[np.ndarray, np.ndarray]] = ()
     ) -> np.ndarray:
-        """``X(s) = sum_i w_i (c_i v_i + sum_k d_ki Y_k(s'_i) + X(s'_i))``, shape ``(S, D)``:
-        ``c`` ``(T,)`` scales each transition's score, ``carried`` holds pairs ``(d_k (T,),
-        Y_k (S, D))`` of vectors already solved, taken at the next state."""
+        """``X(s) = sum_i w_i (c_i v_i + sum_k d_ki Y_k(s'_i) + X(s'_i))``, shape ``(S, D)``,
+        or with :attr:`own` only each state's own row ``(S, A)``: ``c`` ``(T,)`` scales each
+        transition's score, ``carried`` holds pairs ``(d_k (T,), Y_k)`` of vectors already
+        solved (the same shape), taken at the next state."""
+        if self.own:  # X(s)[row s] = sum w (c v + d Y(s)[row s] on self-loops) / (1 - stay)
+            b = np.zeros((self.num_states, self.score_local.shape[1]))
+            np.add.at(b, self.s, (self.weight * score_coefficient)[:, None] * self.score_local)
+            for d, y in carried:
+                on = np.flatnonzero(self.loop & (d != 0))
+                np.add.at(b, self.s[on], (self.weight[on] * d[on])[:, None] * y[self.s[on]])
+            return b / (1.0 - self.stay)[:, None]
+        size = self.num_states * self.num_params
+        if size > MAX_VECTOR_ENTRIES:
+            raise ValueError(
+                f"exact noise: {self.num_states} states x {self.num_params} parameters "
+                f"({size:,} floats) is too large for a policy or metric that couples the steps "
+                "of different states"
+            )
         b = np.zeros((self.num_states, self.num_params))
         coefficient = (self.weight * score_coefficient)[:, None] * self.score_local
         np.add.at(b, (np.repeat(self.s, self.cols.shape[1]), self.cols.ravel()),
@@ -157,8 +200,11 @@ class _Recursion:
         return np.where(self.go, per_state[self.next], 0.0)
 
     def against(self, per_state: np.ndarray) -> np.ndarray:
-        """``v_i^T M X(s'_i)`` per transition for vectors ``X`` per state ``(S, D)`` (0 where
-        the episode ends at the transition)."""
+        """``v_i^T M X(s'_i)`` per transition for vectors ``X`` per state (:meth:`vector`'s;
+        0 where the episode ends at the transition)."""
+        if self.own:  # only a self-loop's next state shares the row
+            picked = per_state[self.s]
+            return np.where(self.loop, np.einsum("ta,ta->t", self.score_local, picked), 0.0)
         mx = per_state if self.metric is None else per_state @ self.metric
         picked = mx[self.next[:, None], self.cols]  # (T, A)
         return np.where(self.go, np.einsum("ta,ta->t", self.score_local, picked), 0.0)
@@ -170,6 +216,39 @@ class _Recursion:
     def start(self, per_state: np.ndarray) -> np.ndarray:
         """The expectation over the initial distribution."""
         return self.initial @ per_state
+
+    def means_of(self, coefficient: np.ndarray) -> tuple[np.ndarray, float]:
+        """``E[sum_t c_t v_t]`` ``(D,)`` where ``c`` ``(T,)`` is each transition's expected
+        coefficient given it, ``sum_i d(s_i) w_i c_i v_i`` with ``d`` the expected visits
+        (the forward counterpart of the backward sweep: ``d = mu + P_pi^T d``), and
+        ``E_s0[m(s0)^T M m(s0)]`` of the same from each initial state ``s0``."""
+        starts = np.flatnonzero(self.initial)
+        size = len(starts) * self.num_params
+        if size > MAX_VECTOR_ENTRIES:
+            raise ValueError(f"exact noise: {len(starts)} initial states x {self.num_params} "
+                             f"parameters ({size:,} floats) is too large")  # fmt: skip
+        begin = np.zeros((self.num_states, len(starts)))
+        begin[starts, np.arange(len(starts))] = 1.0
+        if self.order is None:
+            transposed = np.eye(self.num_states)
+            keep = self.go
+            np.add.at(transposed, (self.next[keep], self.s[keep]), -self.weight[keep])
+            visits = np.linalg.solve(transposed, begin)
+        else:
+            visits = begin
+            for k in reversed(self.order):  # predecessors first
+                if self.stay[k]:
+                    visits[k] /= 1.0 - self.stay[k]
+                edges = self.out[k]
+                np.add.at(visits, self.next[edges], visits[k] * self.weight[edges][:, None])
+        per_start = np.zeros((len(starts), self.num_params))  # m(s0), (K, D)
+        weighted = self.weight * coefficient
+        for k in range(len(starts)):
+            weights = (weighted * visits[self.s, k])[:, None] * self.score_local
+            np.add.at(per_start[k], self.cols.ravel(), weights.ravel())
+        mu = self.initial[starts]
+        mean = mu @ per_start
+        return mean, float(sum(p * self.norm2(m) for p, m in zip(mu, per_start, strict=True)))
 
 
 def perfect_critic_moments(
@@ -185,13 +264,13 @@ def perfect_critic_moments(
     ``sigma^2``)."""
     rec = _Recursion(model, policy, metric)
     a = np.asarray(advantage, dtype=np.float64)[rec.s, rec.a]
-    first = rec.vector(a)  # Y(s) = E[G | s] = sum w (a v + Y(s')), (S, D)
+    first = rec.vector(a)  # Y(s) = E[G | s] = sum w (a v + Y(s'))
     # Z(s) = E[G^T M G | s] = sum w (a^2 v M v + 2 a v M Y(s') + Z(s'))
     second = rec.start(rec.scalar(a * a * rec.vmv + 2.0 * a * rec.against(first)))
     if sigma:  # the noise's own term: sigma^2 E[sum_t v_t M v_t] (its cross terms vanish)
         second += sigma**2 * rec.start(rec.scalar(rec.vmv))
-    mean = rec.start(first)
-    return ExactMoments(mean, float(second), rec.norm2(mean))
+    mean, start = rec.means_of(a)
+    return ExactMoments(mean, float(second), rec.norm2(mean), start)
 
 
 def trajectory_moments(
@@ -213,8 +292,8 @@ def trajectory_moments(
     # so U1 = sum w (r v + v W1' + U1') and U2 = sum w (r^2 v + 2 r (v W1' + U1') + v W2' + U2')
     u1 = rec.vector(r + w1n)
     u2 = rec.vector(r * r + 2.0 * r * w1n + w2n, [(2.0 * r, u1)])
-    # E[R^j V^T M V | s], from v^T M v and v^T M U_j(s') per transition
     vm1, vm2 = rec.against(u1), rec.against(u2)
+    # E[R^j V^T M V | s], from v^T M v and v^T M U_j(s') per transition
     t0 = rec.scalar(rec.vmv)
     t0n = rec.after(t0)
     t1 = rec.scalar(r * (rec.vmv + t0n) + rec.vmv * w1n + 2.0 * vm1)
@@ -225,6 +304,8 @@ def trajectory_moments(
         + rec.vmv * w2n + 2.0 * vm2
     )  # fmt: skip
     b = float(baseline)
-    mean = rec.start(u1)  # E[(R - b) V] = E[R V]
+    # E[(R - b) V | s0] = E[sum_t Q(s_t, a_t) v_t | s0]: the return before a step and b
+    # are fixed given its state, where the step's score has mean 0
+    mean, start = rec.means_of(r + w1n)
     second = rec.start(t2) - 2.0 * b * rec.start(t1) + b * b * rec.start(t0)
-    return ExactMoments(mean, float(second), rec.norm2(mean))
+    return ExactMoments(mean, float(second), rec.norm2(mean), start)

@@ -42,12 +42,14 @@ def episodes(model, probs):
 
 
 def brute_force(model, policy, weight, metric, sigma=0.0):
-    """``E[g]`` and ``E[g^T M g]`` with ``g = sum_t (weight(path, t, return) + sigma eps_t)
-    v_t`` (``eps_t`` independent standard normal: its part of the second moment is
-    ``sigma^2 sum_t v_t^T M v_t`` in each episode)."""
+    """``E[g]``, ``E[g^T M g]`` and ``E_s0[m(s0)^T M m(s0)]`` with ``g = sum_t (weight(path,
+    t, return) + sigma eps_t) v_t`` (``eps_t`` independent standard normal: its part of the
+    second moment is ``sigma^2 sum_t v_t^T M v_t`` in each episode) and ``m(s0)`` the mean
+    from each initial state."""
     probs = policy.probs()
     num_actions = probs.shape[1]
     mean, second = np.zeros(policy.num_params), 0.0
+    per_start = {}
     for p, path, ret in episodes(model, probs):
         g, noise = np.zeros(policy.num_params), 0.0
         for t, (s, a) in enumerate(path):
@@ -59,7 +61,10 @@ def brute_force(model, policy, weight, metric, sigma=0.0):
             noise += sigma**2 * v @ metric @ v
         mean += p * g
         second += p * (g @ metric @ g + noise)
-    return mean, second
+        start = path[0][0]
+        per_start[start] = per_start.get(start, 0.0) + p * g
+    spread = sum(m @ metric @ m / model.initial[s] for s, m in per_start.items())
+    return mean, second, spread
 
 
 def hand_built():
@@ -101,8 +106,12 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize("identity", [False, True], ids=["a metric", "the identity"])
 @pytest.mark.parametrize("case", list(CASES))
-def test_moments_equal_every_episode_enumerated(case):
+def test_moments_equal_every_episode_enumerated(case, identity):
+    """With a metric every state carries a vector of first moments; with the identity and a
+    row per state only its own row (the steps of two states never share parameters; a
+    self-loop's do): both paths against brute force."""
     env, rows = CASES[case]()
     model = hand_built() if env is None else env.unwrapped.model()
     rng = np.random.default_rng(3)
@@ -117,21 +126,26 @@ def test_moments_equal_every_episode_enumerated(case):
         )  # fmt: skip
     basis = rng.normal(size=(policy.num_params, policy.num_params + 3))
     metric = basis @ basis.T / policy.num_params  # positive definite, not the identity
+    given = None if identity else metric
+    if identity:
+        metric = np.eye(policy.num_params)
     advantage = rng.normal(size=(model.num_states, model.num_actions))  # any per-(s, a) weight
     baseline = 0.37
 
     for sigma in (0.0, 0.7):  # the perfect critic, and a noisy one
-        exact = exact_noise.perfect_critic_moments(model, policy, advantage, metric, sigma)
-        mean, second = brute_force(
+        exact = exact_noise.perfect_critic_moments(model, policy, advantage, given, sigma)
+        mean, second, spread = brute_force(
             model, policy, lambda path, t, ret: advantage[path[t]], metric, sigma
         )
         np.testing.assert_allclose(exact.mean, mean, rtol=1e-10, atol=1e-12)
         assert exact.second == pytest.approx(second, rel=1e-10)
+        assert exact.start_norm2 == pytest.approx(spread, rel=1e-10)
 
-    exact = exact_noise.trajectory_moments(model, policy, baseline, metric)
-    mean, second = brute_force(model, policy, lambda path, t, ret: ret - baseline, metric)
+    exact = exact_noise.trajectory_moments(model, policy, baseline, given)
+    mean, second, spread = brute_force(model, policy, lambda path, t, ret: ret - baseline, metric)
     np.testing.assert_allclose(exact.mean, mean, rtol=1e-10, atol=1e-12)
     assert exact.second == pytest.approx(second, rel=1e-10)
+    assert exact.start_norm2 == pytest.approx(spread, rel=1e-10)
     assert exact.mean_norm2 == pytest.approx(mean @ metric @ mean, rel=1e-10)
 
 
@@ -189,16 +203,25 @@ def test_the_sampled_lab_agrees_with_the_exact_noise():
         assert result.gradient_snr_low <= moments.snr(8) <= result.gradient_snr_high, name
 
 
-def test_the_lab_prints_the_exact_noise_beside_the_sampled_one(tmp_path, capsys):
-    """``snr_lab measure`` (a mixture policy, rho 1/6): the perfect critic, a noisy one and the
-    trajectory advantage with the exact baseline have an exact SNR per episode inside the
-    sampled interval; an estimator without one has none, and the table says so."""
+LAB_CASES = {
+    "Doors, a mixture policy": ["--policy", 'mixture{"eps": 0.3}', "--episodes", "4000"],
+    # 48 initial states, which a group's episodes share, and action masks
+    "CodeFix": ["--env-id", "CodeFix-v1", "--episodes", "20000"],
+}
+
+
+@pytest.mark.parametrize("case", list(LAB_CASES))
+def test_the_lab_prints_the_exact_noise_beside_the_sampled_one(tmp_path, capsys, case):
+    """``snr_lab measure``: the perfect critic, a noisy one and the trajectory advantage with
+    the exact baseline have an exact SNR per episode inside the sampled interval (with the
+    spread between initial states a group shares on CodeFix); an estimator without one has
+    none, and the table says so."""
     from baselines.commands import settings_of
     from baselines.experiments.snr_lab import measure
 
     args = settings_of("snr_lab measure", [
-        "--routine-lengths", "5", "--estimators", "trajectory_exact", "oracle", "oracle:1",
-        "trajectory_mc", "--policy", 'mixture{"eps": 0.3}', "--episodes", "4000",
+        "--routine-lengths", "2" if case == "CodeFix" else "5", "--estimators",
+        "trajectory_exact", "oracle", "oracle:1", "trajectory_mc", *LAB_CASES[case],
         "--workers", "1", "--out", str(tmp_path / "lab"),
     ])  # fmt: skip
     measure.main(args)

@@ -187,8 +187,8 @@ def run(job: dict[str, Any]) -> SNRRecord:
         "ratio": ratio,
         "ratio_low": low,
         "ratio_high": high,
-        "ratio_exact": exact["oracle"].snr(job["group_size"])
-        / exact["trajectory_exact"].snr(job["group_size"]),
+        "ratio_exact": exact["oracle"].group_snr(job["group_size"])
+        / exact["trajectory_exact"].group_snr(job["group_size"]),
         # the exact noise's check: both estimators' exact means are grad J
         "exact_mean_error": max(
             float(np.abs(m.mean - grad.logit_gradient).max()) for m in exact.values()
@@ -205,7 +205,7 @@ def run(job: dict[str, Any]) -> SNRRecord:
         record[f"{name}_relative_bias"] = result.relative_bias
         record[f"{name}_cosine"] = result.cosine
     for name, moments in exact.items():
-        record[f"snr_{name}_exact"] = moments.snr(job["group_size"])
+        record[f"snr_{name}_exact"] = moments.group_snr(job["group_size"])
     record["cpu_seconds"] = time.process_time() - start
     return SNRRecord.from_row(record)
 

@@ -158,7 +158,9 @@ def measure_setting(setting: dict[str, Any]) -> dict[str, Any]:
         if metric is None:
             closed = closed_form_bias(estimators[name], env, policy, setting["group_size"])
         row.update(closed or dict.fromkeys(CLOSED_FORM_FIELDS))
-        row["snr_exact"] = exact_snr(name, env, policy, values.advantage, j, metric, std_r)
+        row["snr_exact"] = exact_snr(
+            name, env, policy, values.advantage, j, metric, std_r, setting["group_size"]
+        )
         rows.append(row)
     reference = setting["reference"]
     ratios = {f"{a}/{b}": list(v) for (a, b), v in comparison.ratios.items() if b == reference}
@@ -192,10 +194,13 @@ def exact_snr(
     j: float,
     metric: np.ndarray | None,
     std_r: float,
+    group_size: int,
 ) -> float | None:
     """The exact SNR per episode of the estimator ``label`` (of a kind of :data:`EXACT_NOISE`,
-    else ``None``): its noise by dynamic programming on the exact model, no sampling
-    (``oracle:C``: sigma ``C std_r``, as the lab builds it)."""
+    else ``None``), as the lab reports it: its groups of ``group_size`` episodes share their
+    initial state, and the SNR per episode is the group's over ``sqrt(group_size)``; the noise
+    by dynamic programming on the exact model, no sampling (``oracle:C``: sigma ``C std_r``,
+    as the lab builds it)."""
     from routine_envs import exact_noise
 
     kind, _, arg = label.partition(":")
@@ -206,7 +211,7 @@ def exact_snr(
         moments = exact_noise.trajectory_moments(env.model(), policy, j, metric)
     else:
         return None
-    return moments.snr()
+    return moments.group_snr(group_size) / math.sqrt(group_size)
 
 
 def tree_row(
