@@ -106,3 +106,47 @@ def test_the_text_names_only_the_paints_colours():
     assert set(COLOURS[:2]) == {c for p in d.paints for c in (COLOURS[i] for i in p)}
     with pytest.raises(ValueError, match="num_doors"):
         ClueDynamics(num_doors=7)
+
+
+def test_a_note_that_names_the_door_changes_the_text_only():
+    """``note="door"``: the note names the right door's number (checked by hand on one state);
+    the model, observations and annotations are the default's, and the default text is
+    today's."""
+    default = ClueDynamics(num_floors=1, num_doors=2, routine_length=0)
+    door = ClueDynamics(num_floors=1, num_doors=2, routine_length=0, note="door")
+    assert default.note == "colour" and default.paints == door.paints == ((0, 1), (1, 0))
+    state = ClueState(0, 0, 1, 0, 1)  # door 0 blue, door 1 red; the note: red, so door 1
+    assert default.describe(state) == (
+        "floor 1 of 1, at 2 doors: door 0 is blue, door 1 is red. "
+        "A note on the wall says: take the red door"
+    )
+    assert door.describe(state) == (
+        "floor 1 of 1, at 2 doors: door 0 is blue, door 1 is red. "
+        "A note on the wall says: take door 1"
+    )
+    a, b = default.model(), door.model()
+    assert np.array_equal(a.reachable, b.reachable)
+    for sid in range(default.num_states):
+        s = default.state_from_id(sid)
+        assert np.array_equal(default.observe(s), door.observe(s))
+        assert default.is_critical(s) == door.is_critical(s)
+        for action in range(default.num_actions):
+            assert default.outcomes(s, action) == door.outcomes(s, action)
+    assert gym.make("ClueDoors-v0").unwrapped.dynamics.note == "colour"
+    with pytest.raises(ValueError, match="note"):
+        ClueDynamics(note="number")
+
+
+def test_an_agent_that_copies_the_note_s_door_always_succeeds():
+    env = make_text_env("ClueDoors-v0", num_floors=3, num_doors=3, routine_length=1, note="door")
+    assert "names the number of the right door" in env.system_prompt
+    for seed in range(10):
+        text, info = env.reset(seed=seed)
+        done = False
+        while not done:
+            match = re.search(r"take door (\d+)$", text)
+            text, reward, terminated, truncated, info = env.step(
+                f"open_door {match.group(1)}" if match else "walk"
+            )
+            done = terminated or truncated
+        assert info["success"] and reward == 1.0

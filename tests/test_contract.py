@@ -120,6 +120,7 @@ EXTRA_CONFIGS: dict[str, list[dict]] = {
         {"num_agents": 3, "num_floors": 3, "routine_length": (0, 1), "reward": "fraction"},
     ],
     "TeamRoutineGrid-v1": [SMALL_CONFIGS["TeamRoutineGrid-v1"]],
+    "ClueDoors-v0": [{"num_floors": 2, "num_doors": 2, "routine_length": 1, "note": "door"}],
 }
 
 

@@ -281,3 +281,65 @@ def _read_csv(path: Path) -> list[dict[str, str]]:
 
     with path.open() as f:
         return list(csv.DictReader(f))
+
+
+# ------------------------------------------------------- options for tasks that need reading
+def test_init_std_scales_the_linear_layers_only() -> None:
+    default = build_policy(doors(), dim=32, seed=2)
+    same = build_policy(doors(), dim=32, seed=2, init_std=0.02)
+    wide = build_policy(doors(), dim=32, seed=2, init_std=0.2)
+    for a, b in zip(default.model.parameters(), same.model.parameters(), strict=True):
+        assert torch.equal(a, b)  # the default is the model as it was
+    assert torch.equal(default.model.embed.weight, wide.model.embed.weight)
+    qkv = wide.model.blocks[0].qkv.weight.detach()
+    assert float(qkv.std()) == pytest.approx(0.2, rel=0.05)
+    with pytest.raises(ValueError, match="init_std"):
+        build_policy(doors(), dim=32, init_std=0.0)
+
+
+def test_canonical_decoding_plays_the_policy_table() -> None:
+    """Constrained decoding writes only canonical replies, drawn with the table's
+    probabilities, each token's log-probability the model's."""
+    env = doors()
+    policy = build_policy(env, dim=32, seed=1, decoding="canonical")
+    env.reset(seed=0)
+    prompt = policy.prompt(env.messages)
+    replies = policy.generate([prompt] * 3000, 8, torch.Generator().manual_seed(0))
+    texts = [env.action_text(a) for a in range(env.view.num_actions)]
+    assert {r.text for r in replies} <= set(texts)
+    with torch.no_grad():
+        logp = [
+            float(policy.token_log_probs([prompt + policy.reply_tokens(t)])[0][0, -3:].sum())
+            for t in texts
+        ]
+    table = np.exp(logp) / np.exp(logp).sum()
+    counts = np.array([sum(r.text == t for r in replies) for t in texts]) / len(replies)
+    assert np.abs(counts - table).max() < 0.04
+    for reply in replies[:5]:
+        full, _ = policy.token_log_probs([prompt + reply.tokens])
+        recorded = torch.tensor(reply.log_probs)
+        assert torch.allclose(full[0, -len(reply.tokens) :], recorded, atol=1e-5)
+    with pytest.raises(ValueError, match="decoding"):
+        build_policy(env, decoding="greedy")
+
+
+def test_the_format_only_warm_start_teaches_the_format_not_a_policy() -> None:
+    factory = doors
+    policy = build_policy(doors(), dim=32, seed=0)
+    losses = warm_start(policy, factory, 60, seed=0, target="canonical_mass")
+    assert losses[-1] < losses[0] / 4
+    trainer = GRPOTrainer(policy, factory, "trajectory_mc", GRPOConfig(), seed=0)
+    assert trainer.evaluate()["canonical_mass"] > 0.5
+    with pytest.raises(ValueError, match="target"):
+        warm_start(policy, factory, 1, seed=0, target="right")
+
+
+def test_old_run_rows_get_the_settings_added_since() -> None:
+    from baselines.experiments.lm import train
+    from baselines.experiments.lm.records import ADDED_SETTINGS, upgrade
+
+    job = train.job_of(train.TrainSettings(), 0)
+    old = {k: v for k, v in job.items() if k not in ADDED_SETTINGS}
+    row = {"key": json.dumps(old, sort_keys=True), "env_id": job["env_id"], "curve": []}
+    assert upgrade(row)["key"] == train.key(job)  # a rerun of its command finds it done
+    assert upgrade(upgrade(row)) == upgrade(row)

@@ -21,6 +21,9 @@ from routine_envs.rendering.text_view import Param, TextView, Tool, describe_vie
 COLOURS = ("red", "blue", "green", "yellow", "white", "black")
 """The paint of the doors (the first ``num_doors``), named in the notes."""
 
+NOTES = ("colour", "door")
+"""What a note names: ``"colour"`` the right door's colour (the default), ``"door"`` its number."""
+
 
 class ClueState(NamedTuple):
     """The underlying state: ``floor`` in ``[0, num_floors]`` (``num_floors``: the end);
@@ -85,12 +88,18 @@ class ClueDynamics(Dynamics[ClueState, np.ndarray]):
 
     ## Arguments
     ```python
-    gym.make("ClueDoors-v0", num_floors=3, num_doors=3, routine_length=10, max_steps=None,
-             render_mode=None)
+    gym.make("ClueDoors-v0", num_floors=3, num_doors=3, routine_length=10, note="colour",
+             max_steps=None, render_mode=None)
     ```
 
     - ``num_floors`` (int, 1..50), ``num_doors`` (int, 2..6; at most 720 paints).
     - ``routine_length`` (int, 0..10000): the corridor's cells; rho = 1/(1+L).
+    - ``note`` (``"colour"`` or ``"door"``): what the note's text names. ``"colour"`` (the
+      default): the right door's colour ("take the red door"), so a reader must find the door
+      of that colour. ``"door"``: its number ("take door 1"), the word the reply opens it by, a
+      copy to read. The states, observations, dynamics and annotations are the same; only the
+      text differs (the note's door is a function of the observation, which holds the note's
+      colour and the paint).
     - ``max_steps``, ``render_mode`` (``None``, ``"ansi"``, ``"human"``) as every env.
 
     ## Version History
@@ -100,6 +109,7 @@ class ClueDynamics(Dynamics[ClueState, np.ndarray]):
     num_floors: int = 3
     num_doors: int = 3
     routine_length: int = 10
+    note: str = "colour"
 
     density_kwarg = "routine_length"
     density_rule = "routine_length L: rho = 1/(1+L)"
@@ -109,6 +119,7 @@ class ClueDynamics(Dynamics[ClueState, np.ndarray]):
         floors = validation.integer("num_floors", self.num_floors, minimum=1, maximum=50)
         doors = validation.integer("num_doors", self.num_doors, minimum=2, maximum=len(COLOURS))
         length = validation.integer("routine_length", self.routine_length, 0, 10_000)
+        validation.choice("note", self.note, NOTES)
         paints = tuple(itertools.permutations(range(doors)))
         variants = len(paints) * doors
         self._derive(
@@ -215,11 +226,12 @@ class ClueDynamics(Dynamics[ClueState, np.ndarray]):
         """One tool, ``open_door <door>`` (``walk`` also accepted in a corridor), the rules in
         words, and every observation told as :meth:`describe` tells its state."""
         d = self.num_doors
+        named = "colour" if self.note == "colour" else "number"
         door = Param("door", "integer", tuple(range(d)), "the door to open")
         rules = (
             f"There are {self.num_floors} floors. Each has {d} doors, each painted a different "
-            "colour, and a note on the wall that names the colour of the right door; the paint "
-            "and the note change on every floor of every episode.",
+            f"colour, and a note on the wall that names the {named} of the right door; the "
+            "paint and the note change on every floor of every episode.",
             f"After the doors comes a corridor of {self.routine_length} cell(s); in a corridor "
             "every action just walks one cell on.",
             "A wrong door does not end the episode, and you are not told whether a door was "
@@ -261,9 +273,14 @@ class ClueDynamics(Dynamics[ClueState, np.ndarray]):
         doors = ", ".join(
             f"door {door} is {COLOURS[colour]}" for door, colour in enumerate(self.paints[paint])
         )
+        says = (
+            f"take the {COLOURS[clue]} door"
+            if self.note == "colour"
+            else f"take door {self.right_door(state)}"
+        )
         return (
             f"floor {floor + 1} of {n}, at {self.num_doors} doors: {doors}. A note on the wall "
-            f"says: take the {COLOURS[clue]} door"
+            f"says: {says}"
         )
 
 

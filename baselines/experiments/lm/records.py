@@ -11,6 +11,7 @@ top-level ``routine_length``) are read through :func:`upgrade`, the files unchan
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -36,13 +37,40 @@ def density_of(env_id: str, env_kwargs: dict[str, Any]) -> tuple[str, int]:
     return kwarg, value
 
 
+#: settings added to runs after rows were written, with the value every earlier run had: an
+#: old run row gets them (and its ``key`` with them), so re-running its command finds it done.
+ADDED_SETTINGS: dict[str, Any] = {
+    "init_std": 0.02,
+    "warm_start_target": "every_reply",
+    "decoding": "free",
+}
+
+
+def _with_added_settings(row: dict[str, Any]) -> dict[str, Any]:
+    """A run row (a ``curve`` and a JSON ``key``) with :data:`ADDED_SETTINGS` it lacks."""
+    missing = {k: v for k, v in ADDED_SETTINGS.items() if k not in row}
+    if not missing or "curve" not in row or not isinstance(row.get("key"), str):
+        return row
+    try:
+        job = json.loads(row["key"])
+    except ValueError:
+        return row
+    if not isinstance(job, dict):
+        return row
+    job = {**job, **{k: v for k, v in missing.items() if k not in job}}
+    return {**row, **missing, "key": json.dumps(job, sort_keys=True)}
+
+
 def upgrade(row: Any) -> Any:
-    """``row`` with the current density fields: an old SNR row's ``routine_length`` becomes
-    ``density_value`` (:func:`baselines.lib.records.upgrade`); an old run row (the density only
-    in ``env_kwargs``) gets ``density_kwarg`` and ``density_value`` from its env id and
+    """``row`` with the current fields: an old SNR row's ``routine_length`` becomes
+    ``density_value`` (:func:`baselines.lib.records.upgrade`); an old run row gets the
+    settings added since (:data:`ADDED_SETTINGS`, in its ``key`` too) and, when its density
+    was only in ``env_kwargs``, ``density_kwarg`` and ``density_value`` from its env id and
     ``env_kwargs`` (:func:`density_of`). Anything else is returned as it is (the results file
     then checks it)."""
     row = records.upgrade(row)
+    if isinstance(row, dict):
+        row = _with_added_settings(row)
     if not isinstance(row, dict) or "density_kwarg" in row:
         return row
     env_id, env_kwargs = row.get("env_id"), row.get("env_kwargs")

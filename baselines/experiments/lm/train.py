@@ -61,6 +61,15 @@ class LMSettings:
     warm_start_steps: int = field(
         default=60, metadata={"help": "supervised steps on canonical replies (0: none)", "min": 0}
     )
+    warm_start_target: str = field(
+        default="every_reply",
+        metadata={
+            "help": "what the warm start fits: every_reply (each canonical reply equally "
+            "weighted: the uniform policy in every context) or canonical_mass (the total "
+            "probability of the canonical replies: the format only)",
+            "choices": ("every_reply", "canonical_mass"),
+        },
+    )
     learning_rate: float = field(default=1e-3, metadata={"help": "Adam step size", "min": 0.0})
     group_size: int = field(default=8, metadata={"help": "episodes per group", "min": 1})
     groups_per_step: int = field(default=4, metadata={"help": "groups per step", "min": 1})
@@ -88,6 +97,18 @@ class LMSettings:
     )
     dim: int = field(default=64, metadata={"help": "model width", "min": 8})
     num_layers: int = field(default=2, metadata={"help": "transformer blocks", "min": 1})
+    init_std: float = field(
+        default=0.02,
+        metadata={"help": "std of the linear layers' initial weights (embeddings: 0.02)"},
+    )
+    decoding: str = field(
+        default="free",
+        metadata={
+            "help": "free (token by token, any text) or canonical (constrained decoding: one "
+            "of the canonical replies, with the model's renormalised probabilities)",
+            "choices": ("free", "canonical"),
+        },
+    )
     threads: int = field(default=1, metadata={"help": "torch threads per run", "min": 1})
 
 
@@ -146,8 +167,16 @@ def run(job: dict[str, Any]) -> LMRunRecord:
         window=job["window"],
         max_positions=job.get("max_positions", 256),
         seed=job["seed"],
+        init_std=job.get("init_std", 0.02),
+        decoding=job.get("decoding", "free"),
     )
-    losses = warm_start(policy, factory, job["warm_start_steps"], seed=job["seed"])
+    losses = warm_start(
+        policy,
+        factory,
+        job["warm_start_steps"],
+        seed=job["seed"],
+        target=job.get("warm_start_target", "every_reply"),
+    )
     warm_cpu = time.process_time() - start_cpu
     config = GRPOConfig(
         learning_rate=job["learning_rate"],

@@ -45,12 +45,25 @@ def build_policy(
     system_prompt: bool = False,
     max_positions: int = 256,
     seed: int = 0,
+    init_std: float = 0.02,
+    decoding: str = "free",
 ) -> LMPolicy:
     """A freshly initialised :class:`LMPolicy` for the text env ``env`` (its tokenizer built
-    from :func:`env_corpus`; the weights seeded by ``seed``)."""
+    from :func:`env_corpus`; the weights seeded by ``seed``, the linear layers' drawn at
+    ``init_std``: :class:`LMConfig`; ``decoding`` and the env's canonical replies as
+    :class:`LMPolicy` takes them)."""
     import torch
 
     tokenizer = WordTokenizer.build(env_corpus(env))
     torch.manual_seed(seed)
-    config = LMConfig(tokenizer.vocab_size, max_positions, dim, num_layers, num_heads)
-    return LMPolicy(TinyCausalLM(config), tokenizer, window=window, system_prompt=system_prompt)
+    config = LMConfig(
+        tokenizer.vocab_size, max_positions, dim, num_layers, num_heads, init_std=init_std
+    )
+    return LMPolicy(
+        TinyCausalLM(config),
+        tokenizer,
+        window=window,
+        system_prompt=system_prompt,
+        decoding=decoding,
+        canonical_replies=[env.action_text(a) for a in range(env.view.num_actions)],
+    )

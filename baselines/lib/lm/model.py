@@ -27,6 +27,8 @@ class LMConfig:
         num_layers: transformer blocks.
         num_heads: attention heads (``dim`` must be a multiple).
         mlp_ratio: width of the MLP over ``dim``.
+        init_std: standard deviation of the linear layers' initial weights (normal, biases 0;
+            the embeddings are always drawn at 0.02). The default 0.02 is GPT-2's.
     """
 
     vocab_size: int
@@ -35,12 +37,17 @@ class LMConfig:
     num_layers: int = 2
     num_heads: int = 4
     mlp_ratio: int = 4
+    init_std: float = 0.02
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "max_positions", "dim", "num_layers", "num_heads", "mlp_ratio"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        if isinstance(self.init_std, bool) or not (
+            isinstance(self.init_std, (int, float)) and self.init_std > 0
+        ):
+            raise ValueError(f"init_std must be a number > 0, got {self.init_std!r}")
         if self.dim % self.num_heads:
             raise ValueError(f"dim ({self.dim}) must be a multiple of num_heads ({self.num_heads})")
 
@@ -81,12 +88,13 @@ class TinyCausalLM(nn.Module):
         self.norm = nn.LayerNorm(config.dim)
         self.apply(self._init)
 
-    @staticmethod
-    def _init(module: nn.Module) -> None:
-        if isinstance(module, (nn.Linear, nn.Embedding)):
+    def _init(self, module: nn.Module) -> None:
+        if isinstance(module, nn.Embedding):
             nn.init.normal_(module.weight, std=0.02)
-        if isinstance(module, nn.Linear) and module.bias is not None:
-            nn.init.zeros_(module.bias)
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, std=self.config.init_std)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
 
     @property
     def num_parameters(self) -> int:

@@ -9,6 +9,13 @@ transcript, ``k >= 1`` the last ``k`` observations and the ``k - 1`` replies bet
 a text env is a function of the observation, so the policy is a function of the state
 (Markov): that is what makes its table over the exact model (:meth:`LMPolicy.canonical_logits`)
 the policy it plays. With ``window != 1`` it depends on the history too.
+
+**Writing.** ``decoding="free"`` (the default) samples a reply token by token from the whole
+vocabulary: the model may write anything, and the env reads it as written. ``decoding=
+"canonical"`` is constrained decoding (as a tool-calling model's structured output is): the
+reply is drawn among the env's canonical replies (:meth:`TextEnv.action_text` of every action)
+with the probabilities the model gives them, renormalised, so every reply is valid and the
+policy it plays is exactly its table (:meth:`LMPolicy.policy_table`).
 """
 
 from __future__ import annotations
@@ -46,6 +53,10 @@ class Generated:
     log_probs: list[float]
 
 
+DECODINGS = ("free", "canonical")
+"""How :meth:`LMPolicy.generate` writes (the module docstring)."""
+
+
 class LMPolicy:
     """A :class:`TinyCausalLM` with its tokenizer and context window.
 
@@ -54,6 +65,9 @@ class LMPolicy:
         tokenizer: its tokenizer.
         window: observations in the context (0: the whole transcript; see the module docstring).
         system_prompt: whether the context starts with the env's system prompt.
+        decoding: ``"free"`` or ``"canonical"`` (the module docstring).
+        canonical_replies: the texts of the canonical replies, by action (``decoding=
+            "canonical"`` draws among them; ``env.action_text(a)`` for every action ``a``).
     """
 
     def __init__(
@@ -62,9 +76,15 @@ class LMPolicy:
         tokenizer: WordTokenizer,
         window: int = 1,
         system_prompt: bool = False,
+        decoding: str = "free",
+        canonical_replies: Sequence[str] = (),
     ) -> None:
         if not isinstance(window, int) or window < 0:
             raise ValueError(f"window must be an int >= 0, got {window!r}")
+        if decoding not in DECODINGS:
+            raise ValueError(f"decoding must be one of {DECODINGS}, got {decoding!r}")
+        if decoding == "canonical" and not canonical_replies:
+            raise ValueError('decoding="canonical" needs the canonical replies')
         if model.config.vocab_size != tokenizer.vocab_size:
             raise ValueError(
                 f"model vocab_size {model.config.vocab_size} != tokenizer vocab_size "
@@ -74,6 +94,8 @@ class LMPolicy:
         self.tokenizer = tokenizer
         self.window = window
         self.system_prompt = system_prompt
+        self.decoding = decoding
+        self.canonical_replies = tuple(canonical_replies)
 
     @property
     def markov(self) -> bool:
@@ -119,11 +141,16 @@ class LMPolicy:
         generator: torch.Generator,
         temperature: float = 1.0,
     ) -> list[Generated]:
-        """Sample one reply per prompt, token by token, until ``<eos>`` or ``max_new_tokens``."""
+        """Sample one reply per prompt: token by token until ``<eos>`` or ``max_new_tokens``
+        (``decoding="free"``), or one of the canonical replies (``"canonical"``; each token's
+        log-probability is then the tempered model's, the draw's probability their sum
+        renormalised over the canonical replies)."""
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
         if temperature <= 0:
             raise ValueError(f"temperature must be > 0, got {temperature}")
+        if self.decoding == "canonical":
+            return self._generate_canonical(prompts, generator, temperature)
         tok = self.tokenizer
         ids, mask = pad_left(prompts, tok.pad_id)
         n = len(prompts)
@@ -146,6 +173,21 @@ class LMPolicy:
             Generated(t, tok.decode(t[:-1] if t and t[-1] == tok.eos_id else t), lp)
             for t, lp in zip(tokens, log_probs, strict=True)
         ]
+
+    def _generate_canonical(
+        self, prompts: Sequence[Sequence[int]], generator: torch.Generator, temperature: float
+    ) -> list[Generated]:
+        replies = [self.reply_tokens(text) for text in self.canonical_replies]
+        k = len(replies)
+        sequences = [[*prompt, *reply] for prompt in prompts for reply in replies]
+        logp, _ = self.token_log_probs(sequences, temperature)
+        out = []
+        for i in range(len(prompts)):
+            tokens = [logp[i * k + j, logp.shape[1] - len(r) :] for j, r in enumerate(replies)]
+            totals = torch.stack([t.sum() for t in tokens])
+            j = int(torch.multinomial(torch.softmax(totals, 0), 1, generator=generator))
+            out.append(Generated(list(replies[j]), self.canonical_replies[j], tokens[j].tolist()))
+        return out
 
     def token_log_probs(
         self, sequences: Sequence[Sequence[int]], temperature: float = 1.0

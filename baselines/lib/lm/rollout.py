@@ -174,6 +174,10 @@ def sampled_success(
 
 
 # ----------------------------------------------------------------------- warm start
+WARM_START_TARGETS = ("every_reply", "canonical_mass")
+"""What the warm start fits (:func:`warm_start`)."""
+
+
 def canonical_contexts(
     policy: LMPolicy, factory: EnvFactory, episodes: int, rng: np.random.Generator
 ) -> list[list[int]]:
@@ -199,16 +203,31 @@ def warm_start(
     episodes: int = 32,
     batch_size: int = 128,
     learning_rate: float = 3e-3,
+    target: str = "every_reply",
 ) -> list[float]:
-    """Supervised warm start on canonical replies: every context of ``episodes`` random
-    episodes with each canonical reply of the env, equally weighted, so the model learns the
-    reply format and ends near the uniform policy over actions (chance), not a good one.
-    Cross-entropy on the reply tokens only; returns the loss of each of ``steps`` Adam steps."""
+    """Supervised warm start on the canonical replies, in every context of ``episodes`` random
+    episodes; returns the loss of each of ``steps`` Adam steps. ``target``:
+
+    - ``"every_reply"``: each context with each canonical reply, equally weighted (cross-entropy
+      on the reply tokens; ``batch_size`` pairs per step). The model learns the format and the
+      uniform policy over actions in every context: it is taught that the context does not
+      matter to which reply.
+    - ``"canonical_mass"``: ``-log sum_a p(reply_a | context)``, the log of the model's total
+      probability of writing some canonical reply (``batch_size / num_actions`` contexts per
+      step). The format only: no preference among the replies is taught, so none of the
+      context's words is taught to be irrelevant (the ratios of the replies' probabilities get
+      no gradient towards each other).
+    """
     if steps < 0:
         raise ValueError(f"steps must be >= 0, got {steps}")
+    if target not in WARM_START_TARGETS:
+        raise ValueError(f"target must be one of {WARM_START_TARGETS}, got {target!r}")
     rng = np.random.default_rng(seed)
     env = factory()
     replies = [policy.reply_tokens(env.action_text(a)) for a in range(env.view.num_actions)]
+    if target == "canonical_mass":
+        contexts = canonical_contexts(policy, factory, episodes, rng)
+        return _fit_canonical_mass(policy, contexts, replies, steps, rng, batch_size, learning_rate)
     data = [
         (c + r, len(r)) for c in canonical_contexts(policy, factory, episodes, rng) for r in replies
     ]
@@ -229,7 +248,37 @@ def warm_start(
     return losses
 
 
+def _fit_canonical_mass(
+    policy: LMPolicy,
+    contexts: list[list[int]],
+    replies: list[list[int]],
+    steps: int,
+    rng: np.random.Generator,
+    batch_size: int,
+    learning_rate: float,
+) -> list[float]:
+    """Adam steps on ``-log sum_a p(reply_a | context)`` over random batches of ``contexts``."""
+    optimizer = torch.optim.Adam(policy.model.parameters(), lr=learning_rate)
+    per_step = max(1, min(batch_size // len(replies), len(contexts)))
+    losses = []
+    for _ in range(steps):
+        pick = rng.choice(len(contexts), size=per_step, replace=False)
+        seqs = [contexts[i] + r for i in pick for r in replies]
+        logp, _ = policy.token_log_probs(seqs)
+        width = logp.shape[1]
+        lengths = torch.as_tensor([len(r) for _ in pick for r in replies])
+        keep = torch.arange(width)[None, :] >= width - lengths[:, None]
+        reply_logp = (logp * keep).sum(1).view(per_step, len(replies))
+        loss = -torch.logsumexp(reply_logp, dim=1).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss.detach()))
+    return losses
+
+
 __all__ = [
+    "WARM_START_TARGETS",
     "EnvFactory",
     "PlayedEpisode",
     "Turn",
