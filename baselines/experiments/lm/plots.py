@@ -72,7 +72,7 @@ def plot_curves(
     axes[1].legend(fontsize=6, loc="upper left", ncol=2)
     chance = f"; dotted: chance {summary['chance']:.3g}" if "chance" in summary else ""
     fig.suptitle(
-        f"{summary['env_id']} {summary['env_kwargs']}: {summary['parameters']:,}-parameter LM, "
+        f"{summary['env_id']} {summary['env_kwargs']}\n{summary['parameters']:,}-parameter LM, "
         f"GRPO with {summary['estimator']}, {len(seeds)} seeds (dashed: target{chance})",
         fontsize=9,
     )
