@@ -145,6 +145,7 @@ def run(job: dict[str, Any]) -> SNRRecord:
             estimators[name] = credit.TrajectoryMC(baseline=grad.objective)
         else:
             estimators[name] = credit.build_estimator(name, context)
+    metric = grad.jacobian @ grad.jacobian.T  # norms in the LM's parameters
     comparison = snr.measure_snr(
         base,
         table,
@@ -153,13 +154,13 @@ def run(job: dict[str, Any]) -> SNRRecord:
         group_size=job["group_size"],
         seed=job["seed"],
         sampler=sampler,
-        metric=grad.jacobian @ grad.jacobian.T,
+        metric=metric,
         exact_gradient=grad.logit_gradient,
         chunk_groups=512,
     )
     ratio, low, high = comparison.ratios[("oracle", "trajectory_exact")]
     # the same two estimators' noise, exact (one group: the mean over group_size episodes)
-    model, metric = base.model(), grad.jacobian @ grad.jacobian.T
+    model = base.model()
     exact = {
         "oracle": exact_noise.perfect_critic_moments(
             model, table, base.oracle(probs).advantage, metric
