@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from baselines import commands
@@ -136,8 +137,14 @@ def test_dilution_fit_is_the_power_law_of_exact_medians() -> None:
     assert fits["oracle"]["slope"] == pytest.approx(-1.0, abs=1e-12)
     assert fits["oracle"]["r2"] == pytest.approx(1.0)
     assert fits["oracle"]["censored_cells"] == 0
+    # Resampling 3 seeds, each cell's median is its least, middle or largest value with
+    # probabilities 7/27, 13/27, 7/27; the two cells' extremes together (7/27)^2 = 6.7 % > 2.5 %
+    # each way, so the percentile interval ends exactly at slopes -1 -/+ log2(3).
+    assert fits["oracle"]["slope_low"] == pytest.approx(-1 - np.log2(3), abs=1e-9)
+    assert fits["oracle"]["slope_high"] == pytest.approx(-1 + np.log2(3), abs=1e-9)
     assert fits["trajectory_mc"]["censored_cells"] == 2  # every median a bound: no slope
     assert fits["trajectory_mc"]["fit"] == "censored" and fits["trajectory_mc"]["slope"] is None
+    assert fits["trajectory_mc"]["slope_low"] is None
     assert summary["runs"] == 12 and summary["total_cpu_seconds"] == 12.0
     assert summary["density_kwarg"] == "routine_length" and summary["steps"] == 10
     runs = analysis.dilution_runs(dilution_records())

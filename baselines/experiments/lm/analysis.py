@@ -21,6 +21,7 @@ Intervals are percentile bootstraps over the seeds (``scipy.stats.bootstrap``,
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -309,13 +310,16 @@ def dilution_table(records: Iterable[Row], reference: str = "oracle") -> list[Ro
     return rows
 
 
-def dilution_fits(table: Iterable[Row]) -> dict[str, Row]:
-    """Per estimator with at least two density values in ``table`` (:func:`dilution_table`):
-    the least-squares slope of log median steps against log rho, its R^2, and how many of the
-    medians fitted are lower bounds (``censored_cells``: the slope is then biased). Where every
-    median is a lower bound the fit is ``"censored"`` (``slope`` and ``r2`` ``None``): a line
-    through bounds alone measures the budget, not the method."""
-    table = list(table)
+def dilution_fits(records: Iterable[Row]) -> dict[str, Row]:
+    """Per estimator with at least two density values: the least-squares slope of log median
+    steps (:func:`dilution_table`) against log rho, its R^2, its 95 % bootstrap interval
+    (``slope_low``, ``slope_high``: every density's runs resampled on their own, censored runs
+    as their ``steps``) and how many of the medians fitted are lower bounds (``censored_cells``:
+    the slope is then biased). Where every median is a lower bound the fit is ``"censored"``
+    (``slope``, ``r2`` and the interval ``None``): a line through bounds alone measures the
+    budget, not the method."""
+    records = current(records)
+    table = dilution_table(records)
     fits = {}
     for estimator in sorted({r["estimator"] for r in table}):
         mine = [r for r in table if r["estimator"] == estimator]
@@ -323,12 +327,36 @@ def dilution_fits(table: Iterable[Row]) -> dict[str, Row]:
             continue
         censored = sum(r["median_is_lower_bound"] for r in mine)
         if censored == len(mine):
-            fits[estimator] = {"slope": None, "r2": None, "censored_cells": censored}
-            fits[estimator]["fit"] = "censored"
+            fits[estimator] = {
+                "slope": None,
+                "r2": None,
+                "slope_low": None,
+                "slope_high": None,
+                "censored_cells": censored,
+                "fit": "censored",
+            }
             continue
-        slope, _, r2 = snr.fit_loglog([r["rho"] for r in mine], [r["median_steps"] for r in mine])
-        fits[estimator] = {"slope": slope, "r2": r2, "censored_cells": censored}
+        rhos = [r["rho"] for r in mine]
+        slope, _, r2 = snr.fit_loglog(rhos, [r["median_steps"] for r in mine])
+        samples = [
+            [steps_or_bound(r) for r in records if r["estimator"] == estimator and r["rho"] == rho]
+            for rho in rhos
+        ]
+        _, low, high = bootstrap_interval(partial(median_slope, np.log(rhos)), *samples)
+        fits[estimator] = {
+            "slope": slope,
+            "r2": r2,
+            "slope_low": low,
+            "slope_high": high,
+            "censored_cells": censored,
+        }
     return fits
+
+
+def median_slope(log_rho: np.ndarray, *cells: np.ndarray) -> float:
+    """The least-squares slope of log median of each cell (one per density) against
+    ``log_rho`` (shape ``(cells,)``)."""
+    return float(np.polyfit(log_rho, np.log([np.median(c) for c in cells]), 1)[0])
 
 
 def dilution_summary(records: Iterable[Row]) -> Row:
@@ -342,7 +370,7 @@ def dilution_summary(records: Iterable[Row]) -> Row:
         "target": first["target"],
         "steps": first["steps"],
         "runs": len(records),
-        "slope_log_steps_vs_log_rho": dilution_fits(dilution_table(records)),
+        "slope_log_steps_vs_log_rho": dilution_fits(records),
         "total_cpu_seconds": float(sum(r["cpu_seconds"] for r in records)),
     }
 

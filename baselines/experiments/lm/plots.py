@@ -86,7 +86,7 @@ def plot_dilution(rows: list[dict[str, Any]], summary: dict[str, Any], path: Pat
     over seeds; a median that is only a lower bound (at most half the runs reached) is an open
     upward triangle, a fully censored cell a triangle at the budget."""
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6.6, 4.6))
+    fig, ax = plt.subplots(figsize=(8.4, 4.6))
     for i, estimator in enumerate(sorted({r["estimator"] for r in rows})):
         mine = sorted((r for r in rows if r["estimator"] == estimator), key=lambda r: r["rho"])
         color = f"C{i}"
@@ -95,7 +95,12 @@ def plot_dilution(rows: list[dict[str, Any]], summary: dict[str, Any], path: Pat
         if fit and fit["slope"] is None:
             label = f"{estimator} (censored: no slope)"
         else:
-            label = estimator + (f" (slope {fit['slope']:.2f})" if fit else "")
+            label = estimator + (
+                f" (slope {fit['slope']:.2f}, 95% CI {fit['slope_low']:.2f} to "
+                f"{fit['slope_high']:.2f})"
+                if fit
+                else ""
+            )
         measured = [r for r in mine if not r["median_is_lower_bound"]]
         bounds = [r for r in mine if r["median_is_lower_bound"]]
         if measured:
@@ -137,7 +142,8 @@ def plot_dilution(rows: list[dict[str, Any]], summary: dict[str, Any], path: Pat
         axis.set_major_formatter(ScalarFormatter())
         axis.set_minor_formatter(NullFormatter())
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7)
+    # beside the axes: the bars span most of the height, so no corner inside is free
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
