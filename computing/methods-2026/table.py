@@ -1,9 +1,10 @@
-"""The Diluted Doors table of docs/estimators.md ("The 2025-26 methods"): per method scored on
-rb3 lite, its dilution exponent and its steps ratio to ppo and to trajectory_mc at the lowest
-density, for 1, 2 and 4 floors, read from its report card's scores.json (censoring as the card
-shows it).
+"""The Diluted Doors tables of docs/estimators.md ("The 2025-26 methods"): per method scored on
+an rb3 tier, its dilution exponent and its steps ratio to ppo and to trajectory_mc at the lowest
+density, for every Diluted Doors setting of the tier (lite: 1, 2 and 4 floors; paper: 3 floors
+of 3 doors), read from its report card's scores.json (censoring as the card shows it).
 
     python computing/methods-2026/table.py computing/methods-2026/rb3-lite/rb3/lite
+    python computing/methods-2026/table.py computing/methods-2026/rb3-paper/rb3/paper
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from pathlib import Path
 
 from baselines.experiments.benchmark.scores import exponent_text, ratio_text
 
-SETTINGS = {f'DilutedDoors-v1{{"num_floors": {f}}}': f for f in (1, 2, 4)}
 METHODS = ("empg", "spa", "asymmetric_critic", "tree_grpo")
 
 
@@ -32,12 +32,16 @@ def main(folder: Path) -> None:
         scores = json.loads(path.read_text())
         privileged = scores["header"]["privileged fields read"]
         label = f"`{method}`" + ("" if privileged == "none" else f" (privileged: {privileged})")
-        for setting, floors in SETTINGS.items():
+        for setting in sorted(s for s in scores["ratios"] if s.startswith("DilutedDoors-v1")):
+            kwargs = json.loads(setting.removeprefix("DilutedDoors-v1"))
+            floors = str(kwargs["num_floors"])
+            if "num_doors" in kwargs:
+                floors += f" ({kwargs['num_doors']} doors)"
             exponent = scores["method"]["settings"][setting]["exponent"]
             ratios = scores["ratios"][setting]
             cells = [
                 label,
-                str(floors),
+                floors,
                 exponent_text(exponent, why=False),
                 f"1/{round(1 / ratios['ppo']['rho'])}",
                 ratio_text(ratios["ppo"]),
