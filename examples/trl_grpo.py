@@ -6,10 +6,10 @@ downloaded: the tokenizer is a byte-level BPE trained here on the env's own conv
 tool calls), the model a ``Qwen2ForCausalLM`` of a few hundred thousand parameters built from a
 config. What it takes to learn:
 
-1. **a warm start**: a few supervised steps on canonical episodes (every door equally often,
-   then ``walk`` through the corridor, then a short closing message) rendered exactly as TRL
-   renders a rollout, the loss on the assistant's tokens only. Without it the model makes no
-   tool call at all and every reward is 0.
+1. **a warm start**: a few supervised steps on canonical episodes (the door drawn uniformly
+   at random, then ``walk`` through the corridor, then a short closing message) rendered
+   exactly as TRL renders a rollout, the loss on the assistant's tokens only. Without it the
+   model makes no tool call at all and every reward is 0.
 2. **generation budgets that let episodes finish**: ``max_completion_length`` covers every
    tool call and tool response of an episode (TRL counts both), and
    ``max_tool_calling_iterations`` is the episode's turns plus one.
