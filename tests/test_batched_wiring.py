@@ -363,6 +363,19 @@ def test_plan_prices_the_references_trainer_from_its_measured_file_when_one_ship
     ].cpu_seconds == pytest.approx(expected)
 
 
+def test_plan_says_which_methods_it_priced_without_a_rate_of_their_own(capsys):
+    """A method the measured file does not hold is priced at the median method's rate: the row
+    says so, and a row of measured methods does not (the 2025-26 methods once read as
+    measured at ppo's rate on rb3)."""
+    method = 'discounted_turn{"gamma": 0.5}'  # the file measured gamma 0.9 only
+    commands.main(["benchmark", "plan", "--protocol", "rb2", "--tier", "lite", "--method",
+                   method, "--cores", "1", "--trainer", "batched"])  # fmt: skip
+    text = capsys.readouterr().out
+    assert f"| batched | {method} (not measured: the median method's rate) | 280 |" in text
+    assert "| batched | ppo | 280 |" in text
+    assert "| batched | all references | " in text  # every reference measured
+
+
 def test_plan_prints_the_cost_of_each_trainer_and_where_it_was_measured(capsys):
     method = 'mc_rollout{"source": "branch"}'
     result = commands.main(

@@ -27,7 +27,8 @@ from baselines.lib.scoring import check_evaluation
 
 PROTOCOL_DIR = data.PROTOCOLS
 DEFAULT_VERSION = "rb2"
-"""The protocol every command uses unless told (``--protocol``): the latest released one."""
+"""The protocol every command uses unless told (``--protocol``): the latest released version
+whose every tier's references ship (rb3 becomes it when its full tier does)."""
 RELEASED: dict[str, str] = {
     "rb1": "78ff4702607aa93005bddc3e7e2616e0ecd856587a26298c2b9c4ec1ec972a52",
     "rb2": "5779adced041a7378269a5a2bdd4b7e657822c04687baa48d260f20449618636",

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from baselines.experiments.benchmark import scores
+from baselines.lib import compact_runs
 
 FAMILIES = {
     "DilutedDoors-v1{}": "Diluted Doors",
@@ -33,8 +34,16 @@ FAMILIES = {
 
 
 def rows(path: Path) -> list[dict[str, Any]]:
-    """The rows of a results file (none when it is not there)."""
-    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+    """The rows of a results file ``X.jsonl``, or of its compact form ``X.jsonl.gz`` where only
+    that is there (a shipped folder); none when neither is."""
+    packed = path.with_name(path.name + ".gz")
+    if path.exists():
+        text = path.read_bytes()
+    elif packed.exists():
+        text = compact_runs.read_lines(packed)
+    else:
+        return []
+    return [json.loads(x) for x in text.splitlines() if x.strip()]
 
 
 def mark(path: Path) -> str:
@@ -45,8 +54,9 @@ def mark(path: Path) -> str:
 
 
 def defaults(refs: Path) -> list[Path]:
-    """The default-column files of a references folder."""
-    return sorted(p for p in refs.glob("*.jsonl") if not p.name.endswith("+tuned.jsonl"))
+    """The default-column files of a references folder (``X.jsonl``, for ``X.jsonl.gz`` too)."""
+    names = {p.name.removesuffix(".gz") for p in [*refs.glob("*.jsonl"), *refs.glob("*.jsonl.gz")]}
+    return sorted(refs / n for n in names if not n.endswith("+tuned.jsonl"))
 
 
 def doors(refs: Path) -> None:

@@ -103,7 +103,9 @@ class BenchmarkArgs(BackendArgs):
             "'package.module:Name' of your own, optionally with JSON arguments"
         },
     )
-    tier: str = field(default="lite", metadata={"help": "protocol tier: smoke, lite or full"})
+    tier: str = field(
+        default="lite", metadata={"help": "protocol tier: smoke, lite, paper or full"}
+    )
     protocol: str = field(default=protocols.DEFAULT_VERSION, metadata={"help": "protocol version"})
     env_id: list[str] = field(
         default_factory=list,

@@ -135,6 +135,18 @@ def price_tier(
         except ValueError as err:  # no measured cost on one of the settings
             return f"not available: {err}"
 
+    def label(trainer: str, name: str) -> str:
+        """``name``, saying which of its methods have no measured rate of their own (priced at
+        the median method's: :func:`~.cost.rate`)."""
+        own = {method for method, _ in rates[trainer][0]}
+        chosen = references if name == ALL_REFERENCES else [name]
+        missing = [m for m in chosen if m not in own]
+        if not missing:
+            return name
+        if name != ALL_REFERENCES:
+            return f"{name} (not measured: the median method's rate)"
+        return f"{name} ({', '.join(missing)} not measured: the median method's rate)"
+
     names = [*filter(None, [args.method]), ALL_REFERENCES]
     trainers = [t for t in ("sb3", "batched") if t in rates]
     result: dict[str, dict[str, Any]] = {t: {} for t in ("sb3", "batched")}
@@ -147,7 +159,7 @@ def price_tier(
                 print(f"| {trainer} | {name} | {c} | | | |")
                 continue
             print(
-                f"| {trainer} | {name} | {c.runs} | {c.steps / 1e6:.2f} M | "
+                f"| {trainer} | {label(trainer, name)} | {c.runs} | {c.steps / 1e6:.2f} M | "
                 f"{c.cpu_seconds / 3600:.2f} CPU-h | a {c.task} of {c.longest_steps:,} steps "
                 f"({cost.duration(c.longest_seconds)}) |"
             )
